@@ -1,0 +1,3 @@
+//! agentd's own tools: the catalogue, grants, argument schemas and implementations.
+//!
+//! This crate is not implemented yet and exports nothing.

@@ -1,0 +1,425 @@
+//! JSON-RPC 2.0 messages: decoding one from bytes, and encoding.
+//!
+//! Decoding borrows: a [`Message`] keeps `params` and `result` as [`RawValue`] slices of the
+//! input, so the envelope is read without building a tree, and the caller decodes the part
+//! it expects straight into its type ([`Request::params_as`], [`Response::result_as`]).
+//! [`decode_response`] does both in one pass when the result type is known up front.
+
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+use crate::{Error, ErrorObject, RequestId};
+
+/// The only `jsonrpc` value there is.
+pub const JSONRPC_VERSION: &str = "2.0";
+
+/// A decoded JSON-RPC message, borrowing from the bytes it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message<'a> {
+    /// A request: it has a `method` and an `id`.
+    Request(Request<'a>),
+    /// A notification: a `method` and no `id`.
+    Notification(Notification<'a>),
+    /// A response: a `result` or an `error`.
+    Response(Response<'a>),
+}
+
+/// A JSON-RPC request.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The request's id.
+    pub id: RequestId,
+    /// The method.
+    pub method: Cow<'a, str>,
+    /// The params object, verbatim.
+    pub params: Option<&'a RawValue>,
+}
+
+/// A JSON-RPC notification.
+#[derive(Debug, Clone)]
+pub struct Notification<'a> {
+    /// The method.
+    pub method: Cow<'a, str>,
+    /// The params object, verbatim.
+    pub params: Option<&'a RawValue>,
+}
+
+/// A JSON-RPC response.
+#[derive(Debug, Clone)]
+pub struct Response<'a> {
+    /// The id of the request answered; `None` only on an error response to a request that
+    /// could not be read.
+    pub id: Option<RequestId>,
+    /// The result object, verbatim, or the error.
+    pub outcome: Result<&'a RawValue, ErrorObject>,
+}
+
+fn raw_eq(a: Option<&RawValue>, b: Option<&RawValue>) -> bool {
+    a.map(RawValue::get) == b.map(RawValue::get)
+}
+
+impl PartialEq for Request<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.method == other.method && raw_eq(self.params, other.params)
+    }
+}
+
+impl PartialEq for Notification<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.method == other.method && raw_eq(self.params, other.params)
+    }
+}
+
+impl PartialEq for Response<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && match (&self.outcome, &other.outcome) {
+                (Ok(a), Ok(b)) => a.get() == b.get(),
+                (Err(a), Err(b)) => a == b,
+                _ => false,
+            }
+    }
+}
+
+fn parse_params<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, Error> {
+    let text = params.map_or("{}", RawValue::get);
+    serde_json::from_str(text).map_err(|e| Error::from_json(&e))
+}
+
+impl<'a> Request<'a> {
+    /// Decodes the params into `T`; absent params decode as `{}`.
+    pub fn params_as<T: Deserialize<'a>>(&self) -> Result<T, Error> {
+        parse_params(self.params)
+    }
+}
+
+impl<'a> Notification<'a> {
+    /// Decodes the params into `T`; absent params decode as `{}`.
+    pub fn params_as<T: Deserialize<'a>>(&self) -> Result<T, Error> {
+        parse_params(self.params)
+    }
+}
+
+impl<'a> Response<'a> {
+    /// Decodes the result into `T`, or hands back the error object.
+    ///
+    /// The outer `Result` is the decode; the inner one is the peer's answer.
+    pub fn result_as<T: Deserialize<'a>>(&self) -> Result<Result<T, ErrorObject>, Error> {
+        match &self.outcome {
+            Ok(raw) => serde_json::from_str(raw.get())
+                .map(Ok)
+                .map_err(|e| Error::from_json(&e)),
+            Err(e) => Ok(Err(e.clone())),
+        }
+    }
+}
+
+/// Every member a message may have, each optional, so that what is missing or misplaced can
+/// be named after the parse.
+#[derive(Deserialize)]
+struct Envelope<'a, R> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Option<RequestId>>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(default = "none")]
+    result: Option<R>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn none<R>() -> Option<R> {
+    None
+}
+
+/// Tells an explicit `null` (`Some(None)`) from an absent member (`None`, by `default`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<RequestId>>, D::Error> {
+    Option::<RequestId>::deserialize(d).map(Some)
+}
+
+/// Checks the limit and the first byte, so that a batch or a scalar gets its own error.
+fn precheck(bytes: &[u8], limit: usize) -> Result<(), Error> {
+    if bytes.len() > limit {
+        return Err(Error::TooLarge {
+            len: bytes.len(),
+            limit,
+        });
+    }
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        Some(b'[') => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Ok(_) => Err(Error::Batch),
+            Err(e) => Err(Error::from_json(&e)),
+        },
+        _ => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Ok(_) => Err(Error::NotObject),
+            Err(e) => Err(Error::from_json(&e)),
+        },
+    }
+}
+
+fn check_version(jsonrpc: Option<Cow<'_, str>>) -> Result<(), Error> {
+    match jsonrpc {
+        Some(v) if v == JSONRPC_VERSION => Ok(()),
+        found => Err(Error::Version {
+            found: found.map(Cow::into_owned),
+        }),
+    }
+}
+
+fn check_object(raw: Option<&RawValue>, what: &str) -> Result<(), Error> {
+    match raw {
+        Some(r) if !r.get().starts_with('{') => {
+            Err(Error::shape(format!("{what} must be a JSON object")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Decodes one JSON-RPC message from `bytes`, refusing input longer than `limit` bytes.
+///
+/// Unknown top-level members are ignored. A batch (a JSON array) is refused with
+/// [`Error::Batch`]: MCP removed batches in 2025-06-18, a client never sends one, and no
+/// revision lets a server answer a single request with one.
+///
+/// ```
+/// use mcp_wire::{decode, Error, Message, RequestId};
+///
+/// let bytes = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+/// let Message::Request(req) = decode(bytes, 1024).unwrap() else { panic!() };
+/// assert_eq!(req.id, RequestId::Number(1));
+/// assert_eq!(req.method, "tools/list");
+///
+/// assert_eq!(decode(b"[]", 1024), Err(Error::Batch));
+/// assert_eq!(decode(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, 1024), Err(Error::NullId));
+/// assert!(matches!(decode(bytes, 8), Err(Error::TooLarge { .. })));
+/// ```
+pub fn decode(bytes: &[u8], limit: usize) -> Result<Message<'_>, Error> {
+    precheck(bytes, limit)?;
+    let env: Envelope<'_, &RawValue> =
+        serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
+    check_version(env.jsonrpc)?;
+    if let Some(method) = env.method {
+        if env.result.is_some() || env.error.is_some() {
+            return Err(Error::shape(
+                "a message has both a method and a result or error",
+            ));
+        }
+        check_object(env.params, "params")?;
+        return match env.id {
+            None => Ok(Message::Notification(Notification {
+                method,
+                params: env.params,
+            })),
+            Some(None) => Err(Error::NullId),
+            Some(Some(id)) => Ok(Message::Request(Request {
+                id,
+                method,
+                params: env.params,
+            })),
+        };
+    }
+    check_object(env.result, "result")?;
+    let outcome = outcome(env.result, env.error)?;
+    let id = response_id(env.id, outcome.is_ok())?;
+    Ok(Message::Response(Response { id, outcome }))
+}
+
+fn outcome<R>(
+    result: Option<R>,
+    error: Option<ErrorObject>,
+) -> Result<Result<R, ErrorObject>, Error> {
+    match (result, error) {
+        (Some(r), None) => Ok(Ok(r)),
+        (None, Some(e)) => Ok(Err(e)),
+        (Some(_), Some(_)) => Err(Error::ResultAndError),
+        (None, None) => Err(Error::NotAMessage),
+    }
+}
+
+/// A successful response must name its request; an error response may not, when the
+/// request could not be read.
+fn response_id(id: Option<Option<RequestId>>, success: bool) -> Result<Option<RequestId>, Error> {
+    match id.flatten() {
+        Some(id) => Ok(Some(id)),
+        None if success => Err(Error::shape("a result must carry the id of its request")),
+        None => Ok(None),
+    }
+}
+
+/// A response decoded in one pass with its result typed: see [`decode_response`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypedResponse<T> {
+    /// The id of the request answered (see [`Response::id`]).
+    pub id: Option<RequestId>,
+    /// The typed result, or the error.
+    pub outcome: Result<T, ErrorObject>,
+}
+
+/// Decodes a response whose result type is known, in one pass over the bytes.
+///
+/// Anything that is not a response (a request, a notification) is [`Error::Shape`].
+///
+/// ```
+/// use mcp_wire::{decode_response, EmptyResult};
+///
+/// let r = decode_response::<EmptyResult>(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, 64).unwrap();
+/// assert!(r.outcome.is_ok());
+/// ```
+pub fn decode_response<T: DeserializeOwned>(
+    bytes: &[u8],
+    limit: usize,
+) -> Result<TypedResponse<T>, Error> {
+    precheck(bytes, limit)?;
+    let env: Envelope<'_, T> = serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
+    check_version(env.jsonrpc)?;
+    if env.method.is_some() {
+        return Err(Error::shape(
+            "expected a response, found a request or notification",
+        ));
+    }
+    let outcome = outcome(env.result, env.error)?;
+    let id = response_id(env.id, outcome.is_ok())?;
+    Ok(TypedResponse { id, outcome })
+}
+
+#[derive(Serialize)]
+struct Outgoing<'a, P: ?Sized, R: ?Sized> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a R>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+impl<'a, P: Serialize + ?Sized, R: Serialize + ?Sized> Outgoing<'a, P, R> {
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        serde_json::to_writer(out, self).map_err(|e| Error::Encode {
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// Appends a request to `out`: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+///
+/// The params are serialized once, straight into `out`.
+///
+/// ```
+/// use mcp_wire::{encode_request, RequestId};
+///
+/// let mut out = Vec::new();
+/// encode_request(&mut out, &RequestId::Number(1), "ping", None::<&()>).unwrap();
+/// assert_eq!(out, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+/// ```
+pub fn encode_request<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), Error> {
+    Outgoing::<P, ()> {
+        jsonrpc: JSONRPC_VERSION,
+        id: Some(id),
+        method: Some(method),
+        params,
+        result: None,
+        error: None,
+    }
+    .write(out)
+}
+
+/// Appends a notification to `out`.
+///
+/// ```
+/// use mcp_wire::encode_notification;
+///
+/// let mut out = Vec::new();
+/// encode_notification(&mut out, "notifications/initialized", None::<&()>).unwrap();
+/// assert_eq!(out, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+/// ```
+pub fn encode_notification<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), Error> {
+    Outgoing::<P, ()> {
+        jsonrpc: JSONRPC_VERSION,
+        id: None,
+        method: Some(method),
+        params,
+        result: None,
+        error: None,
+    }
+    .write(out)
+}
+
+/// Appends a successful response to `out`.
+pub fn encode_result<R: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: &R,
+) -> Result<(), Error> {
+    Outgoing::<(), R> {
+        jsonrpc: JSONRPC_VERSION,
+        id: Some(id),
+        method: None,
+        params: None,
+        result: Some(result),
+        error: None,
+    }
+    .write(out)
+}
+
+/// Appends an error response to `out`; `id` is `None` only when the request could not be
+/// read, and is then written as `null`.
+pub fn encode_error(
+    out: &mut Vec<u8>,
+    id: Option<&RequestId>,
+    error: &ErrorObject,
+) -> Result<(), Error> {
+    #[derive(Serialize)]
+    struct ErrorResponse<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a RequestId>,
+        error: &'a ErrorObject,
+    }
+    serde_json::to_writer(
+        out,
+        &ErrorResponse {
+            jsonrpc: JSONRPC_VERSION,
+            id,
+            error,
+        },
+    )
+    .map_err(|e| Error::Encode {
+        detail: e.to_string(),
+    })
+}
+
+impl Message<'_> {
+    /// Appends the message to `out`, as [`encode_request`] and its siblings would.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        match self {
+            Self::Request(r) => encode_request(out, &r.id, &r.method, r.params),
+            Self::Notification(n) => encode_notification(out, &n.method, n.params),
+            Self::Response(Response { id, outcome }) => match (outcome, id) {
+                (Ok(result), Some(id)) => encode_result(out, id, *result),
+                (Ok(_), None) => Err(Error::shape("a result must carry the id of its request")),
+                (Err(e), id) => encode_error(out, id.as_ref(), e),
+            },
+        }
+    }
+}
