@@ -28,7 +28,7 @@ pub enum Error {
     Batch,
     /// The `jsonrpc` member is missing or is not `"2.0"`.
     Version {
-        /// The value found, if any.
+        /// The value found, as JSON text, if any.
         found: Option<String>,
     },
     /// A request (it has a `method`) carries `"id": null`. MCP forbids null ids.
@@ -76,7 +76,7 @@ impl fmt::Display for Error {
             Self::NotJson { detail } => write!(f, "not JSON: {detail}"),
             Self::NotObject => f.write_str("a JSON-RPC message must be a JSON object"),
             Self::Batch => f.write_str("JSON-RPC batches are not part of MCP since 2025-06-18"),
-            Self::Version { found: Some(v) } => write!(f, "jsonrpc must be \"2.0\", found {v:?}"),
+            Self::Version { found: Some(v) } => write!(f, "jsonrpc must be \"2.0\", found {v}"),
             Self::Version { found: None } => f.write_str("the jsonrpc member is missing"),
             Self::NullId => f.write_str("a request's id must not be null"),
             Self::ResultAndError => f.write_str("a response has both result and error"),

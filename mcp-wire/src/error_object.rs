@@ -52,8 +52,12 @@ pub struct ErrorObject {
     pub code: i64,
     /// A short description.
     pub message: String,
-    /// Whatever the sender adds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Whatever the sender adds (an explicit `null` is kept).
+    #[serde(
+        default,
+        deserialize_with = "crate::result::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub data: Option<Value>,
 }
 

@@ -53,8 +53,9 @@ pub enum InvalidAnnotation {
         /// The name.
         name: String,
     },
-    /// The annotation is not reachable from the root through `properties` alone (it sits under
-    /// `items`, a composition or conditional keyword, `$ref`, `$defs`, …).
+    /// The annotation is not on a property reachable from the root through `properties` alone
+    /// (it sits on the root itself, or under `items`, a composition or conditional keyword,
+    /// `$ref`, `$defs`, …).
     NotStaticallyReachable {
         /// The keyword path to it, dot-joined.
         path: String,
@@ -213,7 +214,8 @@ fn walk(
 ) -> Result<(), InvalidAnnotation> {
     if let Some(annotation) = schema.get(ANNOTATION) {
         let shown = || path_text(path);
-        if !reachable {
+        // The root is the arguments object itself, not a property of it.
+        if !reachable || path.is_empty() {
             return Err(InvalidAnnotation::NotStaticallyReachable { path: shown() });
         }
         let Value::String(name) = annotation else {
@@ -307,7 +309,7 @@ fn stringify(value: &Value) -> Result<Cow<'_, str>, &'static str> {
                         .map(|f| f as i64)
                 })
                 .ok_or("a number that is not an integer")?;
-            if int.abs() > MAX_SAFE_INTEGER {
+            if int.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
                 return Err("an integer outside ±(2^53−1)");
             }
             Ok(Cow::Owned(int.to_string()))

@@ -106,3 +106,8 @@ pub use result::{
 pub use revision::{Era, Revision};
 pub use subscriptions::{AcknowledgedParams, ListenFilter, ListenParams};
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

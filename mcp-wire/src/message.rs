@@ -7,7 +7,10 @@
 
 use std::borrow::Cow;
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
@@ -119,17 +122,22 @@ impl<'a> Response<'a> {
 
 /// Every member a message may have, each optional, so that what is missing or misplaced can
 /// be named after the parse.
+///
+/// Each member is read with [`present`]: an explicit `null` is kept (as `Some`) apart from an
+/// absent member (`None`), so that `"method": null` or `"result": null` is an error, not
+/// silence.
 #[derive(Deserialize)]
+#[serde(bound(deserialize = "R: Deserialize<'de>"))]
 struct Envelope<'a, R> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Option<RequestId>>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
     params: Option<&'a RawValue>,
-    #[serde(default = "none")]
+    #[serde(default = "none", deserialize_with = "present")]
     result: Option<R>,
     #[serde(default)]
     error: Option<ErrorObject>,
@@ -139,9 +147,46 @@ fn none<R>() -> Option<R> {
     None
 }
 
-/// Tells an explicit `null` (`Some(None)`) from an absent member (`None`, by `default`).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<RequestId>>, D::Error> {
-    Option::<RequestId>::deserialize(d).map(Some)
+/// Reads a member that is there, whatever its value: `null` included.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The method's text, borrowed from the input when it has no escapes.
+fn method_text(raw: &RawValue) -> Result<Cow<'_, str>, Error> {
+    let text = raw.get();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        // The parser checked the string already; without escapes its text is its value.
+        Some(inner) if !inner.contains('\\') => Ok(Cow::Borrowed(inner)),
+        _ => serde_json::from_str::<String>(text)
+            .map(Cow::Owned)
+            .map_err(|_| Error::shape("method must be a string")),
+    }
+}
+
+/// A value that must be a JSON object, decoded into `T` without buffering: `T` reads the
+/// members straight from the parser.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+
+        d.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+            .map(ObjectOnly)
+    }
 }
 
 /// Checks the limit and the first byte, so that a batch or a scalar gets its own error.
@@ -165,11 +210,12 @@ fn precheck(bytes: &[u8], limit: usize) -> Result<(), Error> {
     }
 }
 
-fn check_version(jsonrpc: Option<Cow<'_, str>>) -> Result<(), Error> {
-    match jsonrpc {
-        Some(v) if v == JSONRPC_VERSION => Ok(()),
+/// `jsonrpc` is read raw, so that a number or an object is a version error too.
+fn check_version(jsonrpc: Option<&RawValue>) -> Result<(), Error> {
+    match jsonrpc.map(RawValue::get) {
+        Some("\"2.0\"") => Ok(()),
         found => Err(Error::Version {
-            found: found.map(Cow::into_owned),
+            found: found.map(str::to_owned),
         }),
     }
 }
@@ -207,6 +253,7 @@ pub fn decode(bytes: &[u8], limit: usize) -> Result<Message<'_>, Error> {
         serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
     check_version(env.jsonrpc)?;
     if let Some(method) = env.method {
+        let method = method_text(method)?;
         if env.result.is_some() || env.error.is_some() {
             return Err(Error::shape(
                 "a message has both a method and a result or error",
@@ -278,14 +325,15 @@ pub fn decode_response<T: DeserializeOwned>(
     limit: usize,
 ) -> Result<TypedResponse<T>, Error> {
     precheck(bytes, limit)?;
-    let env: Envelope<'_, T> = serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
+    let env: Envelope<'_, ObjectOnly<T>> =
+        serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
     check_version(env.jsonrpc)?;
     if env.method.is_some() {
         return Err(Error::shape(
             "expected a response, found a request or notification",
         ));
     }
-    let outcome = outcome(env.result, env.error)?;
+    let outcome = outcome(env.result.map(|r| r.0), env.error)?;
     let id = response_id(env.id, outcome.is_ok())?;
     Ok(TypedResponse { id, outcome })
 }
@@ -384,7 +432,8 @@ pub fn encode_result<R: Serialize + ?Sized>(
 }
 
 /// Appends an error response to `out`; `id` is `None` only when the request could not be
-/// read, and is then written as `null`.
+/// read, and is then left out, as MCP's schema has it (`id?: RequestId`), rather than written
+/// as JSON-RPC's `null`.
 pub fn encode_error(
     out: &mut Vec<u8>,
     id: Option<&RequestId>,
@@ -393,6 +442,7 @@ pub fn encode_error(
     #[derive(Serialize)]
     struct ErrorResponse<'a> {
         jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
         id: Option<&'a RequestId>,
         error: &'a ErrorObject,
     }

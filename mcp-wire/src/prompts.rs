@@ -125,8 +125,7 @@ struct GetPromptWire {
     result_type: Option<ResultType>,
     description: Option<String>,
     messages: Option<Vec<PromptMessage>>,
-    #[serde(default)]
-    input_requests: BTreeMap<String, InputRequest>,
+    input_requests: Option<BTreeMap<String, InputRequest>>,
     request_state: Option<String>,
     #[serde(rename = "_meta")]
     meta: Option<Meta>,

@@ -138,8 +138,7 @@ struct ReadResourceWire {
     contents: Option<Vec<ResourceContents>>,
     ttl_ms: Option<i64>,
     cache_scope: Option<crate::CacheScope>,
-    #[serde(default)]
-    input_requests: std::collections::BTreeMap<String, crate::InputRequest>,
+    input_requests: Option<std::collections::BTreeMap<String, crate::InputRequest>>,
     request_state: Option<String>,
     #[serde(rename = "_meta")]
     meta: Option<Meta>,

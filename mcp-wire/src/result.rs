@@ -110,7 +110,7 @@ impl<T: Serialize> Serialize for Outcome<T> {
 ///   "inputRequests":{"login":{"method":"elicitation/create",
 ///     "params":{"message":"Your login?","requestedSchema":{"type":"object"}}}},
 ///   "requestState":"opaque=="}"#).unwrap();
-/// let ask = r.input_requests["login"].elicitation().unwrap().unwrap();
+/// let ask = r.input_requests.as_ref().unwrap()["login"].elicitation().unwrap().unwrap();
 /// assert_eq!(ask.message, "Your login?");
 /// assert_eq!(r.request_state.as_deref(), Some("opaque=="));
 /// ```
@@ -122,8 +122,8 @@ pub struct InputRequired {
     #[serde(default = "input_required", skip_deserializing)]
     result_type: ResultType,
     /// What the server asks for, by key; the retry answers each key in `inputResponses`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub input_requests: BTreeMap<String, InputRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<BTreeMap<String, InputRequest>>,
     /// Opaque state to echo on the retry, byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
@@ -139,7 +139,7 @@ fn input_required() -> ResultType {
 impl InputRequired {
     /// An interim result with these requests and state.
     pub fn new(
-        input_requests: BTreeMap<String, InputRequest>,
+        input_requests: Option<BTreeMap<String, InputRequest>>,
         request_state: Option<String>,
         meta: Option<Meta>,
     ) -> Self {
@@ -185,3 +185,11 @@ impl InputRequest {
 /// The retry's `inputResponses`: one answer per key of the interim result's
 /// `inputRequests`. agentd declares only elicitation, so every answer is an [`ElicitResult`].
 pub type InputResponses = BTreeMap<String, ElicitResult>;
+
+/// Reads a member that may be any JSON value, `null` included, so that an explicit `null`
+/// (`Some(Value::Null)`) stays apart from an absent member (`None`, by `default`).
+pub(crate) fn present<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}

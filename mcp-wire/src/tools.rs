@@ -144,7 +144,7 @@ pub struct CallToolResult {
     pub result_type: Option<ResultType>,
     /// The unstructured result.
     pub content: Vec<ContentBlock>,
-    /// The structured result, if the tool has one.
+    /// The structured result, if the tool has one (any JSON value, `null` included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// `isError`, as sent.
@@ -178,10 +178,10 @@ impl CallToolResult {
 struct CallToolWire {
     result_type: Option<ResultType>,
     content: Option<Vec<ContentBlock>>,
+    #[serde(default, deserialize_with = "crate::result::present")]
     structured_content: Option<Value>,
     is_error: Option<bool>,
-    #[serde(default)]
-    input_requests: BTreeMap<String, InputRequest>,
+    input_requests: Option<BTreeMap<String, InputRequest>>,
     request_state: Option<String>,
     #[serde(rename = "_meta")]
     meta: Option<Meta>,
