@@ -1,5 +1,22 @@
-//! Streamable HTTP transport for MCP clients (both the 2025-11-25 and the 2026-07-28 revision).
+//! Streamable HTTP transport for MCP clients, for both the 2025-11-25 and the 2026-07-28
+//! revision.
 //!
-//! This crate is not implemented yet and exports nothing. It will hold the incremental SSE
-//! decoder, the response classifier, the legacy session state machine and a hyper 1.x driver,
-//! built on [`mcp_wire`].
+//! The protocol logic is pure and does no IO; time comes in as an argument:
+//!
+//! - [`sse`]: an incremental `text/event-stream` decoder, bounded per event;
+//! - [`reply`]: what an HTTP answer to a POST means (a message, a stream, accepted, or a
+//!   failure that keeps the status, a JSON-RPC error body and `WWW-Authenticate`);
+//! - [`session`]: the legacy session (`Mcp-Session-Id`, the protocol version header, a 404
+//!   that loses it) and the resumption of a legacy stream (`Last-Event-ID` after `retry`);
+//! - [`headers`]: the headers the client sets itself, and the check that keeps configuration
+//!   from setting them.
+//!
+//! The hyper driver that moves the bytes is not built yet.
+
+mod error;
+pub mod headers;
+pub mod reply;
+pub mod session;
+pub mod sse;
+
+pub use error::Error;

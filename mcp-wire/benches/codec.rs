@@ -2,8 +2,8 @@
 //! result, a `tools/list` page of 100 tools, and a `tools/call` result carrying 64 KiB of
 //! text. Each is measured three ways on the same bytes:
 //!
-//! - `typed`: [`mcp_wire::decode`] (envelope, borrowed) then `result_as::<T>()`;
-//! - `one_pass`: [`mcp_wire::decode_response::<T>`];
+//! - `typed`: [`mcp_wire::decode_as::<T>`], one pass, the result read straight into `T`;
+//! - `two_pass`: [`mcp_wire::decode`] (envelope, borrowed) then `result_as::<T>()`;
 //! - `value`: `serde_json::from_slice::<serde_json::Value>`, the untyped baseline.
 //!
 //! Run with `cargo bench -p mcp-wire --bench codec`.
@@ -13,7 +13,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcp_wire::{
     CallToolResult, ContentBlock, InitializeResult, ListToolsResult, Message, Outcome, RequestId,
-    decode, decode_response, encode_result,
+    TypedMessage, decode, decode_as, decode_response, encode_result,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -89,14 +89,20 @@ fn bench_case<T: DeserializeOwned + Serialize>(c: &mut Criterion, name: &str, re
 
     group.bench_function(BenchmarkId::new("decode", "typed"), |b| {
         b.iter(|| {
+            let Ok(TypedMessage::Response(r)) = decode_as::<T>(black_box(&bytes), usize::MAX)
+            else {
+                panic!("not a response")
+            };
+            black_box(r.outcome.expect("a result"))
+        })
+    });
+    group.bench_function(BenchmarkId::new("decode", "two_pass"), |b| {
+        b.iter(|| {
             let Ok(Message::Response(r)) = decode(black_box(&bytes), usize::MAX) else {
                 panic!("not a response")
             };
             black_box(r.result_as::<T>().expect("decodes").expect("a result"))
         })
-    });
-    group.bench_function(BenchmarkId::new("decode", "one_pass"), |b| {
-        b.iter(|| black_box(decode_response::<T>(black_box(&bytes), usize::MAX).expect("decodes")))
     });
     group.bench_function(BenchmarkId::new("decode", "value"), |b| {
         b.iter(|| black_box(serde_json::from_slice::<Value>(black_box(&bytes)).expect("decodes")))

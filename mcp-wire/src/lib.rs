@@ -83,8 +83,8 @@ pub use implementation::{Icon, Implementation};
 pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};
 pub use log_text::{LOG_TEXT_MAX, log_text};
 pub use message::{
-    Message, Notification, Request, Response, TypedResponse, decode, decode_response, encode_error,
-    encode_notification, encode_request, encode_result,
+    Message, Notification, Request, Response, TypedMessage, TypedResponse, decode, decode_as,
+    decode_response, encode_error, encode_notification, encode_request, encode_result,
 };
 pub use meta::{AgentMeta, Meta, ModernMeta};
 pub use notifications::{

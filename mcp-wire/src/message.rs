@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
@@ -248,10 +248,26 @@ fn check_object(raw: Option<&RawValue>, what: &str) -> Result<(), Error> {
 /// assert!(matches!(decode(bytes, 8), Err(Error::TooLarge { .. })));
 /// ```
 pub fn decode(bytes: &[u8], limit: usize) -> Result<Message<'_>, Error> {
+    let env: Envelope<'_, &RawValue> = parse(bytes, limit)?;
+    check_object(env.result, "result")?;
+    Ok(match classify(env)? {
+        TypedMessage::Request(r) => Message::Request(r),
+        TypedMessage::Notification(n) => Message::Notification(n),
+        TypedMessage::Response(TypedResponse { id, outcome }) => {
+            Message::Response(Response { id, outcome })
+        }
+    })
+}
+
+fn parse<'a, R: Deserialize<'a>>(bytes: &'a [u8], limit: usize) -> Result<Envelope<'a, R>, Error> {
     precheck(bytes, limit)?;
-    let env: Envelope<'_, &RawValue> =
-        serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
+    let env: Envelope<'a, R> = serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
     check_version(env.jsonrpc)?;
+    Ok(env)
+}
+
+/// Tells a request, a notification and a response apart, and checks what each must have.
+fn classify<R>(env: Envelope<'_, R>) -> Result<TypedMessage<'_, R>, Error> {
     if let Some(method) = env.method {
         let method = method_text(method)?;
         if env.result.is_some() || env.error.is_some() {
@@ -261,22 +277,21 @@ pub fn decode(bytes: &[u8], limit: usize) -> Result<Message<'_>, Error> {
         }
         check_object(env.params, "params")?;
         return match env.id {
-            None => Ok(Message::Notification(Notification {
+            None => Ok(TypedMessage::Notification(Notification {
                 method,
                 params: env.params,
             })),
             Some(None) => Err(Error::NullId),
-            Some(Some(id)) => Ok(Message::Request(Request {
+            Some(Some(id)) => Ok(TypedMessage::Request(Request {
                 id,
                 method,
                 params: env.params,
             })),
         };
     }
-    check_object(env.result, "result")?;
     let outcome = outcome(env.result, env.error)?;
     let id = response_id(env.id, outcome.is_ok())?;
-    Ok(Message::Response(Response { id, outcome }))
+    Ok(TypedMessage::Response(TypedResponse { id, outcome }))
 }
 
 fn outcome<R>(
@@ -301,7 +316,19 @@ fn response_id(id: Option<Option<RequestId>>, success: bool) -> Result<Option<Re
     }
 }
 
-/// A response decoded in one pass with its result typed: see [`decode_response`].
+/// A message whose result, if it is a response, is decoded into `T` in the same pass: see
+/// [`decode_as`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypedMessage<'a, T> {
+    /// A request (params kept raw, as in [`Message`]).
+    Request(Request<'a>),
+    /// A notification (params kept raw).
+    Notification(Notification<'a>),
+    /// A response, its result typed.
+    Response(TypedResponse<T>),
+}
+
+/// A response with its result typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypedResponse<T> {
     /// The id of the request answered (see [`Response::id`]).
@@ -310,9 +337,40 @@ pub struct TypedResponse<T> {
     pub outcome: Result<T, ErrorObject>,
 }
 
-/// Decodes a response whose result type is known, in one pass over the bytes.
+/// Decodes one message in one pass, reading a response's result straight into `T`.
 ///
-/// Anything that is not a response (a request, a notification) is [`Error::Shape`].
+/// This is the fast path for a stream on which the answer's type is known while requests
+/// and notifications may come first: nothing is read twice, and no tree is built. A result
+/// that is not a JSON object, or that does not fit `T`, is [`Error::Shape`].
+///
+/// ```
+/// use mcp_wire::{decode_as, CallToolResult, Outcome, TypedMessage};
+///
+/// let bytes = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+/// assert!(matches!(decode_as::<Outcome<CallToolResult>>(bytes, 1024), Ok(TypedMessage::Notification(_))));
+/// let bytes = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+/// let Ok(TypedMessage::Response(r)) = decode_as::<Outcome<CallToolResult>>(bytes, 1024) else { panic!() };
+/// assert!(matches!(r.outcome, Ok(Outcome::Complete(_))));
+/// ```
+pub fn decode_as<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    limit: usize,
+) -> Result<TypedMessage<'a, T>, Error> {
+    let env: Envelope<'a, ObjectOnly<T>> = parse(bytes, limit)?;
+    Ok(match classify(env)? {
+        TypedMessage::Request(r) => TypedMessage::Request(r),
+        TypedMessage::Notification(n) => TypedMessage::Notification(n),
+        TypedMessage::Response(TypedResponse { id, outcome }) => {
+            TypedMessage::Response(TypedResponse {
+                id,
+                outcome: outcome.map(|r| r.0),
+            })
+        }
+    })
+}
+
+/// Decodes a response whose result type is known, in one pass over the bytes: as
+/// [`decode_as`], with anything but a response refused as [`Error::Shape`].
 ///
 /// ```
 /// use mcp_wire::{decode_response, EmptyResult};
@@ -320,22 +378,16 @@ pub struct TypedResponse<T> {
 /// let r = decode_response::<EmptyResult>(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, 64).unwrap();
 /// assert!(r.outcome.is_ok());
 /// ```
-pub fn decode_response<T: DeserializeOwned>(
-    bytes: &[u8],
+pub fn decode_response<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
     limit: usize,
 ) -> Result<TypedResponse<T>, Error> {
-    precheck(bytes, limit)?;
-    let env: Envelope<'_, ObjectOnly<T>> =
-        serde_json::from_slice(bytes).map_err(|e| Error::from_json(&e))?;
-    check_version(env.jsonrpc)?;
-    if env.method.is_some() {
-        return Err(Error::shape(
+    match decode_as(bytes, limit)? {
+        TypedMessage::Response(r) => Ok(r),
+        _ => Err(Error::shape(
             "expected a response, found a request or notification",
-        ));
+        )),
     }
-    let outcome = outcome(env.result.map(|r| r.0), env.error)?;
-    let id = response_id(env.id, outcome.is_ok())?;
-    Ok(TypedResponse { id, outcome })
 }
 
 #[derive(Serialize)]
