@@ -11,8 +11,10 @@
 //! - [`headers`]: the headers the client sets itself, and the check that keeps configuration
 //!   from setting them.
 //!
-//! The hyper driver that moves the bytes is not built yet.
+//! The [`driver`] (feature `hyper`, on by default) moves the bytes with hyper 1.x.
 
+#[cfg(feature = "hyper")]
+pub mod driver;
 mod error;
 pub mod headers;
 pub mod reply;

@@ -106,6 +106,23 @@ pub enum Failure {
     },
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Status { status, .. } => write!(f, "HTTP {status}"),
+            Self::ContentType {
+                status,
+                content_type,
+            } => write!(f, "HTTP {status} with content type {content_type:?}"),
+            Self::TooLarge { status, limit } => {
+                write!(f, "HTTP {status} with a body over {limit} bytes")
+            }
+            Self::Malformed { status, error } => write!(f, "HTTP {status}: {error}"),
+            Self::Unexpected { status } => write!(f, "unexpected HTTP {status}"),
+        }
+    }
+}
+
 /// What an answer means, once its body is read.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

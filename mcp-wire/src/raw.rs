@@ -41,6 +41,11 @@ impl RawJson {
         self.0.get()
     }
 
+    /// The value as serde_json's raw value, e.g. to build a [`crate::Notification`].
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
     /// Parses the text into `T`.
     pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, crate::Error> {
         serde_json::from_str(self.0.get()).map_err(|e| crate::Error::from_json(&e))
@@ -49,6 +54,12 @@ impl RawJson {
     /// Whether the value is a JSON object.
     pub fn is_object(&self) -> bool {
         self.0.get().starts_with('{')
+    }
+}
+
+impl From<&RawValue> for RawJson {
+    fn from(raw: &RawValue) -> Self {
+        Self(raw.to_owned())
     }
 }
 

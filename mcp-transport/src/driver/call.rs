@@ -1,0 +1,401 @@
+//! One request's answer as it arrives: notifications first, then its response.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use hyper::body::Incoming as Body;
+use mcp_wire::{
+    ElicitRequestParams, ElicitResult, ErrorObject, Message, RawJson, RequestId, TypedMessage,
+    TypedResponse, code, decode, decode_as, encode_error, encode_result, method,
+};
+use serde::de::DeserializeOwned;
+
+use super::client::{HttpClient, next_chunk};
+use crate::Error;
+use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID};
+use crate::session::{Resume, Resumption};
+use crate::sse::Decoder;
+
+/// Answers a server's `elicitation/create` (2025-11-25): the layer above asks a person.
+pub trait Elicitor: Send + Sync + fmt::Debug {
+    /// The answer to one elicitation.
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>>;
+}
+
+/// A notification a server sent on a request's stream (progress, a log message, or on a
+/// listen, a change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// The method.
+    pub method: String,
+    /// The params, verbatim.
+    pub params: Option<RawJson>,
+}
+
+impl Notice {
+    /// Decodes the params by the method, as [`mcp_wire::ServerNotification::decode`] does.
+    pub fn decode(&self) -> Result<mcp_wire::ServerNotification, mcp_wire::Error> {
+        mcp_wire::ServerNotification::decode(&mcp_wire::Notification {
+            method: self.method.as_str().into(),
+            params: self.params.as_ref().map(RawJson::as_raw),
+        })
+    }
+}
+
+/// What a call yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery<T> {
+    /// A notification before the response.
+    Notification(Notice),
+    /// The response; nothing follows it.
+    Response(TypedResponse<T>),
+}
+
+/// What a legacy stream needs besides its bytes: the client to resume with and to post
+/// answers to server requests, the session headers, and the elicitation handler.
+#[derive(Debug, Clone)]
+pub(crate) struct Legacy {
+    pub(crate) client: HttpClient,
+    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+}
+
+impl Legacy {
+    fn headers(&self) -> Vec<(&str, &str)> {
+        self.headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+
+    /// Answers a server's request on a stream: `ping` with `{}`, `elicitation/create` through
+    /// the handler, anything else -32601. The answer is POSTed back, bounded by the answer
+    /// timeout; a failed answer does not fail the stream it came on.
+    async fn answer(&self, id: RequestId, method_name: &str, params: Option<&str>) {
+        let mut body = Vec::new();
+        let written = match method_name {
+            method::PING => encode_result(&mut body, &id, &serde_json::json!({})),
+            method::ELICITATION_CREATE if self.elicitor.is_some() => {
+                let parsed = serde_json::from_str::<ElicitRequestParams>(params.unwrap_or("{}"));
+                match (parsed, &self.elicitor) {
+                    (Ok(params), Some(elicitor)) => {
+                        let answer = elicitor.elicit(params).await;
+                        encode_result(&mut body, &id, &answer)
+                    }
+                    (Err(e), _) => encode_error(
+                        &mut body,
+                        Some(&id),
+                        &ErrorObject::new(code::INVALID_PARAMS, e.to_string()),
+                    ),
+                    (Ok(_), None) => unreachable!("checked above"),
+                }
+            }
+            other => encode_error(
+                &mut body,
+                Some(&id),
+                &ErrorObject::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("the client does not serve {other}"),
+                ),
+            ),
+        };
+        if written.is_err() {
+            return;
+        }
+        let bound = self.client.config().answer_timeout;
+        // The answer's fate does not change the stream's: a server that does not take it
+        // will say so on the stream, or fall silent and meet the silence bound.
+        let _ = tokio::time::timeout(bound, async {
+            let response = self
+                .client
+                .send(
+                    Method::POST,
+                    Some(Bytes::from(body)),
+                    ACCEPT_POST,
+                    &self.headers(),
+                    bound,
+                )
+                .await?;
+            drop(response);
+            Ok::<_, Error>(())
+        })
+        .await;
+    }
+
+    /// Reopens a stream with GET after its `retry`, carrying `Last-Event-ID` when known.
+    async fn reopen(
+        &self,
+        last_event_id: Option<&str>,
+        silence: Option<Duration>,
+    ) -> Result<Body, Error> {
+        let mut headers = self.headers();
+        if let Some(id) = last_event_id {
+            headers.push((LAST_EVENT_ID, id));
+        }
+        let bound = silence.unwrap_or(self.client.config().silence);
+        let response = self
+            .client
+            .send(Method::GET, None, ACCEPT_STREAM, &headers, bound)
+            .await?;
+        match response.status().as_u16() {
+            200..=299 => Ok(response.into_body()),
+            status => Err(Error::Reply(crate::reply::Failure::Status {
+                status,
+                www_authenticate: None,
+            })),
+        }
+    }
+}
+
+/// Where a call's messages come from.
+enum Source {
+    /// A JSON body: one message.
+    Json(Option<Bytes>),
+    /// An event stream.
+    Stream {
+        body: Body,
+        decoder: Decoder,
+        resume: Resumption,
+    },
+    /// The response was delivered, or the call failed.
+    Done,
+}
+
+/// One request's answer, read as it arrives.
+///
+/// `next` yields each notification the server sends before the response, then the
+/// response, then `None`. On a legacy stream, server requests are answered on the way
+/// (`ping`, `elicitation/create` through the handler, anything else -32601), and a stream
+/// that closes before its response is resumed with GET and `Last-Event-ID`. Each read waits
+/// at most the silence bound, which restarts on every byte received.
+///
+/// Dropping a call closes its stream: a 2026-07-28 server takes that as the cancellation. A
+/// legacy call is cancelled with [`Call::cancel`].
+pub struct Call<T> {
+    id: RequestId,
+    source: Source,
+    silence: Option<Duration>,
+    event_limit: usize,
+    legacy: Option<Legacy>,
+    /// A GET stream waits for no response and is reopened whenever it closes.
+    endless: bool,
+    _result: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Call<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Call")
+            .field("id", &self.id)
+            .field("done", &matches!(self.source, Source::Done))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: DeserializeOwned> Call<T> {
+    pub(crate) fn json(id: RequestId, body: Bytes) -> Self {
+        Self::new(id, Source::Json(Some(body)), None, 0, None)
+    }
+
+    pub(crate) fn stream(
+        id: RequestId,
+        body: Body,
+        silence: Option<Duration>,
+        event_limit: usize,
+        legacy: Option<Legacy>,
+    ) -> Self {
+        let source = Source::Stream {
+            body,
+            decoder: Decoder::new(event_limit),
+            resume: Resumption::new(),
+        };
+        Self::new(id, source, silence, event_limit, legacy)
+    }
+
+    pub(crate) fn endless(mut self) -> Self {
+        self.endless = true;
+        self
+    }
+
+    fn new(
+        id: RequestId,
+        source: Source,
+        silence: Option<Duration>,
+        event_limit: usize,
+        legacy: Option<Legacy>,
+    ) -> Self {
+        Self {
+            id,
+            source,
+            silence,
+            event_limit,
+            legacy,
+            endless: false,
+            _result: PhantomData,
+        }
+    }
+
+    /// The id of the request.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The next notification, or the response; `None` once the response was delivered.
+    pub async fn next(&mut self) -> Result<Option<Delivery<T>>, Error> {
+        let outcome = self.read().await;
+        if matches!(outcome, Err(_) | Ok(Some(Delivery::Response(_)))) {
+            self.source = Source::Done;
+        }
+        outcome
+    }
+
+    /// Reads until the response, passing notifications to `on_notice`.
+    pub async fn response(
+        mut self,
+        mut on_notice: impl FnMut(Notice),
+    ) -> Result<TypedResponse<T>, Error> {
+        loop {
+            match self.next().await? {
+                Some(Delivery::Notification(n)) => on_notice(n),
+                Some(Delivery::Response(r)) => return Ok(r),
+                None => return Err(Error::Ended),
+            }
+        }
+    }
+
+    /// Cancels the request: a legacy server is sent `notifications/cancelled`; a modern one
+    /// sees its stream close.
+    pub async fn cancel(self, reason: Option<String>) {
+        let Some(legacy) = &self.legacy else {
+            return;
+        };
+        if self.endless || matches!(self.source, Source::Done) {
+            return;
+        }
+        let mut body = Vec::new();
+        let params = mcp_wire::CancelledParams::new(self.id.clone(), reason);
+        if mcp_wire::encode_notification(&mut body, method::notification::CANCELLED, Some(&params))
+            .is_err()
+        {
+            return;
+        }
+        let bound = legacy.client.config().answer_timeout;
+        let _ = legacy
+            .client
+            .send(
+                Method::POST,
+                Some(Bytes::from(body)),
+                ACCEPT_POST,
+                &legacy.headers(),
+                bound,
+            )
+            .await;
+    }
+
+    async fn read(&mut self) -> Result<Option<Delivery<T>>, Error> {
+        loop {
+            match &mut self.source {
+                Source::Done => return Ok(None),
+                Source::Json(body) => {
+                    let Some(body) = body.take() else {
+                        return Ok(None);
+                    };
+                    return match self.handle(&body).await? {
+                        Some(delivery) => Ok(Some(delivery)),
+                        None => Err(Error::Malformed(mcp_wire::Error::Shape {
+                            detail: "a JSON answer that is not the response".into(),
+                        })),
+                    };
+                }
+                Source::Stream {
+                    body,
+                    decoder,
+                    resume,
+                } => {
+                    if let Some(event) = decoder.next_event() {
+                        let event = event?;
+                        resume.observe(&event);
+                        if !event.is_message() {
+                            continue;
+                        }
+                        if let Some(delivery) = self.handle(event.data.as_bytes()).await? {
+                            return Ok(Some(delivery));
+                        }
+                        continue;
+                    }
+                    match next_chunk(body, self.silence).await? {
+                        Some(bytes) => decoder.push(&bytes),
+                        None => self.reopen().await?,
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream ended before its response: resume a legacy one, fail otherwise.
+    async fn reopen(&mut self) -> Result<(), Error> {
+        let (Some(legacy), Source::Stream { resume, .. }) = (&self.legacy, &self.source) else {
+            return Err(Error::Ended);
+        };
+        let now = tokio::time::Instant::now();
+        let (at, last) = match resume.on_close(now.into_std()) {
+            Resume::At { at, last_event_id } => (at, Some(last_event_id)),
+            // A server-push stream without ids starts again from now.
+            _ if self.endless => (now.into_std() + resume.retry(), None),
+            _ => return Err(Error::Ended),
+        };
+        tokio::time::sleep_until(at.into()).await;
+        let body = legacy.reopen(last.as_deref(), self.silence).await?;
+        if let Source::Stream {
+            body: old, decoder, ..
+        } = &mut self.source
+        {
+            *old = body;
+            *decoder = Decoder::new(self.event_limit);
+        }
+        Ok(())
+    }
+
+    /// Decodes one message of the answer: the response to this request ends the call, a
+    /// notification is handed over, a server request is answered, and anything else (a
+    /// replayed `{}`, another request's response replayed by a legacy server) is passed over.
+    async fn handle(&self, bytes: &[u8]) -> Result<Option<Delivery<T>>, Error> {
+        // Bodies and events are bounded already, where they are read.
+        let limit = usize::MAX;
+        match decode_as::<T>(bytes, limit) {
+            Ok(TypedMessage::Response(r)) if self.is_ours(r.id.as_ref()) => {
+                Ok(Some(Delivery::Response(r)))
+            }
+            Ok(TypedMessage::Response(_)) => Ok(None),
+            Ok(TypedMessage::Notification(n)) => Ok(Some(Delivery::Notification(Notice {
+                method: n.method.into_owned(),
+                params: n.params.map(RawJson::from),
+            }))),
+            Ok(TypedMessage::Request(r)) => {
+                if let Some(legacy) = &self.legacy {
+                    legacy
+                        .answer(r.id, &r.method, r.params.map(|p| p.get()))
+                        .await;
+                }
+                Ok(None)
+            }
+            Err(mcp_wire::Error::NotAMessage) => Ok(None),
+            // A result that does not fit `T` may be another request's, replayed: look at the
+            // id before calling it malformed.
+            Err(e @ mcp_wire::Error::Shape { .. }) => match decode(bytes, limit) {
+                Ok(Message::Response(r)) if !self.is_ours(r.id.as_ref()) => Ok(None),
+                _ => Err(Error::Malformed(e)),
+            },
+            Err(e) => Err(Error::Malformed(e)),
+        }
+    }
+
+    fn is_ours(&self, id: Option<&RequestId>) -> bool {
+        !self.endless && id.is_none_or(|id| *id == self.id)
+    }
+}

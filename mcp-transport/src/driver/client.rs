@@ -1,0 +1,239 @@
+//! The HTTP client under both eras: one endpoint, pooled connections, bounded bodies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::Error;
+use crate::headers::check_configured;
+use crate::reply::Limits;
+
+/// How a transport talks to one server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Headers sent on every request (e.g. `Authorization`). Names the client sets itself
+    /// are refused when the transport is built.
+    pub headers: Vec<(String, String)>,
+    /// Bounds on bodies and events.
+    pub limits: Limits,
+    /// The longest silence on a request before it fails: the bound restarts on every byte
+    /// received, so a call that streams progress is never cut off while it talks.
+    pub silence: Duration,
+    /// The bound on the POST that carries an answer to a server's request.
+    pub answer_timeout: Duration,
+}
+
+impl Default for Config {
+    /// No headers, default limits, 60 s of silence, 5 s for an answer.
+    fn default() -> Self {
+        Self {
+            headers: Vec::new(),
+            limits: Limits::default(),
+            silence: Duration::from_secs(60),
+            answer_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The pooled HTTP client of one MCP endpoint. Cheap to clone; clones share the pool.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    endpoint: Uri,
+    headers: Arc<HeaderMap>,
+    config: Arc<Config>,
+}
+
+/// The TLS roots: Mozilla's, bundled (`webpki-roots`), so that a client behaves the same on
+/// every machine and needs no system store.
+fn tls_config() -> rustls::ClientConfig {
+    let roots = rustls::RootCertStore::from_iter(webpki_roots());
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+fn webpki_roots() -> impl Iterator<Item = rustls::pki_types::TrustAnchor<'static>> {
+    webpki_roots::TLS_SERVER_ROOTS.iter().cloned()
+}
+
+impl HttpClient {
+    /// A client of `endpoint` (an `http` or `https` URL). Refuses a configured header that
+    /// the client sets itself, naming it, or one that is not valid HTTP.
+    pub fn new(endpoint: &str, config: Config) -> Result<Self, Error> {
+        let uri: Uri = endpoint.parse().map_err(|_| Error::InvalidUrl {
+            url: endpoint.into(),
+        })?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(Error::InvalidUrl {
+                url: endpoint.into(),
+            });
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            check_configured(name)?;
+            let invalid = || Error::InvalidHeader { name: name.clone() };
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+            let value = HeaderValue::from_str(value).map_err(|_| invalid())?;
+            headers.append(header, value);
+        }
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config())
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new()).build(https);
+        Ok(Self {
+            client,
+            endpoint: uri,
+            headers: Arc::new(headers),
+            config: Arc::new(config),
+        })
+    }
+
+    /// The transport's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Uri {
+        &self.endpoint
+    }
+
+    /// Sends a request to the endpoint and waits for the head of the answer, at most
+    /// `silence`.
+    pub(crate) async fn send(
+        &self,
+        method: Method,
+        body: Option<Bytes>,
+        accept: &str,
+        headers: &[(&str, &str)],
+        silence: Duration,
+    ) -> Result<http::Response<Incoming>, Error> {
+        let mut request = Request::builder().method(method).uri(self.endpoint.clone());
+        let map = request.headers_mut().expect("a fresh builder has headers");
+        map.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        map.insert(
+            ACCEPT,
+            HeaderValue::from_str(accept).map_err(|_| bad(accept))?,
+        );
+        if body.is_some() {
+            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        for (name, value) in headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?;
+            map.insert(header, HeaderValue::from_str(value).map_err(|_| bad(name))?);
+        }
+        let request = request
+            .body(Full::new(body.unwrap_or_default()))
+            .map_err(|e| Error::Broken {
+                detail: e.to_string(),
+            })?;
+        match tokio::time::timeout(silence, self.client.request(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) if e.is_connect() => Err(Error::Unreachable {
+                detail: error_chain(&e),
+            }),
+            Ok(Err(e)) => Err(Error::Broken {
+                detail: error_chain(&e),
+            }),
+            Err(_) => Err(silent(silence)),
+        }
+    }
+}
+
+fn bad(name: &str) -> Error {
+    Error::InvalidHeader { name: name.into() }
+}
+
+pub(crate) fn silent(bound: Duration) -> Error {
+    Error::Silent {
+        after_ms: u64::try_from(bound.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// An error and its sources, joined: hyper's own message is often just "client error".
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Reads the next piece of a body, waiting at most `silence`; `None` at its end.
+pub(crate) async fn next_chunk(
+    body: &mut Incoming,
+    silence: Option<Duration>,
+) -> Result<Option<Bytes>, Error> {
+    loop {
+        let frame = match silence {
+            Some(bound) => tokio::time::timeout(bound, body.frame())
+                .await
+                .map_err(|_| silent(bound))?,
+            None => body.frame().await,
+        };
+        match frame {
+            None => return Ok(None),
+            Some(Err(e)) => {
+                return Err(Error::Broken {
+                    detail: error_chain(&e),
+                });
+            }
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}
+
+/// Reads a whole body, stopping past `limit` bytes (the caller sees a body of `limit + 1`
+/// bytes, which the decoder refuses as too large).
+pub(crate) async fn read_body(
+    body: &mut Incoming,
+    limit: usize,
+    silence: Duration,
+) -> Result<Bytes, Error> {
+    let mut first: Option<Bytes> = None;
+    let mut rest: Vec<u8> = Vec::new();
+    while let Some(chunk) = next_chunk(body, Some(silence)).await? {
+        match first.take() {
+            None if rest.is_empty() => first = Some(chunk),
+            Some(f) => {
+                rest.extend_from_slice(&f);
+                rest.extend_from_slice(&chunk);
+            }
+            None => rest.extend_from_slice(&chunk),
+        }
+        let len = first.as_ref().map_or(rest.len(), Bytes::len);
+        if len > limit {
+            break;
+        }
+    }
+    Ok(match first {
+        Some(only) => only,
+        None => Bytes::from(rest),
+    })
+}

@@ -1,0 +1,266 @@
+//! The 2025-11-25 (and older) transport: a session, the GET stream, server requests, and
+//! resumption.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+use mcp_wire::{RequestId, Revision, method};
+use serde::de::DeserializeOwned;
+
+use super::call::{Call, Elicitor, Legacy};
+use super::client::{HttpClient, read_body};
+use crate::Error;
+use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, MCP_SESSION_ID};
+use crate::reply::{Answer, Failure, Head};
+use crate::session::{Loss, Session};
+
+/// A legacy connection's transport: every request carries the session the `initialize`
+/// answer gave, and `MCP-Protocol-Version` after the handshake.
+///
+/// The handshake itself belongs to the layer above: it sends `initialize` with
+/// [`LegacyTransport::call`], reads the result, and records it with
+/// [`LegacyTransport::established`] (the session id comes from [`Posted::session_id`]).
+#[derive(Debug, Clone)]
+pub struct LegacyTransport {
+    client: HttpClient,
+    session: Arc<Mutex<Session>>,
+    elicitor: Option<Arc<dyn Elicitor>>,
+}
+
+/// A request's answer, with the session id its head carried.
+#[derive(Debug)]
+pub struct Posted<T> {
+    /// The answer, as it arrives.
+    pub call: Call<T>,
+    /// The `Mcp-Session-Id` of the answer (the `initialize` answer gives the session).
+    pub session_id: Option<Vec<u8>>,
+}
+
+impl LegacyTransport {
+    /// A transport over `client`; `elicitor` answers the server's `elicitation/create`
+    /// (without one, they are answered -32601).
+    pub fn new(client: HttpClient, elicitor: Option<Arc<dyn Elicitor>>) -> Self {
+        Self {
+            client,
+            session: Arc::new(Mutex::new(Session::new())),
+            elicitor,
+        }
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session as it stands.
+    pub fn snapshot(&self) -> Session {
+        self.session().clone()
+    }
+
+    /// Records the `initialize` answer: the revision agreed and the session id, if any.
+    pub fn established(&self, revision: Revision, session_id: Option<&[u8]>) -> Result<(), Error> {
+        self.session().initialized(revision, session_id)
+    }
+
+    fn legacy(&self, method_name: &str) -> (Legacy, Option<String>) {
+        let session = self.session();
+        let headers = session
+            .headers(method_name)
+            .into_iter()
+            .map(|(k, v)| (k, v.to_owned()))
+            .collect();
+        let sent = match method_name {
+            method::INITIALIZE => None,
+            _ => session.id().map(str::to_owned),
+        };
+        let legacy = Legacy {
+            client: self.client.clone(),
+            headers,
+            elicitor: self.elicitor.clone(),
+        };
+        (legacy, sent)
+    }
+
+    /// Sends a request (the encoded message in `body`) and returns its answer as it comes.
+    /// `silence` bounds each wait (the transport's configured bound when `None`).
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        id: RequestId,
+        method_name: &str,
+        body: Bytes,
+        silence: Option<Duration>,
+    ) -> Result<Posted<T>, Error> {
+        let silence = silence.unwrap_or(self.client.config().silence);
+        let (legacy, sent) = self.legacy(method_name);
+        let headers: Vec<(&str, &str)> = legacy
+            .headers
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        let response = self
+            .client
+            .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
+            .await?;
+        let session_id = response
+            .headers()
+            .get(MCP_SESSION_ID)
+            .map(|v| v.as_bytes().to_vec());
+        let status = response.status().as_u16();
+        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+            return Err(Error::SessionLost);
+        }
+        let call = answer(&self.client, id, response, silence, Some(legacy)).await?;
+        Ok(Posted { call, session_id })
+    }
+
+    /// Sends a notification; the server answers 202.
+    pub async fn notify(&self, method_name: &str, body: Bytes) -> Result<(), Error> {
+        let silence = self.client.config().silence;
+        let (legacy, sent) = self.legacy(method_name);
+        let headers: Vec<(&str, &str)> = legacy
+            .headers
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        let response = self
+            .client
+            .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
+            .await?;
+        let status = response.status().as_u16();
+        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+            return Err(Error::SessionLost);
+        }
+        accepted(&self.client, response, silence).await
+    }
+
+    /// Opens the GET stream a server pushes on (notifications and requests unrelated to any
+    /// call). `None` when the server offers none (405). The stream has no silence bound and
+    /// is reopened, after `retry`, whenever the server closes it.
+    pub async fn server_stream(&self) -> Result<Option<Call<()>>, Error> {
+        let (legacy, sent) = self.legacy(method::PING);
+        let headers: Vec<(&str, &str)> = legacy
+            .headers
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        let silence = self.client.config().silence;
+        let response = self
+            .client
+            .send(Method::GET, None, ACCEPT_STREAM, &headers, silence)
+            .await?;
+        let status = response.status().as_u16();
+        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+            return Err(Error::SessionLost);
+        }
+        if status == 405 {
+            return Ok(None);
+        }
+        let limits = self.client.config().limits;
+        match Head::of(status, content_type(response.headers()), &limits) {
+            Ok(Head::Stream) => Ok(Some(
+                Call::stream(
+                    RequestId::Number(-1),
+                    response.into_body(),
+                    None,
+                    limits.sse_event,
+                    Some(legacy),
+                )
+                .endless(),
+            )),
+            Ok(_) => Err(Error::Reply(Failure::Status {
+                status,
+                www_authenticate: None,
+            })),
+            Err(failure) => Err(Error::Reply(failure)),
+        }
+    }
+
+    /// Ends the session: a DELETE with its id, when there is one (a 405 means the server
+    /// does not let clients end sessions, which is no error).
+    pub async fn close(&self) -> Result<(), Error> {
+        let (legacy, _) = self.legacy(method::PING);
+        let Some(_) = self.session().close() else {
+            return Ok(());
+        };
+        let headers: Vec<(&str, &str)> = legacy
+            .headers
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        let bound = self.client.config().answer_timeout;
+        self.client
+            .send(Method::DELETE, None, ACCEPT_POST, &headers, bound)
+            .await
+            .map(drop)
+    }
+}
+
+pub(crate) fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// Reads an answer's head and body into a [`Call`].
+pub(crate) async fn answer<T: DeserializeOwned>(
+    client: &HttpClient,
+    id: RequestId,
+    response: http::Response<hyper::body::Incoming>,
+    silence: Duration,
+    legacy: Option<Legacy>,
+) -> Result<Call<T>, Error> {
+    let limits = client.config().limits;
+    let status = response.status().as_u16();
+    let head = Head::of(status, content_type(response.headers()), &limits).map_err(Error::Reply)?;
+    let www_authenticate = response
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut body = response.into_body();
+    match head {
+        Head::Stream => Ok(Call::stream(
+            id,
+            body,
+            Some(silence),
+            limits.sse_event,
+            legacy,
+        )),
+        Head::Accepted => Err(Error::Reply(Failure::Unexpected { status })),
+        Head::Json { limit, .. } | Head::Error { limit, .. } => {
+            let bytes = read_body(&mut body, limit, silence).await?;
+            match head.answer(&bytes, www_authenticate.as_deref()) {
+                Answer::Message { .. } => Ok(Call::json(id, bytes)),
+                Answer::Failure(failure) => Err(Error::Reply(failure)),
+                Answer::Accepted => Err(Error::Reply(Failure::Unexpected { status })),
+            }
+        }
+    }
+}
+
+/// Reads the answer to a notification: 202 (or another 2xx) is accepted.
+pub(crate) async fn accepted(
+    client: &HttpClient,
+    response: http::Response<hyper::body::Incoming>,
+    silence: Duration,
+) -> Result<(), Error> {
+    let limits = client.config().limits;
+    let status = response.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let head = Head::of(status, content_type(response.headers()), &limits).map_err(Error::Reply)?;
+    let mut body = response.into_body();
+    let bytes = match head.body_limit() {
+        Some(limit) => read_body(&mut body, limit, silence).await?,
+        None => Bytes::new(),
+    };
+    match head.answer(&bytes, None) {
+        Answer::Failure(failure) => Err(Error::Reply(failure)),
+        _ => Err(Error::Reply(Failure::Status {
+            status,
+            www_authenticate: None,
+        })),
+    }
+}
