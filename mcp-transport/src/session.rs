@@ -39,6 +39,9 @@ use crate::sse::Event;
 pub struct Session {
     revision: Option<Revision>,
     id: Option<String>,
+    /// The client ended the session with [`Session::close`]: nothing but `initialize` can be
+    /// sent on it.
+    ended: bool,
 }
 
 /// What a status means for the session.
@@ -73,6 +76,7 @@ impl Session {
         };
         self.revision = Some(revision);
         self.id = id;
+        self.ended = false;
         Ok(())
     }
 
@@ -116,11 +120,19 @@ impl Session {
         }
     }
 
-    /// Ends the session: the id to send a DELETE with, if there was one.
+    /// Ends the session: the id to send a DELETE with, if there was one. After that, only
+    /// `initialize` may be sent (see [`Session::allows`]).
     pub fn close(&mut self) -> Option<String> {
         let id = self.id.take();
         self.revision = None;
+        self.ended = id.is_some();
         id
+    }
+
+    /// Whether a request of `method` can be sent: anything but `initialize` needs the
+    /// session, once the client has ended it.
+    pub fn allows(&self, method: &str) -> bool {
+        !self.ended || method == method::INITIALIZE
     }
 }
 

@@ -86,7 +86,7 @@ pub use message::{
     Message, Notification, Request, Response, TypedMessage, TypedResponse, decode, decode_as,
     decode_response, encode_error, encode_notification, encode_request, encode_result,
 };
-pub use meta::{AgentMeta, Meta, ModernMeta};
+pub use meta::{AgentMeta, Meta, ModernMeta, RenderedMeta, RequestMeta, WithMeta};
 pub use notifications::{
     CancelledParams, ElicitationCompleteParams, LoggingLevel, LoggingMessageParams, ProgressParams,
     ProgressToken, ResourceUpdatedParams, ServerNotification,

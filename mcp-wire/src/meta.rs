@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{ClientCapabilities, Implementation, Revision};
+use crate::{ClientCapabilities, Error, Implementation, RawJson, Revision};
 
 /// A `_meta` object, kept whole so that keys this crate does not know survive.
 pub type Meta = Map<String, Value>;
@@ -82,18 +83,139 @@ pub struct ModernMeta<'a> {
 }
 
 impl ModernMeta<'_> {
+    /// Renders the three keys once, for a connection to write on every request as text.
+    pub fn render(&self) -> Result<RenderedMeta, Error> {
+        Ok(RenderedMeta {
+            revision: self.revision,
+            client_info: RawJson::from_value(self.client_info)?,
+            client_capabilities: RawJson::from_value(self.client_capabilities)?,
+        })
+    }
+
     /// Writes the three keys into `meta`, replacing any already there.
     pub fn insert_into(&self, meta: &mut Meta) {
-        meta.insert(
-            key::PROTOCOL_VERSION.into(),
-            Value::String(self.revision.as_str().into()),
-        );
-        meta.insert(key::CLIENT_INFO.into(), to_value(self.client_info));
-        meta.insert(
-            key::CLIENT_CAPABILITIES.into(),
-            Value::Object(self.client_capabilities.as_map().clone()),
-        );
+        if let Ok(rendered) = self.render() {
+            RequestMeta {
+                modern: Some(&rendered),
+                ..RequestMeta::default()
+            }
+            .insert_into(meta);
+        }
     }
+}
+
+/// The three keys of a modern request, rendered to JSON once (see [`ModernMeta::render`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedMeta {
+    revision: Revision,
+    client_info: RawJson,
+    client_capabilities: RawJson,
+}
+
+impl RenderedMeta {
+    /// The revision the requests state (also their `MCP-Protocol-Version`).
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+}
+
+/// A request's `_meta`, written in one pass from its parts: the modern keys rendered once per
+/// connection, agentd's keys, a progress token, and any other keys.
+///
+/// ```
+/// use mcp_wire::{AgentMeta, CallToolParams, ClientCapabilities, Implementation, ModernMeta,
+///     RequestMeta, Revision, WithMeta};
+///
+/// let info = Implementation::new("agentd", "0.1.0");
+/// let caps = ClientCapabilities::none();
+/// let rendered = ModernMeta { revision: Revision::V2026_07_28, client_info: &info,
+///     client_capabilities: &caps }.render().unwrap();
+/// let agent = AgentMeta::new("run-1", "my-agent");
+/// let mut meta = RequestMeta::default();
+/// meta.modern = Some(&rendered);
+/// meta.agent = Some(&agent);
+/// let params = CallToolParams::new("add");
+/// let text = serde_json::to_string(&WithMeta { params: &params, meta }).unwrap();
+/// assert_eq!(text, concat!(r#"{"name":"add","_meta":{"#,
+///     r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+///     r#""io.modelcontextprotocol/clientInfo":{"name":"agentd","version":"0.1.0"},"#,
+///     r#""io.modelcontextprotocol/clientCapabilities":{},"#,
+///     r#""agent/run_id":"run-1","agent/instance":"my-agent"}}"#));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct RequestMeta<'a> {
+    /// The modern keys (2026-07-28 requests).
+    pub modern: Option<&'a RenderedMeta>,
+    /// agentd's keys (`tools/call`).
+    pub agent: Option<&'a AgentMeta>,
+    /// `progressToken`, to ask for progress notifications.
+    pub progress_token: Option<&'a crate::ProgressToken>,
+    /// Any other keys; a key written by the parts above is not written twice.
+    pub extra: Option<&'a Meta>,
+}
+
+impl RequestMeta<'_> {
+    /// Whether nothing would be written.
+    pub fn is_empty(&self) -> bool {
+        self.modern.is_none()
+            && self.agent.is_none()
+            && self.progress_token.is_none()
+            && self.extra.is_none_or(Map::is_empty)
+    }
+
+    /// Writes the keys into `meta`, replacing any already there.
+    pub fn insert_into(&self, meta: &mut Meta) {
+        if let Ok(Value::Object(map)) = serde_json::to_value(self) {
+            meta.extend(map);
+        }
+    }
+
+    fn writes(&self, k: &str) -> bool {
+        let modern = [
+            key::PROTOCOL_VERSION,
+            key::CLIENT_INFO,
+            key::CLIENT_CAPABILITIES,
+        ];
+        (self.modern.is_some() && modern.contains(&k))
+            || (self.progress_token.is_some() && k == key::PROGRESS_TOKEN)
+            || self.agent.is_some_and(|a| a.writes(k))
+    }
+}
+
+impl Serialize for RequestMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(m) = self.modern {
+            map.serialize_entry(key::PROTOCOL_VERSION, m.revision.as_str())?;
+            map.serialize_entry(key::CLIENT_INFO, &m.client_info)?;
+            map.serialize_entry(key::CLIENT_CAPABILITIES, &m.client_capabilities)?;
+        }
+        if let Some(token) = self.progress_token {
+            map.serialize_entry(key::PROGRESS_TOKEN, token)?;
+        }
+        if let Some(agent) = self.agent {
+            agent.entries(&mut map)?;
+        }
+        for (k, v) in self.extra.into_iter().flatten() {
+            if !self.writes(k) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Params written with a [`RequestMeta`] as their `_meta`, in one pass. The params' own
+/// `_meta` must be unset, or it would be written twice.
+#[derive(Debug, Serialize)]
+pub struct WithMeta<'a, P: Serialize> {
+    /// The params.
+    #[serde(flatten)]
+    pub params: &'a P,
+    /// Their `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
+    pub meta: RequestMeta<'a>,
 }
 
 /// agentd's request metadata (the keys of [`agent`] plus `traceparent`); each is sent only
@@ -144,30 +266,52 @@ impl AgentMeta {
 
     /// Writes the keys that are set into `meta`, replacing any already there.
     pub fn insert_into(&self, meta: &mut Meta) {
-        meta.insert(agent::RUN_ID.into(), Value::String(self.run_id.clone()));
-        meta.insert(agent::INSTANCE.into(), Value::String(self.instance.clone()));
-        let optional = [
-            (key::TRACEPARENT, self.traceparent.as_ref().map(to_value)),
-            (agent::CTX, self.ctx.clone()),
-            (
-                agent::IDEMPOTENCY_KEY,
-                self.idempotency_key.as_ref().map(to_value),
-            ),
-            (agent::ATTEMPT, self.attempt.map(Value::from)),
-            (agent::RUN, self.run.as_ref().map(to_value)),
-            (agent::ACTING_FOR, self.acting_for.clone()),
-            (agent::LABELS, self.labels.as_ref().map(to_value)),
-        ];
-        for (k, v) in optional {
-            if let Some(v) = v {
-                meta.insert(k.into(), v);
-            }
+        RequestMeta {
+            agent: Some(self),
+            ..RequestMeta::default()
+        }
+        .insert_into(meta);
+    }
+
+    fn writes(&self, k: &str) -> bool {
+        match k {
+            agent::RUN_ID | agent::INSTANCE => true,
+            key::TRACEPARENT => self.traceparent.is_some(),
+            agent::CTX => self.ctx.is_some(),
+            agent::IDEMPOTENCY_KEY => self.idempotency_key.is_some(),
+            agent::ATTEMPT => self.attempt.is_some(),
+            agent::RUN => self.run.is_some(),
+            agent::ACTING_FOR => self.acting_for.is_some(),
+            agent::LABELS => self.labels.is_some(),
+            _ => false,
         }
     }
-}
 
-/// Converts a value whose `Serialize` cannot fail (plain structs of strings and maps with
-/// string keys) into a `Value`.
-fn to_value<T: Serialize + ?Sized>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+    /// Writes the keys that are set as entries of a map.
+    fn entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry(agent::RUN_ID, &self.run_id)?;
+        map.serialize_entry(agent::INSTANCE, &self.instance)?;
+        if let Some(v) = &self.traceparent {
+            map.serialize_entry(key::TRACEPARENT, v)?;
+        }
+        if let Some(v) = &self.ctx {
+            map.serialize_entry(agent::CTX, v)?;
+        }
+        if let Some(v) = &self.idempotency_key {
+            map.serialize_entry(agent::IDEMPOTENCY_KEY, v)?;
+        }
+        if let Some(v) = &self.attempt {
+            map.serialize_entry(agent::ATTEMPT, v)?;
+        }
+        if let Some(v) = &self.run {
+            map.serialize_entry(agent::RUN, v)?;
+        }
+        if let Some(v) = &self.acting_for {
+            map.serialize_entry(agent::ACTING_FOR, v)?;
+        }
+        if let Some(v) = &self.labels {
+            map.serialize_entry(agent::LABELS, v)?;
+        }
+        Ok(())
+    }
 }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -123,7 +124,7 @@ impl HttpClient {
         &self,
         method: Method,
         body: Option<Bytes>,
-        accept: &str,
+        accept: &'static str,
         headers: &[(&str, &str)],
         silence: Duration,
     ) -> Result<http::Response<Incoming>, Error> {
@@ -138,7 +139,10 @@ impl HttpClient {
             map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         for (name, value) in headers {
-            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?;
+            let header = match known(name) {
+                Some(header) => header,
+                None => HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?,
+            };
             map.insert(header, HeaderValue::from_str(value).map_err(|_| bad(name))?);
         }
         let request = request
@@ -157,6 +161,21 @@ impl HttpClient {
             Err(_) => Err(silent(silence)),
         }
     }
+}
+
+/// The headers the client sets on every request, without parsing their names each time.
+fn known(name: &str) -> Option<HeaderName> {
+    use crate::headers::{
+        LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+    };
+    Some(HeaderName::from_static(match name {
+        MCP_PROTOCOL_VERSION => "mcp-protocol-version",
+        MCP_METHOD => "mcp-method",
+        MCP_NAME => "mcp-name",
+        MCP_SESSION_ID => "mcp-session-id",
+        LAST_EVENT_ID => "last-event-id",
+        _ => return None,
+    }))
 }
 
 fn bad(name: &str) -> Error {
@@ -228,7 +247,8 @@ pub(crate) async fn read_body(
             None => rest.extend_from_slice(&chunk),
         }
         let len = first.as_ref().map_or(rest.len(), Bytes::len);
-        if len > limit {
+        // Past the bound, or at the end the length announced: no need to wait for more.
+        if len > limit || body.is_end_stream() {
             break;
         }
     }

@@ -63,8 +63,13 @@ impl LegacyTransport {
         self.session().initialized(revision, session_id)
     }
 
-    fn legacy(&self, method_name: &str) -> (Legacy, Option<String>) {
+    /// The session's headers and elicitor for a request of `method_name`, and the session id
+    /// it carries; refused once the client ended the session, except for `initialize`.
+    fn legacy(&self, method_name: &str) -> Result<(Legacy, Option<String>), Error> {
         let session = self.session();
+        if !session.allows(method_name) {
+            return Err(Error::SessionLost);
+        }
         let headers = session
             .headers(method_name)
             .into_iter()
@@ -79,7 +84,7 @@ impl LegacyTransport {
             headers,
             elicitor: self.elicitor.clone(),
         };
-        (legacy, sent)
+        Ok((legacy, sent))
     }
 
     /// Sends a request (the encoded message in `body`) and returns its answer as it comes.
@@ -92,7 +97,7 @@ impl LegacyTransport {
         silence: Option<Duration>,
     ) -> Result<Posted<T>, Error> {
         let silence = silence.unwrap_or(self.client.config().silence);
-        let (legacy, sent) = self.legacy(method_name);
+        let (legacy, sent) = self.legacy(method_name)?;
         let headers: Vec<(&str, &str)> = legacy
             .headers
             .iter()
@@ -117,7 +122,7 @@ impl LegacyTransport {
     /// Sends a notification; the server answers 202.
     pub async fn notify(&self, method_name: &str, body: Bytes) -> Result<(), Error> {
         let silence = self.client.config().silence;
-        let (legacy, sent) = self.legacy(method_name);
+        let (legacy, sent) = self.legacy(method_name)?;
         let headers: Vec<(&str, &str)> = legacy
             .headers
             .iter()
@@ -138,7 +143,7 @@ impl LegacyTransport {
     /// call). `None` when the server offers none (405). The stream has no silence bound and
     /// is reopened, after `retry`, whenever the server closes it.
     pub async fn server_stream(&self) -> Result<Option<Call<()>>, Error> {
-        let (legacy, sent) = self.legacy(method::PING);
+        let (legacy, sent) = self.legacy(method::PING)?;
         let headers: Vec<(&str, &str)> = legacy
             .headers
             .iter()
@@ -177,9 +182,13 @@ impl LegacyTransport {
     }
 
     /// Ends the session: a DELETE with its id, when there is one (a 405 means the server
-    /// does not let clients end sessions, which is no error).
+    /// does not let clients end sessions, which is no error). Later requests other than
+    /// `initialize` fail with [`Error::SessionLost`] without being sent.
     pub async fn close(&self) -> Result<(), Error> {
-        let (legacy, _) = self.legacy(method::PING);
+        // Closing twice, or a session never made, sends nothing.
+        let Ok((legacy, _)) = self.legacy(method::PING) else {
+            return Ok(());
+        };
         let Some(_) = self.session().close() else {
             return Ok(());
         };
@@ -228,7 +237,15 @@ pub(crate) async fn answer<T: DeserializeOwned>(
             legacy,
         )),
         Head::Accepted => Err(Error::Reply(Failure::Unexpected { status })),
-        Head::Json { limit, .. } | Head::Error { limit, .. } => {
+        // A 2xx JSON body is the response: the call decodes it once, into its type.
+        Head::Json { limit, .. } => {
+            let bytes = read_body(&mut body, limit, silence).await?;
+            match bytes.len() > limit {
+                true => Err(Error::Reply(Failure::TooLarge { status, limit })),
+                false => Ok(Call::json(id, bytes)),
+            }
+        }
+        Head::Error { limit, .. } => {
             let bytes = read_body(&mut body, limit, silence).await?;
             match head.answer(&bytes, www_authenticate.as_deref()) {
                 Answer::Message { .. } => Ok(Call::json(id, bytes)),

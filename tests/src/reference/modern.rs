@@ -174,7 +174,7 @@ fn check(
 
 fn complete(mut result: Value, cacheable: bool) -> Value {
     if let Some(map) = result.as_object_mut() {
-        map.insert("resultType".into(), json!("complete"));
+        map.entry("resultType").or_insert(json!("complete"));
         if cacheable {
             map.insert("ttlMs".into(), json!(0));
             map.insert("cacheScope".into(), json!("private"));
