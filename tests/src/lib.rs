@@ -4,4 +4,5 @@
 //!
 //! The integration tests live in `tests/`, the benches in `benches/`.
 
+pub mod peers;
 pub mod reference;
