@@ -441,3 +441,70 @@ async fn cancel_posts_notifications_cancelled() {
     assert_eq!(cancelled.header("mcp-session-id"), Some(id.as_str()));
     assert_eq!(cancelled.header("mcp-protocol-version"), Some("2025-11-25"));
 }
+
+/// A server's `ping` on a stream is answered with an empty result, POSTed back with the
+/// session's headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_on_a_stream_is_answered() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let transport = connected(&server).await;
+    let response = ask(
+        &transport,
+        1,
+        "tools/call",
+        &tool("slow", json!({"steps": 1, "delay_ms": 10})),
+    )
+    .await
+    .expect("the call is answered");
+    assert_eq!(text(response), "counted 1");
+    let log = server.log();
+    let answer = log
+        .iter()
+        .find(|l| {
+            l.body["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("ping-"))
+        })
+        .expect("the ping was answered");
+    assert_eq!(answer.body["result"], json!({}));
+    assert_eq!(answer.header("mcp-session-id"), transport.snapshot().id());
+}
+
+/// A server that replays every stream of the session on resumption (as `server-everything`
+/// does), its stored priming events as `data: {}`: the client passes over the `{}` events and
+/// the other requests' responses, and takes its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_session_replay_is_tolerated() {
+    let mut options = Options::default();
+    options.sse = true;
+    options.replay_whole_session = true;
+    let server = ReferenceServer::start(options).await;
+    let transport = connected(&server).await;
+    server.script(
+        "tools/call",
+        Fault::CloseMidStream { retry_ms: 400 },
+        Times::Once,
+    );
+    let resumed = {
+        let transport = transport.clone();
+        tokio::spawn(async move {
+            ask(
+                &transport,
+                1,
+                "tools/call",
+                &tool("add", json!({"a": 1, "b": 1})),
+            )
+            .await
+        })
+    };
+    // While the call waits to resume, another request's stream is recorded in the session.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let pong: TypedResponse<EmptyResult> = ask(&transport, 2, "ping", &json!({})).await.unwrap();
+    assert!(pong.outcome.is_ok());
+    let response = resumed
+        .await
+        .expect("the task")
+        .expect("the call is resumed");
+    assert_eq!(response.id, Some(RequestId::Number(1)));
+    assert_eq!(text(response), "resumed");
+}

@@ -51,6 +51,12 @@ impl Notice {
     }
 }
 
+/// Whether `bytes` is `{}`, spaces aside.
+fn is_empty_object(bytes: &[u8]) -> bool {
+    let mut rest = bytes.iter().filter(|b| !b.is_ascii_whitespace());
+    rest.next() == Some(&b'{') && rest.next() == Some(&b'}') && rest.next().is_none()
+}
+
 /// What a call yields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery<T> {
@@ -384,7 +390,8 @@ impl<T: DeserializeOwned> Call<T> {
                 }
                 Ok(None)
             }
-            Err(mcp_wire::Error::NotAMessage) => Ok(None),
+            // A priming event replayed as `data: {}` carries nothing.
+            Err(_) if is_empty_object(bytes) => Ok(None),
             // A result that does not fit `T` may be another request's, replayed: look at the
             // id before calling it malformed.
             Err(e @ mcp_wire::Error::Shape { .. }) => match decode(bytes, limit) {

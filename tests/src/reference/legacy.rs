@@ -32,6 +32,8 @@ pub(crate) struct Session {
     get_streams: Vec<Events>,
     /// Each stream's events after its priming event, for replay: stream id → (event id, data).
     streams: HashMap<String, Vec<(String, String)>>,
+    /// Every stream's events in the order they were recorded, for a whole-session replay.
+    all: Vec<(String, String)>,
 }
 
 impl Session {
@@ -51,10 +53,9 @@ impl Sessions {
     /// Keeps an event of a stream for replay.
     pub(crate) fn record(&self, session: &str, stream: &str, id: &str, data: &str) {
         if let Some(s) = self.sessions.lock().expect("sessions").get_mut(session) {
-            s.streams
-                .entry(stream.to_owned())
-                .or_default()
-                .push((id.to_owned(), data.to_owned()));
+            let event = (id.to_owned(), data.to_owned());
+            s.all.push(event.clone());
+            s.streams.entry(stream.to_owned()).or_default().push(event);
         }
     }
 }
@@ -233,6 +234,10 @@ async fn slow(
     tokio::spawn(async move {
         let stream = format!("st{}", state.next());
         events.send(Some(&format!("{stream}-0")), None, "").await;
+        // A server may ping its client on any stream; the client answers `{}`.
+        let ping =
+            json!({"jsonrpc": "2.0", "id": format!("ping-{}", state.next()), "method": "ping"});
+        events.send(None, None, &ping.to_string()).await;
         for step in 1..=steps {
             tokio::time::sleep(delay).await;
             if !token.is_null() {
@@ -315,9 +320,16 @@ pub(crate) async fn get(state: &Arc<State>, headers: &HeaderMap) -> Response<Any
         Some(last) => {
             let sessions = state.legacy.sessions.lock().expect("sessions");
             let stream = last.rsplit_once('-').map_or(last, |(s, _)| s);
+            let whole = state.options.replay_whole_session;
             sessions
                 .get(&session)
-                .and_then(|s| s.streams.get(stream))
+                .and_then(|s| {
+                    if whole {
+                        Some(&s.all)
+                    } else {
+                        s.streams.get(stream)
+                    }
+                })
                 .map(|events| {
                     events
                         .iter()
@@ -340,10 +352,17 @@ pub(crate) async fn get(state: &Arc<State>, headers: &HeaderMap) -> Response<Any
         s.get_streams.push(events.clone());
     }
     let sending = events.clone();
+    let whole = state.options.replay_whole_session;
     let priming = format!("get{}-0", state.next());
     tokio::spawn(async move {
         sending.send(Some(&priming), None, "").await;
         for (id, data) in replay {
+            // A whole-session replay sends stored priming events back as `{}`.
+            let data = if data.is_empty() && whole {
+                "{}".to_owned()
+            } else {
+                data
+            };
             sending.send(Some(&id), None, &data).await;
         }
     });
@@ -386,17 +405,22 @@ pub(crate) async fn close_mid_stream(
         .keys()
         .cloned()
         .collect();
-    for session in sessions {
-        state.legacy.record(&session, &stream, &priming, "");
-        state.legacy.record(
-            &session,
-            &stream,
-            &format!("{stream}-1"),
-            &result.to_string(),
-        );
+    for session in &sessions {
+        state.legacy.record(session, &stream, &priming, "");
     }
+    // The result is kept a little later, as work finishing after the stream closed: what
+    // other streams record meanwhile comes before it in a whole-session replay.
+    let state = state.clone();
     tokio::spawn(async move {
         events.send(Some(&priming), Some(retry_ms), "").await;
+        drop(events);
+        tokio::time::sleep(Duration::from_millis(retry_ms / 4)).await;
+        for session in &sessions {
+            let id = format!("{stream}-1");
+            state
+                .legacy
+                .record(session, &stream, &id, &result.to_string());
+        }
     });
     stream_response(body, None)
 }

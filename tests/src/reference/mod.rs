@@ -67,6 +67,10 @@ pub struct Options {
     pub get_stream: bool,
     /// Send a keep-alive comment this often on long-lived streams.
     pub keepalive: Option<Duration>,
+    /// Answer a GET with `Last-Event-ID` by replaying every stream of the session after that
+    /// id, stored priming events as `data: {}` (what `server-everything` does), instead of
+    /// only the stream the id belongs to.
+    pub replay_whole_session: bool,
 }
 
 impl Default for Options {
@@ -79,6 +83,7 @@ impl Default for Options {
             sse: false,
             get_stream: true,
             keepalive: Some(Duration::from_secs(15)),
+            replay_whole_session: false,
         }
     }
 }
