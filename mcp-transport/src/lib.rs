@@ -22,3 +22,8 @@ pub mod session;
 pub mod sse;
 
 pub use error::Error;
+
+/// The README's example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(all(doctest, feature = "hyper"))]
+pub struct ReadmeDoctests;
