@@ -24,6 +24,11 @@ pub enum Error {
         /// The header, as configured.
         name: String,
     },
+    /// A configured root certificate is not a usable DER certificate.
+    InvalidRoot {
+        /// Why.
+        detail: String,
+    },
     /// The endpoint is not an `http` or `https` URL.
     InvalidUrl {
         /// The URL, as given.
@@ -70,6 +75,7 @@ impl fmt::Display for Error {
                 "header {name:?} is set by the MCP client itself and cannot be configured"
             ),
             Self::InvalidHeader { name } => write!(f, "header {name:?} is not a valid HTTP header"),
+            Self::InvalidRoot { detail } => write!(f, "invalid root certificate: {detail}"),
             Self::InvalidUrl { url } => write!(f, "{url:?} is not an http(s) URL"),
             Self::Unreachable { detail } => write!(f, "server unreachable: {detail}"),
             Self::Silent { after_ms } => write!(f, "no answer for {after_ms} ms"),

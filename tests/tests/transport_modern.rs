@@ -709,3 +709,38 @@ async fn input_required_then_retry_with_input_responses() {
         json!({"action": "accept", "content": {"name": "Ada"}})
     );
 }
+
+/// Over TLS the client negotiates HTTP/2 by ALPN and trusts a configured CA besides the
+/// bundled roots; without that CA the server is unreachable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_negotiates_http2_and_trusts_configured_roots() {
+    let mut options = Options::default();
+    options.tls = true;
+    let server = ReferenceServer::start(options).await;
+    assert!(server.url().starts_with("https://127.0.0.1:"));
+
+    let mut config = Config::default();
+    config.extra_roots = vec![server.ca_der().expect("a CA").to_vec()];
+    let transport = ModernTransport::new(HttpClient::new(&server.url(), config).unwrap(), MODERN);
+    let found = discover(&transport, 1)
+        .await
+        .unwrap()
+        .response(|_| {})
+        .await
+        .unwrap();
+    assert_eq!(found.outcome.unwrap().supported_versions, ["2026-07-28"]);
+    // Concurrent calls share the one HTTP/2 connection.
+    let (a, b) = tokio::join!(add(&transport, 2, 1, 2), add(&transport, 3, 3, 4));
+    assert_eq!((a.unwrap(), b.unwrap()), ("3".to_owned(), "7".to_owned()));
+    assert!(
+        server
+            .log()
+            .iter()
+            .all(|l| l.version == http::Version::HTTP_2),
+        "every request went over HTTP/2"
+    );
+
+    let untrusting = ModernTransport::new(client(&server, Config::default()), MODERN);
+    let refused = discover(&untrusting, 4).await.expect_err("an unknown CA");
+    assert!(matches!(refused, Error::Unreachable { .. }), "{refused:?}");
+}

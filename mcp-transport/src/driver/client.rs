@@ -32,6 +32,8 @@ pub struct Config {
     pub silence: Duration,
     /// The bound on the POST that carries an answer to a server's request.
     pub answer_timeout: Duration,
+    /// Certificate authorities trusted besides Mozilla's (DER), e.g. a private CA.
+    pub extra_roots: Vec<Vec<u8>>,
 }
 
 impl Default for Config {
@@ -42,6 +44,7 @@ impl Default for Config {
             limits: Limits::default(),
             silence: Duration::from_secs(60),
             answer_timeout: Duration::from_secs(5),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -56,14 +59,24 @@ pub struct HttpClient {
 }
 
 /// The TLS roots: Mozilla's, bundled (`webpki-roots`), so that a client behaves the same on
-/// every machine and needs no system store.
-fn tls_config() -> rustls::ClientConfig {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots());
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+/// every machine and needs no system store; plus the configured ones.
+fn tls_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, Error> {
+    let mut roots = rustls::RootCertStore::from_iter(webpki_roots());
+    for der in extra {
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der.clone()))
+            .map_err(|e| Error::InvalidRoot {
+                detail: e.to_string(),
+            })?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
+        .map_err(|e| Error::InvalidRoot {
+            detail: e.to_string(),
+        })?
         .with_root_certificates(roots)
-        .with_no_client_auth()
+        .with_no_client_auth())
 }
 
 fn webpki_roots() -> impl Iterator<Item = rustls::pki_types::TrustAnchor<'static>> {
@@ -94,7 +107,7 @@ impl HttpClient {
         http.set_nodelay(true);
         http.enforce_http(false);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config())
+            .with_tls_config(tls_config(&config.extra_roots)?)
             .https_or_http()
             .enable_http1()
             .enable_http2()

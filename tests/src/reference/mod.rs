@@ -29,6 +29,7 @@ mod catalog;
 mod legacy;
 mod modern;
 mod script;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +72,9 @@ pub struct Options {
     /// id, stored priming events as `data: {}` (what `server-everything` does), instead of
     /// only the stream the id belongs to.
     pub replay_whole_session: bool,
+    /// Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with a certificate for 127.0.0.1 signed by a
+    /// CA made at start ([`ReferenceServer::ca_der`]).
+    pub tls: bool,
 }
 
 impl Default for Options {
@@ -84,6 +88,7 @@ impl Default for Options {
             get_stream: true,
             keepalive: Some(Duration::from_secs(15)),
             replay_whole_session: false,
+            tls: false,
         }
     }
 }
@@ -94,6 +99,8 @@ impl Default for Options {
 pub struct Logged {
     /// The HTTP method.
     pub http: Method,
+    /// The HTTP version.
+    pub version: http::Version,
     /// The JSON-RPC method, if the body was a request or notification.
     pub method: Option<String>,
     /// The request's headers.
@@ -131,6 +138,7 @@ impl State {
 #[derive(Debug)]
 pub struct ReferenceServer {
     addr: SocketAddr,
+    ca: Option<Vec<u8>>,
     state: Arc<State>,
     stop: Option<oneshot::Sender<()>>,
 }
@@ -148,6 +156,9 @@ impl ReferenceServer {
         });
         let (stop, mut stopped) = oneshot::channel::<()>();
         let serving = state.clone();
+        let tls = state.options.tls.then(tls::tls);
+        let ca = tls.as_ref().map(|t| t.ca.clone());
+        let acceptor = tls.map(|t| t.acceptor);
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -157,27 +168,44 @@ impl ReferenceServer {
                 let Ok((tcp, _)) = accepted else { continue };
                 let _ = tcp.set_nodelay(true);
                 let state = serving.clone();
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| {
                         let state = state.clone();
                         async move { Ok::<_, std::convert::Infallible>(serve(state, req).await) }
                     });
-                    let _ = auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tcp), service)
-                        .await;
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    match acceptor {
+                        Some(acceptor) => {
+                            let Ok(tls) = acceptor.accept(tcp).await else {
+                                return;
+                            };
+                            let _ = builder.serve_connection(TokioIo::new(tls), service).await;
+                        }
+                        None => {
+                            let _ = builder.serve_connection(TokioIo::new(tcp), service).await;
+                        }
+                    }
                 });
             }
         });
         Self {
             addr,
+            ca,
             state,
             stop: Some(stop),
         }
     }
 
-    /// The MCP endpoint: `http://127.0.0.1:<port>/mcp`.
+    /// The MCP endpoint: `http://127.0.0.1:<port>/mcp` (`https` with [`Options::tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
+        let scheme = if self.ca.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/mcp", self.addr)
+    }
+
+    /// The CA certificate (DER) a client must trust to reach a TLS server.
+    pub fn ca_der(&self) -> Option<&[u8]> {
+        self.ca.as_deref()
     }
 
     /// The bound address.
@@ -329,6 +357,7 @@ async fn serve(state: Arc<State>, request: http::Request<Incoming>) -> Response<
     };
     state.log.lock().expect("log lock").push(Logged {
         http: parts.method.clone(),
+        version: parts.version,
         method: method.clone(),
         headers: parts.headers.clone(),
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
