@@ -315,6 +315,46 @@ async fn everything_legacy() {
     let (answer, _) = legacy_call(&transport, 2, "trigger-elicitation-request", json!({})).await;
     assert!(answer.to_lowercase().contains("decline"), "{answer}");
 
+    // A call read by hand, to keep the last event id of its stream.
+    let mut params = CallToolParams::new("echo");
+    params.arguments = Some(object(json!({"message": "first"})));
+    let posted = transport
+        .call::<Outcome<CallToolResult>>(
+            RequestId::Number(10),
+            "tools/call",
+            request(10, "tools/call", &params),
+            None,
+        )
+        .await
+        .expect("echo is answered");
+    let mut first = posted.call;
+    while let Some(delivery) = first.next().await.expect("the stream stands") {
+        if matches!(delivery, Delivery::Response(_)) {
+            break;
+        }
+    }
+    let from = first
+        .last_event_id()
+        .expect("server-everything gives event ids")
+        .to_owned();
+    legacy_call(&transport, 11, "echo", json!({"message": "second"})).await;
+    // Resuming after that id, server-everything replays the session's later events, other
+    // streams' included (stored priming events come back as `data: {}`, responses to other
+    // requests too): the stream passes over what is not for it and stands.
+    let mut replayed = transport
+        .server_stream_after(Some(&from))
+        .await
+        .expect("GET")
+        .expect("a stream");
+    while let Ok(next) = tokio::time::timeout(Duration::from_millis(700), replayed.next()).await {
+        match next {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(e) => panic!("the replay broke the stream: {e}"),
+        }
+    }
+    drop(replayed);
+
     let mut push = transport
         .server_stream()
         .await

@@ -744,3 +744,45 @@ async fn tls_negotiates_http2_and_trusts_configured_roots() {
     let refused = discover(&untrusting, 4).await.expect_err("an unknown CA");
     assert!(matches!(refused, Error::Unreachable { .. }), "{refused:?}");
 }
+
+/// A quiet listen lives on keep-alive comments: with a silence bound shorter than the quiet
+/// spell, the comments keep it open, and a change still arrives after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_comments_hold_a_quiet_listen() {
+    let mut options = Options::default();
+    options.keepalive = Some(Duration::from_millis(100));
+    let server = ReferenceServer::start(options).await;
+    let transport = modern(&server);
+    let mut filter = ListenFilter::default();
+    filter.resource_subscriptions = Some(vec!["demo://counter".into()]);
+    let params = ListenParams::new(filter, Some(modern_meta()));
+    let mut routing = Routing::default();
+    routing.silence = Some(Duration::from_millis(400));
+    let mut call = transport
+        .call::<Value>(
+            RequestId::Number(1),
+            "subscriptions/listen",
+            request(1, "subscriptions/listen", &params),
+            routing,
+        )
+        .await
+        .unwrap();
+    let ack = bounded("the ack", call.next()).await.unwrap();
+    assert!(
+        matches!(ack, Some(Delivery::Notification(n)) if n.method == "notifications/subscriptions/acknowledged")
+    );
+
+    // Three times the silence bound with nothing but keep-alives: no delivery, no error.
+    let quiet = tokio::time::timeout(Duration::from_millis(1200), call.next()).await;
+    assert!(
+        quiet.is_err(),
+        "nothing arrives, and the listen does not fail: {quiet:?}"
+    );
+
+    server.touch("demo://counter").await;
+    let Some(Delivery::Notification(update)) = bounded("the update", call.next()).await.unwrap()
+    else {
+        panic!("no update");
+    };
+    assert_eq!(update.method, "notifications/resources/updated");
+}

@@ -191,6 +191,8 @@ pub struct Call<T> {
     legacy: Option<Legacy>,
     /// A GET stream waits for no response and is reopened whenever it closes.
     endless: bool,
+    /// The last event id of a stream that is done.
+    last_event_id: Option<String>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -242,6 +244,7 @@ impl<T: DeserializeOwned> Call<T> {
             event_limit,
             legacy,
             endless: false,
+            last_event_id: None,
             _result: PhantomData,
         }
     }
@@ -251,10 +254,22 @@ impl<T: DeserializeOwned> Call<T> {
         &self.id
     }
 
+    /// The last event id the call's stream carried, if any: where a legacy stream would
+    /// resume from.
+    pub fn last_event_id(&self) -> Option<&str> {
+        match &self.source {
+            Source::Stream { resume, .. } => resume.last_event_id(),
+            _ => self.last_event_id.as_deref(),
+        }
+    }
+
     /// The next notification, or the response; `None` once the response was delivered.
     pub async fn next(&mut self) -> Result<Option<Delivery<T>>, Error> {
         let outcome = self.read().await;
         if matches!(outcome, Err(_) | Ok(Some(Delivery::Response(_)))) {
+            if let Source::Stream { resume, .. } = &self.source {
+                self.last_event_id = resume.last_event_id().map(str::to_owned);
+            }
             self.source = Source::Done;
         }
         outcome

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use super::call::{Call, Elicitor, Legacy};
 use super::client::{HttpClient, read_body};
 use crate::Error;
-use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, MCP_SESSION_ID};
+use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::reply::{Answer, Failure, Head};
 use crate::session::{Loss, Session};
 
@@ -143,12 +143,24 @@ impl LegacyTransport {
     /// call). `None` when the server offers none (405). The stream has no silence bound and
     /// is reopened, after `retry`, whenever the server closes it.
     pub async fn server_stream(&self) -> Result<Option<Call<()>>, Error> {
+        self.server_stream_after(None).await
+    }
+
+    /// As [`LegacyTransport::server_stream`], resuming after an event id seen before (on any
+    /// stream of the session, see [`Call::last_event_id`]): the server replays what followed.
+    pub async fn server_stream_after(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Option<Call<()>>, Error> {
         let (legacy, sent) = self.legacy(method::PING)?;
-        let headers: Vec<(&str, &str)> = legacy
+        let mut headers: Vec<(&str, &str)> = legacy
             .headers
             .iter()
             .map(|(k, v)| (*k, v.as_str()))
             .collect();
+        if let Some(id) = last_event_id {
+            headers.push((LAST_EVENT_ID, id));
+        }
         let silence = self.client.config().silence;
         let response = self
             .client
