@@ -213,6 +213,16 @@ fn main() {
         // Warm both pools.
         run(bare.clone(), 2_000, 64).await;
         run(ours.clone(), 2_000, 64).await;
+        // `ROUNDTRIP_PROFILE=bare|transport` runs only that side, at concurrency 64, for a
+        // profiler.
+        if let Ok(side) = std::env::var("ROUNDTRIP_PROFILE") {
+            let per_call = match side.as_str() {
+                "bare" => run(bare.clone(), 256_000, 64).await,
+                _ => run(ours.clone(), 256_000, 64).await,
+            };
+            println!("{side}: {:.2} µs/call", per_call.as_secs_f64() * 1e6);
+            return;
+        }
         println!("tools/call round trips on loopback (median of 3 rounds)");
         for (concurrency, total) in [(1, 20_000), (64, 64_000)] {
             let (mut b, mut o) = (Vec::new(), Vec::new());
