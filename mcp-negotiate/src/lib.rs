@@ -1,4 +1,17 @@
 //! MCP revision negotiation and the revision-neutral connection.
 //!
-//! This crate is not implemented yet and exports nothing. It will hold the negotiation state
-//! machine (`server/discover` first, `initialize` as the fallback) and the connection built on it.
+//! - [`Negotiation`]: the pure machine that decides, answer by answer, how a connection is
+//!   opened: `server/discover` first, `initialize` as the fallback, and every refusal named.
+//!
+//! - [`Dialer`]: drives it over `mcp-transport`, with what each kind of connection says
+//!   about itself (the supervisor's, or a turn worker's or subagent's), and hands back the
+//!   negotiated [`Link`].
+//!
+//! The revision-neutral connection built on it (listing, calls, subscriptions, re-dials) is
+//! not built yet.
+
+mod dial;
+mod negotiation;
+
+pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, Kind, Link};
+pub use negotiation::{Connected, Failed, Negotiation, Progress, Refusal, Reply, Start, Step};

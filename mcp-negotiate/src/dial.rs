@@ -1,0 +1,261 @@
+//! Dialing a server: the negotiation machine driven over the transport.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use mcp_transport::Error as TransportError;
+use mcp_transport::driver::{
+    Config, Elicitor, HttpClient, LegacyTransport, ModernTransport, Routing,
+};
+use mcp_transport::reply::Failure;
+use mcp_wire::{
+    ClientCapabilities, DiscoverResult, Implementation, InitializeParams, InitializeResult,
+    ModernMeta, RenderedMeta, RequestId, RequestMeta, WithMeta, encode_notification,
+    encode_request, method,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::{Connected, Failed, Negotiation, Progress, Reply, Start, Step};
+
+/// The fixed timeout of a turn worker's or subagent's connection.
+pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Who dials: the supervisor, or a turn worker or subagent. They say different things about
+/// themselves (the reference's "What agentd says about itself").
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Kind {
+    /// The supervisor's connection: `clientInfo` with the instance as `title`, no
+    /// capabilities, the configured timeout.
+    Supervisor {
+        /// The instance's name.
+        instance: String,
+    },
+    /// A turn worker's or subagent's: `clientInfo` without a title, the elicitation
+    /// capability (answered by `elicitor`), and a fixed 60 s timeout.
+    Worker {
+        /// Who answers the server's questions.
+        elicitor: Arc<dyn Elicitor>,
+    },
+}
+
+/// The transport a dial ended on, with what its requests must carry.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Link {
+    /// 2025-11-25 and older: the session is held by the transport.
+    Legacy(LegacyTransport),
+    /// 2026-07-28: every request carries the rendered `_meta`.
+    Modern {
+        /// The transport.
+        transport: ModernTransport,
+        /// The three `_meta` keys, rendered once.
+        meta: Arc<RenderedMeta>,
+    },
+}
+
+/// A dialed, negotiated server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Dialed {
+    /// What the negotiation agreed.
+    pub connected: Connected,
+    /// The transport to use.
+    pub link: Link,
+}
+
+/// Dials one server: builds its HTTP client once, then negotiates each time it is asked.
+#[derive(Debug, Clone)]
+pub struct Dialer {
+    client: HttpClient,
+    info: Implementation,
+    capabilities: ClientCapabilities,
+    elicitor: Option<Arc<dyn Elicitor>>,
+    ids: Arc<AtomicI64>,
+}
+
+impl Dialer {
+    /// A dialer of `url` for `kind`, over a transport configured by `config` (a worker's
+    /// silence bound is [`CHILD_TIMEOUT`] whatever `config` says). Fails when the URL or a
+    /// configured header is refused.
+    pub fn new(url: &str, mut config: Config, kind: Kind) -> Result<Self, TransportError> {
+        let mut info = Implementation::new("agentd", env!("CARGO_PKG_VERSION"));
+        let (capabilities, elicitor) = match kind {
+            Kind::Supervisor { instance } => {
+                info.title = Some(instance);
+                (ClientCapabilities::none(), None)
+            }
+            Kind::Worker { elicitor } => {
+                config.silence = CHILD_TIMEOUT;
+                (
+                    ClientCapabilities::none().with_elicitation(),
+                    Some(elicitor),
+                )
+            }
+        };
+        Ok(Self {
+            client: HttpClient::new(url, config)?,
+            info,
+            capabilities,
+            elicitor,
+            ids: Arc::new(AtomicI64::new(0)),
+        })
+    }
+
+    /// The next request id of this server's connections.
+    pub fn next_id(&self) -> RequestId {
+        RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The client's `Implementation`, as sent.
+    pub fn client_info(&self) -> &Implementation {
+        &self.info
+    }
+
+    /// Dials and negotiates, starting as `start` says.
+    pub async fn dial(&self, start: Start) -> Result<Dialed, Failed> {
+        let mut negotiation = Negotiation::new(start);
+        let legacy = LegacyTransport::new(self.client.clone(), self.elicitor.clone());
+        loop {
+            let step = negotiation.step();
+            let (reply, session) = match step {
+                Step::Discover { revision } => (self.discover(revision).await, None),
+                Step::Initialize { revision } => self.initialize(&legacy, revision).await,
+            };
+            match negotiation.on_reply(reply) {
+                Progress::Send(_) => {}
+                Progress::Connected(connected) => {
+                    return self.established(connected, legacy, session).await;
+                }
+                Progress::Failed(failed) => return Err(failed),
+            }
+        }
+    }
+
+    fn modern_meta(&self, revision: mcp_wire::Revision) -> RenderedMeta {
+        ModernMeta {
+            revision,
+            client_info: &self.info,
+            client_capabilities: &self.capabilities,
+        }
+        .render()
+        .expect("an Implementation and capabilities always serialize")
+    }
+
+    async fn discover(&self, revision: mcp_wire::Revision) -> Reply {
+        let meta = self.modern_meta(revision);
+        let mut request_meta = RequestMeta::default();
+        request_meta.modern = Some(&meta);
+        let params = WithMeta {
+            params: &Map::<String, Value>::new(),
+            meta: request_meta,
+        };
+        let id = self.next_id();
+        let body = encode(&id, method::SERVER_DISCOVER, &params);
+        let transport = ModernTransport::new(self.client.clone(), revision);
+        let call = transport
+            .call::<DiscoverResult>(id, method::SERVER_DISCOVER, body, Routing::default())
+            .await;
+        match call {
+            Ok(call) => reply_of(call.response(|_| {}).await, Reply::Discovered),
+            Err(e) => reply_of_error(e),
+        }
+    }
+
+    async fn initialize(
+        &self,
+        legacy: &LegacyTransport,
+        revision: mcp_wire::Revision,
+    ) -> (Reply, Option<Vec<u8>>) {
+        let params = InitializeParams::new(revision, self.capabilities.clone(), self.info.clone());
+        let id = self.next_id();
+        let body = encode(&id, method::INITIALIZE, &params);
+        match legacy
+            .call::<InitializeResult>(id, method::INITIALIZE, body, None)
+            .await
+        {
+            Ok(posted) => (
+                reply_of(posted.call.response(|_| {}).await, Reply::Initialized),
+                posted.session_id,
+            ),
+            Err(e) => (reply_of_error(e), None),
+        }
+    }
+
+    /// Finishes a connection: a legacy one records its session and sends
+    /// `notifications/initialized`.
+    async fn established(
+        &self,
+        connected: Connected,
+        legacy: LegacyTransport,
+        session: Option<Vec<u8>>,
+    ) -> Result<Dialed, Failed> {
+        let link = match connected.reached_by {
+            Step::Discover { .. } => Link::Modern {
+                transport: ModernTransport::new(self.client.clone(), connected.revision),
+                meta: Arc::new(self.modern_meta(connected.revision)),
+            },
+            Step::Initialize { .. } => {
+                let refused = |reply| Failed {
+                    refusals: vec![crate::Refusal {
+                        step: connected.reached_by,
+                        reply,
+                    }],
+                };
+                legacy
+                    .established(connected.revision, session.as_deref())
+                    .map_err(|e| refused(Reply::Unreadable(e.to_string())))?;
+                let mut body = Vec::new();
+                encode_notification(&mut body, method::notification::INITIALIZED, None::<&()>)
+                    .expect("a notification without params encodes");
+                legacy
+                    .notify(method::notification::INITIALIZED, Bytes::from(body))
+                    .await
+                    .map_err(|e| refused(reply_of_error(e)))?;
+                Link::Legacy(legacy)
+            }
+        };
+        Ok(Dialed { connected, link })
+    }
+}
+
+fn encode<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Bytes {
+    let mut body = Vec::with_capacity(256);
+    encode_request(&mut body, id, method, Some(params))
+        .expect("params of the crate's types encode");
+    Bytes::from(body)
+}
+
+/// What a call's answer means to the negotiation.
+fn reply_of<T: DeserializeOwned>(
+    answer: Result<mcp_wire::TypedResponse<T>, TransportError>,
+    ok: impl FnOnce(T) -> Reply,
+) -> Reply {
+    match answer {
+        Ok(response) => match response.outcome {
+            Ok(result) => ok(result),
+            Err(error) => Reply::RpcError(error),
+        },
+        Err(e) => reply_of_error(e),
+    }
+}
+
+fn reply_of_error(e: TransportError) -> Reply {
+    match e {
+        TransportError::Reply(Failure::Status {
+            status,
+            www_authenticate,
+        }) => Reply::Status {
+            status,
+            www_authenticate,
+        },
+        TransportError::Reply(Failure::Unexpected { status: 202 }) => Reply::Accepted,
+        TransportError::Silent { .. } => Reply::Silent,
+        TransportError::Unreachable { detail } => Reply::Unreachable(detail),
+        other => Reply::Unreadable(other.to_string()),
+    }
+}
