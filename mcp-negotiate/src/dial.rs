@@ -1,5 +1,7 @@
 //! Dialing a server: the negotiation machine driven over the transport.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -11,9 +13,9 @@ use mcp_transport::driver::{
 };
 use mcp_transport::reply::Failure;
 use mcp_wire::{
-    ClientCapabilities, DiscoverResult, Implementation, InitializeParams, InitializeResult,
-    ModernMeta, RenderedMeta, RequestId, RequestMeta, WithMeta, encode_notification,
-    encode_request, method,
+    ClientCapabilities, DiscoverResult, ElicitAction, ElicitRequestParams, ElicitResult,
+    Implementation, InitializeParams, InitializeResult, ModernMeta, RenderedMeta, RequestId,
+    RequestMeta, WithMeta, encode_notification, encode_request, method,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -23,6 +25,9 @@ use crate::{Connected, Failed, Negotiation, Progress, Reply, Start, Step};
 
 /// The fixed timeout of a turn worker's or subagent's connection.
 pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a person has to answer a server's question; then the answer is cancel.
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Who dials: the supervisor, or a turn worker or subagent. They say different things about
 /// themselves (the reference's "What agentd says about itself").
@@ -91,10 +96,8 @@ impl Dialer {
             }
             Kind::Worker { elicitor } => {
                 config.silence = CHILD_TIMEOUT;
-                (
-                    ClientCapabilities::none().with_elicitation(),
-                    Some(elicitor),
-                )
+                let patient: Arc<dyn Elicitor> = Arc::new(Patient(elicitor));
+                (ClientCapabilities::none().with_elicitation(), Some(patient))
             }
         };
         Ok(Self {
@@ -109,6 +112,11 @@ impl Dialer {
     /// The next request id of this server's connections.
     pub fn next_id(&self) -> RequestId {
         RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Who answers the server's questions (a worker's), bounded by [`ELICITATION_TIMEOUT`].
+    pub(crate) fn elicitor(&self) -> Option<Arc<dyn Elicitor>> {
+        self.elicitor.clone()
     }
 
     /// The client's `Implementation`, as sent.
@@ -257,5 +265,22 @@ fn reply_of_error(e: TransportError) -> Reply {
         TransportError::Silent { .. } => Reply::Silent,
         TransportError::Unreachable { detail } => Reply::Unreachable(detail),
         other => Reply::Unreadable(other.to_string()),
+    }
+}
+
+/// An elicitation handler given at most [`ELICITATION_TIMEOUT`]: then the answer is cancel.
+#[derive(Debug)]
+struct Patient(Arc<dyn Elicitor>);
+
+impl Elicitor for Patient {
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
+        Box::pin(async move {
+            tokio::time::timeout(ELICITATION_TIMEOUT, self.0.elicit(params))
+                .await
+                .unwrap_or_else(|_| ElicitResult::new(ElicitAction::Cancel))
+        })
     }
 }

@@ -7,11 +7,16 @@
 //!   about itself (the supervisor's, or a turn worker's or subagent's), and hands back the
 //!   negotiated [`Link`].
 //!
-//! The revision-neutral connection built on it (listing, calls, subscriptions, re-dials) is
-//! not built yet.
+//! - [`Connection`]: the revision-neutral connection: listing to the end, calls with their
+//!   `_meta` and routing headers, `input_required` rounds, reads, prompts, completions, and a
+//!   re-dial when a legacy session is lost.
+//!
+//! Subscriptions (legacy `resources/subscribe`, modern listens) are not built yet.
 
+mod connection;
 mod dial;
 mod negotiation;
 
-pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, Kind, Link};
+pub use connection::{Catalog, Connection, DroppedTool, Error, MAX_INPUT_ROUNDS};
+pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, ELICITATION_TIMEOUT, Kind, Link};
 pub use negotiation::{Connected, Failed, Negotiation, Progress, Refusal, Reply, Start, Step};

@@ -1,0 +1,513 @@
+//! The revision-neutral connection: one server, negotiated, used the same way whichever
+//! revision it speaks.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+use mcp_transport::driver::{Elicitor, Notice, Routing};
+use mcp_wire::{
+    AgentMeta, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor,
+    ElicitAction, ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired,
+    InputResponses, InvalidAnnotation, Outcome, Page, PageItem, PageParams, Prompt,
+    ReadResourceParams, ReadResourceResult, RequestMeta, Resource, ResourceTemplate, Revision,
+    ServerCapabilities, Tool, ToolHeaders, TypedResponse, WithMeta, encode_request, method,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Mutex;
+
+use crate::{Dialed, Dialer, Failed, Link, Start};
+
+/// How many `input_required` rounds one request may take before the connection gives up.
+pub const MAX_INPUT_ROUNDS: usize = 16;
+
+/// What can go wrong on a connection.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server could not be (re-)negotiated.
+    Negotiation(Failed),
+    /// The transport failed.
+    Transport(mcp_transport::Error),
+    /// The server answered the request with a JSON-RPC error: a protocol fault, not a tool
+    /// that ran and failed (that is a result with `isError`).
+    Rpc(ErrorObject),
+    /// The server asked for input the client cannot give (a kind it did not declare, or
+    /// input for a `resources/read`).
+    Unanswerable {
+        /// The method of the input request, or of the request itself.
+        method: String,
+    },
+    /// The server kept asking for input past [`MAX_INPUT_ROUNDS`].
+    TooManyRounds,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Negotiation(failed) => write!(f, "{failed}"),
+            Self::Transport(e) => write!(f, "{e}"),
+            Self::Rpc(e) => write!(f, "server error: {e}"),
+            Self::Unanswerable { method } => write!(
+                f,
+                "the server asks for {method}, which the client cannot answer"
+            ),
+            Self::TooManyRounds => write!(
+                f,
+                "the server asked for input more than {MAX_INPUT_ROUNDS} times"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<mcp_transport::Error> for Error {
+    fn from(e: mcp_transport::Error) -> Self {
+        Self::Transport(e)
+    }
+}
+
+/// A tool the listing left out, and why.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DroppedTool {
+    /// The tool's name.
+    pub tool: String,
+    /// Why it was dropped.
+    pub reason: InvalidAnnotation,
+}
+
+/// A server's tools, with what calling each needs.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tools: Vec<Tool>,
+    headers: HashMap<String, ToolHeaders>,
+    dropped: Vec<DroppedTool>,
+}
+
+impl Catalog {
+    /// The tools, in the server's order.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The tools left out for an invalid `x-mcp-header` annotation (2026-07-28 only).
+    pub fn dropped(&self) -> &[DroppedTool] {
+        &self.dropped
+    }
+}
+
+/// The generation of the link a request used, so that one re-dial serves every request that
+/// met the same lost session.
+struct Current {
+    dialed: Dialed,
+    generation: u64,
+}
+
+/// A negotiated connection to one server.
+///
+/// Requests are the same in both eras. A 2026-07-28 request carries the `_meta` keys
+/// rendered once at connect and its routing headers (with the `Mcp-Param-*` headers of the
+/// tool from the listing made at connect); a legacy request rides its session.
+///
+/// A legacy session the server lost (404) is dialed again the way the connection first got
+/// there. The request that met the 404 was refused before the server read it, so it is sent
+/// again, once, on the new session; requests already accepted on the lost session are not
+/// sent again (they may have run) and fail with the transport's `SessionLost`.
+pub struct Connection {
+    dialer: Dialer,
+    current: RwLock<Arc<Current>>,
+    redial: Mutex<()>,
+    catalog: RwLock<Arc<Catalog>>,
+    elicitor: Option<Arc<dyn Elicitor>>,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let current = self.current();
+        f.debug_struct("Connection")
+            .field("revision", &current.dialed.connected.revision)
+            .field("generation", &current.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Dials the server, negotiates, and lists its tools (every page).
+    pub async fn connect(dialer: Dialer) -> Result<Self, Error> {
+        let dialed = dialer
+            .dial(Start::Probe)
+            .await
+            .map_err(Error::Negotiation)?;
+        let elicitor = dialer.elicitor();
+        let connection = Self {
+            dialer,
+            current: RwLock::new(Arc::new(Current {
+                dialed,
+                generation: 0,
+            })),
+            redial: Mutex::new(()),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            elicitor,
+        };
+        connection.refresh_tools().await?;
+        Ok(connection)
+    }
+
+    fn current(&self) -> Arc<Current> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The revision agreed.
+    pub fn revision(&self) -> Revision {
+        self.current().dialed.connected.revision
+    }
+
+    /// The server's capabilities.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.current().dialed.connected.capabilities.clone()
+    }
+
+    /// The tool catalogue made at connect (or at the last [`Connection::refresh_tools`]).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Lists the tools again, every page, and keeps the result as the catalogue.
+    pub async fn refresh_tools(&self) -> Result<Arc<Catalog>, Error> {
+        let tools: Vec<Tool> = self.list(method::TOOLS_LIST).await?;
+        let modern = self.revision().era() == mcp_wire::Era::Modern;
+        let mut catalog = Catalog::default();
+        for tool in tools {
+            match ToolHeaders::from_schema(&tool.input_schema) {
+                Ok(headers) => {
+                    catalog.headers.insert(tool.name.clone(), headers);
+                    catalog.tools.push(tool);
+                }
+                // Annotations mean nothing to a legacy server: only a modern listing drops.
+                Err(_) if !modern => catalog.tools.push(tool),
+                Err(mcp_wire::Error::InvalidHeaderAnnotation(reason)) => {
+                    catalog.dropped.push(DroppedTool {
+                        tool: tool.name,
+                        reason,
+                    });
+                }
+                Err(_) => catalog.dropped.push(DroppedTool {
+                    tool: tool.name,
+                    reason: InvalidAnnotation::Schema,
+                }),
+            }
+        }
+        let catalog = Arc::new(catalog);
+        *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = catalog.clone();
+        Ok(catalog)
+    }
+
+    /// Every resource, following `nextCursor` to the end.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.list(method::RESOURCES_LIST).await
+    }
+
+    /// Every resource template.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.list(method::RESOURCES_TEMPLATES_LIST).await
+    }
+
+    /// Every prompt.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.list(method::PROMPTS_LIST).await
+    }
+
+    /// Every item of a paginated list, each page bounded by the connection's timeout.
+    async fn list<T: PageItem + DeserializeOwned>(&self, list: &str) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<Cursor> = None;
+        loop {
+            let params = PageParams::new(cursor.take(), None);
+            let page: Page<T> = self
+                .request(list, &params, Target::default(), |_| {})
+                .await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
+            }
+        }
+    }
+
+    /// Calls a tool. A tool that ran and failed is `Ok` with [`CallToolResult::is_error`];
+    /// a protocol fault is [`Error::Rpc`]. `agent` gives the `_meta` keys of the reference's
+    /// "Request metadata" table. Progress and other notifications go to `on_notice`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        agent: Option<&AgentMeta>,
+        on_notice: impl FnMut(Notice),
+    ) -> Result<CallToolResult, Error> {
+        let mut params = CallToolParams::new(name);
+        params.arguments = arguments;
+        let headers = match self.revision().era() {
+            mcp_wire::Era::Modern => self
+                .catalog()
+                .headers
+                .get(name)
+                .map(|h| h.derive(params.arguments.as_ref()))
+                .transpose()
+                .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let target = Target {
+            name: Some(name),
+            params: &headers,
+            agent,
+        };
+        self.with_input(params, target, on_notice, |p, responses, state| {
+            p.input_responses = responses;
+            p.request_state = state;
+        })
+        .await
+    }
+
+    /// Reads a resource. A read answered with `input_required` fails
+    /// ([`Error::Unanswerable`]), as the reference's known limits say.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        let params = ReadResourceParams::new(uri);
+        let target = Target {
+            name: Some(uri),
+            ..Target::default()
+        };
+        match self
+            .request::<_, Outcome<ReadResourceResult>>(
+                method::RESOURCES_READ,
+                &params,
+                target,
+                |_| {},
+            )
+            .await?
+        {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(Error::Unanswerable {
+                method: method::RESOURCES_READ.into(),
+            }),
+        }
+    }
+
+    /// Gets a prompt, answering the server's questions as a call does.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<std::collections::BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, Error> {
+        let mut params = GetPromptParams::new(name);
+        params.arguments = arguments;
+        let target = Target {
+            name: Some(name),
+            ..Target::default()
+        };
+        self.with_input(
+            params,
+            target,
+            |_| {},
+            |p, responses, state| {
+                p.input_responses = responses;
+                p.request_state = state;
+            },
+        )
+        .await
+    }
+
+    /// Asks for completions of an argument.
+    pub async fn complete(&self, params: &CompleteParams) -> Result<CompleteResult, Error> {
+        self.request(
+            method::COMPLETION_COMPLETE,
+            params,
+            Target::default(),
+            |_| {},
+        )
+        .await
+    }
+
+    /// Sends a request that may be answered `input_required`, answering every round through
+    /// the elicitation handler (each answer bounded by [`crate::ELICITATION_TIMEOUT`]), echoing
+    /// `requestState`, with a new id each round.
+    async fn with_input<P, T>(
+        &self,
+        mut params: P,
+        target: Target<'_>,
+        mut on_notice: impl FnMut(Notice),
+        answer: impl Fn(&mut P, Option<InputResponses>, Option<String>),
+    ) -> Result<T, Error>
+    where
+        P: Serialize + HasMethod,
+        Outcome<T>: DeserializeOwned,
+    {
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let outcome: Outcome<T> = self
+                .request(P::METHOD, &params, target, &mut on_notice)
+                .await?;
+            match outcome {
+                Outcome::Complete(result) => return Ok(result),
+                Outcome::InputRequired(asked) => {
+                    let (responses, state) = self.answer(asked).await?;
+                    answer(&mut params, responses, state);
+                }
+            }
+        }
+        Err(Error::TooManyRounds)
+    }
+
+    /// Answers one `input_required` round.
+    async fn answer(
+        &self,
+        asked: InputRequired,
+    ) -> Result<(Option<InputResponses>, Option<String>), Error> {
+        let Some(requests) = asked.input_requests else {
+            return Ok((None, asked.request_state));
+        };
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let Some(params) = request.elicitation() else {
+                return Err(Error::Unanswerable {
+                    method: request.method,
+                });
+            };
+            let params =
+                params.map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
+            let answer = match &self.elicitor {
+                Some(elicitor) => elicitor.elicit(params).await,
+                None => ElicitResult::new(ElicitAction::Cancel),
+            };
+            responses.insert(key, answer);
+        }
+        Ok((Some(responses), asked.request_state))
+    }
+
+    /// Sends one request on the current link and reads it to its response; a lost legacy
+    /// session is dialed again and the request sent again, once.
+    async fn request<P: Serialize, T: DeserializeOwned>(
+        &self,
+        method_name: &str,
+        params: &P,
+        target: Target<'_>,
+        mut on_notice: impl FnMut(Notice),
+    ) -> Result<T, Error> {
+        let mut redialed = false;
+        loop {
+            let current = self.current();
+            match self
+                .send(&current, method_name, params, target, &mut on_notice)
+                .await
+            {
+                Err(Error::Transport(mcp_transport::Error::SessionLost)) if !redialed => {
+                    redialed = true;
+                    self.redial(current.generation).await?;
+                }
+                Err(e) => return Err(e),
+                Ok(response) => return response.outcome.map_err(Error::Rpc),
+            }
+        }
+    }
+
+    async fn send<P: Serialize, T: DeserializeOwned>(
+        &self,
+        current: &Current,
+        method_name: &str,
+        params: &P,
+        target: Target<'_>,
+        on_notice: &mut impl FnMut(Notice),
+    ) -> Result<TypedResponse<T>, Error> {
+        let id = self.dialer.next_id();
+        let mut meta = RequestMeta::default();
+        meta.agent = target.agent;
+        let mut body = Vec::with_capacity(256);
+        let call = match &current.dialed.link {
+            Link::Modern {
+                transport,
+                meta: rendered,
+            } => {
+                meta.modern = Some(rendered);
+                encode(&mut body, &id, method_name, params, meta)?;
+                let mut routing = Routing::default();
+                routing.name = target.name;
+                routing.params = target.params;
+                transport
+                    .call::<T>(id, method_name, Bytes::from(body), routing)
+                    .await?
+            }
+            Link::Legacy(transport) => {
+                encode(&mut body, &id, method_name, params, meta)?;
+                transport
+                    .call::<T>(id, method_name, Bytes::from(body), None)
+                    .await?
+                    .call
+            }
+        };
+        Ok(call.response(on_notice).await?)
+    }
+
+    /// Dials again the way the connection first got there, unless another request did so
+    /// already since `generation`.
+    async fn redial(&self, generation: u64) -> Result<(), Error> {
+        let _one_at_a_time = self.redial.lock().await;
+        if self.current().generation != generation {
+            return Ok(());
+        }
+        let reached_by = self.current().dialed.connected.reached_by;
+        let dialed = self
+            .dialer
+            .dial(Start::Like(reached_by))
+            .await
+            .map_err(Error::Negotiation)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Current {
+            dialed,
+            generation: generation + 1,
+        });
+        Ok(())
+    }
+}
+
+fn encode<P: Serialize>(
+    body: &mut Vec<u8>,
+    id: &mcp_wire::RequestId,
+    method_name: &str,
+    params: &P,
+    meta: RequestMeta<'_>,
+) -> Result<(), Error> {
+    encode_request(body, id, method_name, Some(&WithMeta { params, meta }))
+        .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))
+}
+
+/// Where a request goes and what it carries besides its params.
+#[derive(Debug, Clone, Copy, Default)]
+struct Target<'a> {
+    /// `Mcp-Name`.
+    name: Option<&'a str>,
+    /// `Mcp-Param-*`.
+    params: &'a [(String, String)],
+    /// agentd's `_meta` keys.
+    agent: Option<&'a AgentMeta>,
+}
+
+/// The method of a request whose answer may be `input_required`.
+trait HasMethod {
+    const METHOD: &'static str;
+}
+
+impl HasMethod for CallToolParams {
+    const METHOD: &'static str = method::TOOLS_CALL;
+}
+
+impl HasMethod for GetPromptParams {
+    const METHOD: &'static str = method::PROMPTS_GET;
+}
