@@ -136,12 +136,15 @@ impl fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Dials the server, negotiates, and lists its tools (every page).
+    /// Dials the server (probing first), negotiates, and lists its tools (every page).
     pub async fn connect(dialer: Dialer) -> Result<Self, Error> {
-        let dialed = dialer
-            .dial(Start::Probe)
-            .await
-            .map_err(Error::Negotiation)?;
+        Self::connect_with(dialer, Start::Probe).await
+    }
+
+    /// As [`Connection::connect`], starting as `start` says: the way another connection to
+    /// the same server got there (a turn worker's or subagent's dial).
+    pub async fn connect_with(dialer: Dialer, start: Start) -> Result<Self, Error> {
+        let dialed = dialer.dial(start).await.map_err(Error::Negotiation)?;
         let elicitor = dialer.elicitor();
         let connection = Self {
             dialer,
@@ -246,7 +249,9 @@ impl Connection {
 
     /// Calls a tool. A tool that ran and failed is `Ok` with [`CallToolResult::is_error`];
     /// a protocol fault is [`Error::Rpc`]. `agent` gives the `_meta` keys of the reference's
-    /// "Request metadata" table. Progress and other notifications go to `on_notice`.
+    /// "Request metadata" table. The call asks for progress (its id is the token), so a
+    /// server can keep a long call alive by reporting it; progress and other notifications
+    /// go to `on_notice`.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -270,6 +275,7 @@ impl Connection {
         let target = Target {
             name: Some(name),
             params: &headers,
+            progress: true,
             agent,
         };
         self.with_input(params, target, on_notice, |p, responses, state| {
@@ -430,6 +436,9 @@ impl Connection {
         let id = self.dialer.next_id();
         let mut meta = RequestMeta::default();
         meta.agent = target.agent;
+        if target.progress {
+            meta.progress_token = Some(&id);
+        }
         let mut body = Vec::with_capacity(256);
         let call = match &current.dialed.link {
             Link::Modern {
@@ -495,6 +504,8 @@ struct Target<'a> {
     name: Option<&'a str>,
     /// `Mcp-Param-*`.
     params: &'a [(String, String)],
+    /// Ask for progress notifications (the request id is the token).
+    progress: bool,
     /// agentd's `_meta` keys.
     agent: Option<&'a AgentMeta>,
 }
