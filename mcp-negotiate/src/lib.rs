@@ -11,10 +11,15 @@
 //!   `_meta` and routing headers, `input_required` rounds, reads, prompts, completions, and a
 //!   re-dial when a legacy session is lost.
 //!
-//! Subscriptions (legacy `resources/subscribe`, modern listens) are not built yet.
+//! - [`listen`]: the pure machine of a 2026-07-28 connection's `subscriptions/listen`
+//!   (filter changes, acknowledgment, idle and ended listens, refusals).
+//!
+//! Driving subscriptions over the connection (the listen stream, legacy
+//! `resources/subscribe`) is not built yet.
 
 mod connection;
 mod dial;
+pub mod listen;
 mod negotiation;
 
 pub use connection::{Catalog, Connection, DroppedTool, Error, MAX_INPUT_ROUNDS};
