@@ -167,6 +167,31 @@ impl Connection {
             .clone()
     }
 
+    /// The connection's timeout (the transport's silence bound).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.dialer.timeout()
+    }
+
+    /// The current link (it changes when a lost session is dialed again).
+    pub(crate) fn link(&self) -> Link {
+        self.current().dialed.link.clone()
+    }
+
+    /// A fresh request id.
+    pub(crate) fn next_id(&self) -> mcp_wire::RequestId {
+        self.dialer.next_id()
+    }
+
+    /// Sends a request with plain params (and the era's `_meta`) and reads its result.
+    pub(crate) async fn raw_request<P: Serialize, T: DeserializeOwned>(
+        &self,
+        method_name: &str,
+        params: &P,
+    ) -> Result<T, Error> {
+        self.request(method_name, params, Target::default(), |_| {})
+            .await
+    }
+
     /// The revision agreed.
     pub fn revision(&self) -> Revision {
         self.current().dialed.connected.revision

@@ -109,6 +109,11 @@ impl Dialer {
         })
     }
 
+    /// The connection's timeout: the transport's silence bound.
+    pub fn timeout(&self) -> Duration {
+        self.client.config().silence
+    }
+
     /// The next request id of this server's connections.
     pub fn next_id(&self) -> RequestId {
         RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))

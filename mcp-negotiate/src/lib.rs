@@ -14,14 +14,16 @@
 //! - [`listen`]: the pure machine of a 2026-07-28 connection's `subscriptions/listen`
 //!   (filter changes, acknowledgment, idle and ended listens, refusals).
 //!
-//! Driving subscriptions over the connection (the listen stream, legacy
-//! `resources/subscribe`) is not built yet.
+//! - [`Watch`]: resource subscriptions and list_changed over a connection: the listen on
+//!   2026-07-28, the GET stream and `resources/subscribe` on 2025-11-25.
 
 mod connection;
 mod dial;
 pub mod listen;
 mod negotiation;
+mod watch;
 
 pub use connection::{Catalog, Connection, DroppedTool, Error, MAX_INPUT_ROUNDS};
 pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, ELICITATION_TIMEOUT, Kind, Link};
 pub use negotiation::{Connected, Failed, Negotiation, Progress, Refusal, Reply, Start, Step};
+pub use watch::{Change, Watch};

@@ -268,6 +268,11 @@ impl Listener {
         [self.retry_at, idle].into_iter().flatten().min()
     }
 
+    /// Whether the server refused the listen outright: it is never asked for again.
+    pub fn is_refused(&self) -> bool {
+        self.refused
+    }
+
     /// The next event to log.
     pub fn poll_event(&mut self) -> Option<ListenEvent> {
         self.events.pop_front()

@@ -261,6 +261,11 @@ impl ReferenceServer {
         .await;
     }
 
+    /// Ends every modern listen with a final result, as a server does when it lets one go.
+    pub async fn end_listens(&self) {
+        modern::end_all(&self.state).await;
+    }
+
     /// How many modern listens are open.
     pub fn listens(&self) -> usize {
         modern::open(&self.state)

@@ -52,6 +52,17 @@ pub(crate) fn open(state: &State) -> usize {
     listens.len()
 }
 
+/// Ends every listen the way a server ends one gracefully: a final result, then the
+/// stream is forgotten.
+pub(crate) async fn end_all(state: &State) {
+    let listens: Vec<Listen> = std::mem::take(&mut *state.listens.lock().expect("listens"));
+    for listen in listens {
+        let done = json!({"jsonrpc": "2.0", "id": listen.id, "result": {"resultType": "complete",
+            "_meta": {meta::key::SUBSCRIPTION_ID: listen.id}}});
+        listen.events.send(None, None, &done.to_string()).await;
+    }
+}
+
 pub(crate) fn close_all(state: &State) {
     state.listens.lock().expect("listens").clear();
 }

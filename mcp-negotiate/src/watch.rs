@@ -1,0 +1,355 @@
+//! Hearing about changes: resource subscriptions and list_changed, the same in both eras.
+//!
+//! A [`Watch`] is driven by its owner: [`Watch::next`] waits for the next [`Change`] while it
+//! keeps the server's push channel open. On 2026-07-28 that channel is one
+//! `subscriptions/listen`, run by the pure [`Listener`](crate::listen::Listener); on
+//! 2025-11-25 it is the GET stream, with `resources/subscribe` and `resources/unsubscribe`
+//! per URI.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mcp_transport::driver::{Call, Delivery, Notice, Routing};
+use mcp_wire::{
+    ListenParams, RequestMeta, ServerNotification, SubscribeParams, WithMeta, encode_request,
+    method,
+};
+use serde_json::Value;
+
+use crate::Link;
+use crate::connection::{Connection, Error};
+use crate::listen::{Action, Ended, IDLE, Interest, ListenEvent, Listener};
+
+/// A change the server reported, or something about the push channel worth logging.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Change {
+    /// A subscribed resource changed (also given for every held URI after a gap in a
+    /// listen, since changes during the gap were not delivered).
+    ResourceUpdated {
+        /// The resource.
+        uri: String,
+    },
+    /// The server's tool list changed.
+    ToolsChanged,
+    /// The server's resource list changed.
+    ResourcesChanged,
+    /// The server's prompt list changed.
+    PromptsChanged,
+    /// The server's MCP Events types changed.
+    EventsChanged,
+    /// What happened to the listen (2026-07-28), for the log.
+    Listen(ListenEvent),
+}
+
+/// The changes of one connection. See the [module docs](self).
+pub struct Watch {
+    connection: Arc<Connection>,
+    held: BTreeSet<String>,
+    queued: VecDeque<Change>,
+    era: Era,
+}
+
+enum Era {
+    Modern {
+        listener: Box<Listener>,
+        listen: Option<Call<Value>>,
+        /// The listen being opened waits for its acknowledgment.
+        acknowledged: bool,
+    },
+    Legacy {
+        stream: Option<Call<()>>,
+        /// The server offers no GET stream (405): no pushes.
+        none: bool,
+    },
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    /// Starts watching `connection`: list_changed is asked for at once.
+    pub fn new(connection: Arc<Connection>) -> Self {
+        let caps = connection.capabilities();
+        let era = match connection.revision().era() {
+            mcp_wire::Era::Modern => Era::Modern {
+                listener: Box::new(Listener::new(
+                    connection.timeout(),
+                    caps.tools_list_changed(),
+                    caps.resources_subscribe(),
+                )),
+                listen: None,
+                acknowledged: false,
+            },
+            _ => Era::Legacy {
+                stream: None,
+                none: false,
+            },
+        };
+        Self {
+            connection,
+            held: BTreeSet::new(),
+            queued: VecDeque::new(),
+            era,
+        }
+    }
+
+    /// The URIs held.
+    pub fn held(&self) -> impl Iterator<Item = &str> {
+        self.held.iter().map(String::as_str)
+    }
+
+    /// Subscribes to a concrete resource URI; only where the server advertises
+    /// `resources.subscribe`.
+    pub async fn subscribe(&mut self, uri: &str) -> Result<(), Error> {
+        self.check(uri)?;
+        if let Era::Legacy { .. } = self.era {
+            self.legacy_subscription(method::RESOURCES_SUBSCRIBE, uri)
+                .await?;
+        }
+        self.held.insert(uri.to_owned());
+        self.want();
+        Ok(())
+    }
+
+    /// Releases a subscription.
+    pub async fn unsubscribe(&mut self, uri: &str) -> Result<(), Error> {
+        if !self.held.remove(uri) {
+            return Ok(());
+        }
+        if let Era::Legacy { .. } = self.era {
+            self.legacy_subscription(method::RESOURCES_UNSUBSCRIBE, uri)
+                .await?;
+        }
+        self.want();
+        Ok(())
+    }
+
+    fn check(&self, uri: &str) -> Result<(), Error> {
+        match self.connection.capabilities().resources_subscribe() && !uri.contains('{') {
+            true => Ok(()),
+            false => Err(Error::Unanswerable {
+                method: method::RESOURCES_SUBSCRIBE.into(),
+            }),
+        }
+    }
+
+    fn want(&mut self) {
+        if let Era::Modern { listener, .. } = &mut self.era {
+            let interest = self
+                .held
+                .iter()
+                .fold(Interest::default(), |i, u| i.with_uri(u.clone()));
+            listener.want(interest, now());
+        }
+    }
+
+    async fn legacy_subscription(&self, which: &str, uri: &str) -> Result<(), Error> {
+        let _: Value = self
+            .connection
+            .raw_request(which, &SubscribeParams::new(uri))
+            .await?;
+        Ok(())
+    }
+
+    /// The next change; `Ok(None)` when the server can push nothing (no GET stream, or a
+    /// listen refused outright).
+    pub async fn next(&mut self) -> Result<Option<Change>, Error> {
+        loop {
+            if let Some(change) = self.queued.pop_front() {
+                return Ok(Some(change));
+            }
+            let pushed = match &mut self.era {
+                Era::Legacy { stream, none } => {
+                    if *none {
+                        return Ok(None);
+                    }
+                    if stream.is_none() {
+                        match self.connection.legacy_stream().await? {
+                            Some(opened) => *stream = Some(opened),
+                            None => {
+                                *none = true;
+                                return Ok(None);
+                            }
+                        }
+                    }
+                    let Some(call) = stream.as_mut() else {
+                        continue;
+                    };
+                    match call.next().await? {
+                        Some(Delivery::Notification(n)) => change_of(&n),
+                        _ => None,
+                    }
+                }
+                Era::Modern { .. } => match self.modern_step().await? {
+                    Step::Change(change) => change,
+                    Step::Nothing => None,
+                    Step::Refused => return Ok(None),
+                },
+            };
+            if let Some(change) = pushed {
+                return Ok(Some(change));
+            }
+        }
+    }
+
+    /// One turn of the listen: act on what the listener says, then wait for the listen or
+    /// for the listener's next deadline.
+    async fn modern_step(&mut self) -> Result<Step, Error> {
+        let Era::Modern {
+            listener,
+            listen,
+            acknowledged,
+        } = &mut self.era
+        else {
+            return Ok(Step::Nothing);
+        };
+        while let Some(event) = listener.poll_event() {
+            self.queued.push_back(Change::Listen(event));
+        }
+        if !self.queued.is_empty() {
+            return Ok(Step::Nothing);
+        }
+        match listener.poll_action(now()) {
+            Some(Action::Open(filter)) => {
+                let params = ListenParams::new(filter, None);
+                match self.connection.open_listen(&params).await {
+                    Ok(call) => {
+                        *listen = Some(call);
+                        *acknowledged = false;
+                    }
+                    Err(e) => listener.on_ended(Ended::Unavailable(e.to_string()), now()),
+                }
+                return Ok(Step::Nothing);
+            }
+            Some(Action::Close) => {
+                *listen = None;
+                return Ok(Step::Nothing);
+            }
+            Some(Action::ReadAgain(uris)) => {
+                self.queued
+                    .extend(uris.into_iter().map(|uri| Change::ResourceUpdated { uri }));
+                return Ok(Step::Nothing);
+            }
+            _ => {}
+        }
+        if listener.is_refused() {
+            return Ok(Step::Refused);
+        }
+        let deadline = listener.poll_timeout();
+        let Some(call) = listen.as_mut() else {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending::<()>().await,
+            }
+            return Ok(Step::Nothing);
+        };
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let delivered = tokio::select! {
+            delivered = call.next() => delivered,
+            () = sleep => return Ok(Step::Nothing),
+        };
+        let at = now();
+        match delivered {
+            Ok(Some(Delivery::Notification(n))) => match n.decode() {
+                Ok(ServerNotification::SubscriptionsAcknowledged(ack)) if !*acknowledged => {
+                    *acknowledged = true;
+                    listener.on_acknowledged(&ack.notifications, at);
+                    Ok(Step::Nothing)
+                }
+                _ => {
+                    listener.on_notification(at);
+                    Ok(Step::Change(change_of(&n)))
+                }
+            },
+            Ok(Some(Delivery::Response(r))) => {
+                let why = match r.outcome {
+                    Err(e) if matches!(e.code, -32601 | -32602) => Ended::Refused(e.code),
+                    Err(e) => Ended::Unavailable(e.to_string()),
+                    Ok(_) => Ended::ByServer,
+                };
+                *listen = None;
+                listener.on_ended(why, at);
+                Ok(Step::Nothing)
+            }
+            Ok(None) | Err(_) => {
+                *listen = None;
+                listener.on_ended(Ended::ByServer, at);
+                Ok(Step::Nothing)
+            }
+        }
+    }
+}
+
+enum Step {
+    Change(Option<Change>),
+    Nothing,
+    Refused,
+}
+
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// The change a notification reports, if it is one.
+fn change_of(n: &Notice) -> Option<Change> {
+    match n.decode().ok()? {
+        ServerNotification::ResourceUpdated(p) => Some(Change::ResourceUpdated { uri: p.uri }),
+        ServerNotification::ToolListChanged => Some(Change::ToolsChanged),
+        ServerNotification::ResourceListChanged => Some(Change::ResourcesChanged),
+        ServerNotification::PromptListChanged => Some(Change::PromptsChanged),
+        ServerNotification::EventsListChanged => Some(Change::EventsChanged),
+        _ => None,
+    }
+}
+
+impl Connection {
+    /// Opens a `subscriptions/listen` on the current (modern) link; the listen's silence
+    /// bound is the listen idle limit, since the listener closes a quiet listen itself.
+    pub(crate) async fn open_listen(&self, params: &ListenParams) -> Result<Call<Value>, Error> {
+        let current = self.link();
+        let Link::Modern { transport, meta } = &current else {
+            return Err(Error::Unanswerable {
+                method: method::SUBSCRIPTIONS_LISTEN.into(),
+            });
+        };
+        let id = self.next_id();
+        let mut request_meta = RequestMeta::default();
+        request_meta.modern = Some(meta);
+        let mut body = Vec::with_capacity(256);
+        encode_request(
+            &mut body,
+            &id,
+            method::SUBSCRIPTIONS_LISTEN,
+            Some(&WithMeta {
+                params,
+                meta: request_meta,
+            }),
+        )
+        .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
+        let mut routing = Routing::default();
+        routing.silence = Some(IDLE.max(self.timeout()) * 2);
+        Ok(transport
+            .call::<Value>(id, method::SUBSCRIPTIONS_LISTEN, Bytes::from(body), routing)
+            .await?)
+    }
+
+    /// Opens the GET stream of the current (legacy) link; `None` when the server offers none.
+    pub(crate) async fn legacy_stream(&self) -> Result<Option<Call<()>>, Error> {
+        match self.link() {
+            Link::Legacy(transport) => Ok(transport.server_stream().await?),
+            Link::Modern { .. } => Ok(None),
+        }
+    }
+}
