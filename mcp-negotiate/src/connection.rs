@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-use mcp_transport::driver::{Elicitor, Notice, Routing};
+use mcp_transport::driver::{Delivery, Elicitor, Notice, Routing};
 use mcp_wire::{
     AgentMeta, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor,
     ElicitAction, ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired,
@@ -42,6 +44,12 @@ pub enum Error {
     },
     /// The server kept asking for input past [`MAX_INPUT_ROUNDS`].
     TooManyRounds,
+    /// The caller cancelled the request: a 2026-07-28 server saw its stream close, a legacy
+    /// one was sent `notifications/cancelled`.
+    Cancelled,
+    /// The tool was left out of the listing for an invalid `x-mcp-header` annotation: it is
+    /// not called.
+    ToolDropped(DroppedTool),
 }
 
 impl fmt::Display for Error {
@@ -53,6 +61,12 @@ impl fmt::Display for Error {
             Self::Unanswerable { method } => write!(
                 f,
                 "the server asks for {method}, which the client cannot answer"
+            ),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::ToolDropped(d) => write!(
+                f,
+                "tool {} was left out of the listing: {}",
+                d.tool, d.reason
             ),
             Self::TooManyRounds => write!(
                 f,
@@ -188,8 +202,14 @@ impl Connection {
         method_name: &str,
         params: &P,
     ) -> Result<T, Error> {
-        self.request(method_name, params, Target::default(), |_| {})
-            .await
+        self.request(
+            method_name,
+            params,
+            Target::default(),
+            |_| {},
+            &mut pin!(never()),
+        )
+        .await
     }
 
     /// The revision agreed.
@@ -262,7 +282,7 @@ impl Connection {
         loop {
             let params = PageParams::new(cursor.take(), None);
             let page: Page<T> = self
-                .request(list, &params, Target::default(), |_| {})
+                .request(list, &params, Target::default(), |_| {}, &mut pin!(never()))
                 .await?;
             items.extend(page.items);
             match page.next_cursor {
@@ -284,11 +304,29 @@ impl Connection {
         agent: Option<&AgentMeta>,
         on_notice: impl FnMut(Notice),
     ) -> Result<CallToolResult, Error> {
+        self.call_tool_until(name, arguments, agent, on_notice, never())
+            .await
+    }
+
+    /// As [`Connection::call_tool`], cancelled when `cancel` completes first
+    /// ([`Error::Cancelled`]): a 2026-07-28 server sees the call's stream close, a legacy one
+    /// is sent `notifications/cancelled`.
+    pub async fn call_tool_until(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        agent: Option<&AgentMeta>,
+        on_notice: impl FnMut(Notice),
+        cancel: impl Future<Output = ()> + Send,
+    ) -> Result<CallToolResult, Error> {
+        let catalog = self.catalog();
+        if let Some(dropped) = catalog.dropped.iter().find(|d| d.tool == name) {
+            return Err(Error::ToolDropped(dropped.clone()));
+        }
         let mut params = CallToolParams::new(name);
         params.arguments = arguments;
         let headers = match self.revision().era() {
-            mcp_wire::Era::Modern => self
-                .catalog()
+            mcp_wire::Era::Modern => catalog
                 .headers
                 .get(name)
                 .map(|h| h.derive(params.arguments.as_ref()))
@@ -303,10 +341,16 @@ impl Connection {
             progress: true,
             agent,
         };
-        self.with_input(params, target, on_notice, |p, responses, state| {
-            p.input_responses = responses;
-            p.request_state = state;
-        })
+        self.with_input(
+            params,
+            target,
+            on_notice,
+            &mut pin!(cancel),
+            |p, responses, state| {
+                p.input_responses = responses;
+                p.request_state = state;
+            },
+        )
         .await
     }
 
@@ -324,6 +368,7 @@ impl Connection {
                 &params,
                 target,
                 |_| {},
+                &mut pin!(never()),
             )
             .await?
         {
@@ -350,6 +395,7 @@ impl Connection {
             params,
             target,
             |_| {},
+            &mut pin!(never()),
             |p, responses, state| {
                 p.input_responses = responses;
                 p.request_state = state;
@@ -365,6 +411,7 @@ impl Connection {
             params,
             Target::default(),
             |_| {},
+            &mut pin!(never()),
         )
         .await
     }
@@ -377,6 +424,7 @@ impl Connection {
         mut params: P,
         target: Target<'_>,
         mut on_notice: impl FnMut(Notice),
+        cancel: &mut Cancel<'_>,
         answer: impl Fn(&mut P, Option<InputResponses>, Option<String>),
     ) -> Result<T, Error>
     where
@@ -385,7 +433,7 @@ impl Connection {
     {
         for _ in 0..MAX_INPUT_ROUNDS {
             let outcome: Outcome<T> = self
-                .request(P::METHOD, &params, target, &mut on_notice)
+                .request(P::METHOD, &params, target, &mut on_notice, cancel)
                 .await?;
             match outcome {
                 Outcome::Complete(result) => return Ok(result),
@@ -432,12 +480,20 @@ impl Connection {
         params: &P,
         target: Target<'_>,
         mut on_notice: impl FnMut(Notice),
+        cancel: &mut Cancel<'_>,
     ) -> Result<T, Error> {
         let mut redialed = false;
         loop {
             let current = self.current();
             match self
-                .send(&current, method_name, params, target, &mut on_notice)
+                .send(
+                    &current,
+                    method_name,
+                    params,
+                    target,
+                    &mut on_notice,
+                    cancel,
+                )
                 .await
             {
                 Err(Error::Transport(mcp_transport::Error::SessionLost)) if !redialed => {
@@ -457,6 +513,7 @@ impl Connection {
         params: &P,
         target: Target<'_>,
         on_notice: &mut impl FnMut(Notice),
+        cancel: &mut Cancel<'_>,
     ) -> Result<TypedResponse<T>, Error> {
         let id = self.dialer.next_id();
         let mut meta = RequestMeta::default();
@@ -487,7 +544,27 @@ impl Connection {
                     .call
             }
         };
-        Ok(call.response(on_notice).await?)
+        let mut call = call;
+        let read = async {
+            loop {
+                match call.next().await? {
+                    Some(Delivery::Notification(n)) => on_notice(n),
+                    Some(Delivery::Response(r)) => return Ok(r),
+                    None => return Err(mcp_transport::Error::Ended),
+                }
+            }
+        };
+        let read = tokio::select! {
+            read = read => Some(read),
+            () = cancel.as_mut() => None,
+        };
+        match read {
+            Some(read) => Ok(read?),
+            None => {
+                call.cancel(Some("cancelled by the client".into())).await;
+                Err(Error::Cancelled)
+            }
+        }
     }
 
     /// Dials again the way the connection first got there, unless another request did so
@@ -521,6 +598,14 @@ fn encode<P: Serialize>(
     encode_request(body, id, method_name, Some(&WithMeta { params, meta }))
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))
 }
+
+/// A signal that never comes.
+fn never() -> std::future::Pending<()> {
+    std::future::pending()
+}
+
+/// A signal that cancels a request when it completes.
+type Cancel<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 
 /// Where a request goes and what it carries besides its params.
 #[derive(Debug, Clone, Copy, Default)]

@@ -108,11 +108,16 @@ impl Session {
     }
 
     /// Reads the status of an answer to a request that carried `sent` as its session id.
-    /// A 404 to the current session loses it; everything else keeps it.
+    /// A 404 to the current session loses it (after that, only `initialize` may be sent);
+    /// a 404 to a session already lost is [`Loss::Stale`]; everything else keeps it.
     pub fn on_status(&mut self, status: u16, sent: Option<&str>) -> Loss {
         match (status, sent) {
             (404, Some(sent)) if self.id.as_deref() == Some(sent) => {
-                *self = Self::default();
+                // Nothing but a new `initialize` can be sent now.
+                *self = Self {
+                    ended: true,
+                    ..Self::default()
+                };
                 Loss::Lost
             }
             (404, Some(_)) => Loss::Stale,
@@ -130,7 +135,7 @@ impl Session {
     }
 
     /// Whether a request of `method` can be sent: anything but `initialize` needs the
-    /// session, once the client has ended it.
+    /// session, once the client ended it or the server lost it.
     pub fn allows(&self, method: &str) -> bool {
         !self.ended || method == method::INITIALIZE
     }

@@ -57,3 +57,46 @@ async fn both_eras_list_and_call() {
         assert_eq!(call.body["params"]["_meta"]["agent/run_id"], "run-1");
     }
 }
+
+/// Cancelling a call: a legacy server is sent `notifications/cancelled` with the call's id; a
+/// modern one sees the stream close. Either way the caller gets `Cancelled` at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_says_so_in_each_era() {
+    for legacy in [false, true] {
+        let server = ReferenceServer::start(Options::default()).await;
+        if legacy {
+            server.script("server/discover", Fault::Status(404, None), Times::Once);
+        }
+        let connection = connect(&server).await;
+        let args = json!({"steps": 40, "delay_ms": 50}).as_object().cloned();
+        let started = std::time::Instant::now();
+        let cancel = tokio::time::sleep(std::time::Duration::from_millis(200));
+        let outcome = connection
+            .call_tool_until("slow", args, None, |_| {}, cancel)
+            .await;
+        assert_eq!(
+            outcome,
+            Err(mcp_negotiate::Error::Cancelled),
+            "legacy {legacy}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        let log = server.log();
+        let call = log
+            .iter()
+            .find(|l| l.body["params"]["name"] == "slow")
+            .unwrap();
+        let cancelled = log
+            .iter()
+            .find(|l| l.method.as_deref() == Some("notifications/cancelled"));
+        match legacy {
+            true => assert_eq!(
+                cancelled.expect("notifications/cancelled").body["params"]["requestId"],
+                call.body["id"]
+            ),
+            false => assert!(
+                cancelled.is_none(),
+                "a modern call is cancelled by closing its stream"
+            ),
+        }
+    }
+}

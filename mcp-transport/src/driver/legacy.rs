@@ -29,6 +29,9 @@ pub struct LegacyTransport {
     elicitor: Option<Arc<dyn Elicitor>>,
 }
 
+// A 404 to a request that carried a session, current or already lost, means the request was
+// not served: both are `Error::SessionLost`.
+
 /// A request's answer, with the session id its head carried.
 #[derive(Debug)]
 pub struct Posted<T> {
@@ -112,7 +115,7 @@ impl LegacyTransport {
             .get(MCP_SESSION_ID)
             .map(|v| v.as_bytes().to_vec());
         let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
             return Err(Error::SessionLost);
         }
         let call = answer(&self.client, id, response, silence, Some(legacy)).await?;
@@ -133,7 +136,7 @@ impl LegacyTransport {
             .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
             .await?;
         let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
             return Err(Error::SessionLost);
         }
         accepted(&self.client, response, silence).await
@@ -167,7 +170,7 @@ impl LegacyTransport {
             .send(Method::GET, None, ACCEPT_STREAM, &headers, silence)
             .await?;
         let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) == Loss::Lost {
+        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
             return Err(Error::SessionLost);
         }
         if status == 405 {
