@@ -390,3 +390,67 @@ async fn everything_legacy() {
     );
     transport.close().await.expect("DELETE");
 }
+
+/// The revision-neutral connection's watch against both peers: the Python server's listen
+/// (2026-07-28) and server-everything's GET stream with `resources/subscribe` (2025-11-25).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_against_both_peers() {
+    use mcp_negotiate::{Change, Connection, Dialer, Kind, Watch};
+
+    let kind = || Kind::Supervisor {
+        instance: "interop".into(),
+    };
+    for json_mode in [true, false] {
+        let peer = peers::python(json_mode);
+        let dialer = Dialer::new(&peer.url, Config::default(), kind()).unwrap();
+        let connection = Arc::new(Connection::connect(dialer).await.expect("connected"));
+        assert_eq!(connection.revision(), MODERN);
+        let mut watch = Watch::new(connection.clone());
+        watch
+            .subscribe("demo://greeting")
+            .await
+            .expect("subscribable");
+        let toucher = connection.clone();
+        let touch = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            toucher.call_tool("touch", None, None, |_| {}).await
+        });
+        let change = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match watch.next().await.expect("the watch stands") {
+                    Some(Change::ResourceUpdated { uri }) => return uri,
+                    Some(_) => {}
+                    None => panic!("no pushes"),
+                }
+            }
+        })
+        .await
+        .expect("a change in time");
+        assert_eq!(change, "demo://greeting", "json mode {json_mode}");
+        touch.await.unwrap().expect("touch ran");
+    }
+
+    let peer = peers::everything();
+    let dialer = Dialer::new(&peer.url, Config::default(), kind()).unwrap();
+    let connection = Arc::new(Connection::connect(dialer).await.expect("connected"));
+    assert_eq!(connection.revision(), Revision::V2025_11_25);
+    let mut watch = Watch::new(connection.clone());
+    let uri = "demo://resource/static/document/architecture.md";
+    watch.subscribe(uri).await.expect("subscribable");
+    connection
+        .call_tool("toggle-subscriber-updates", None, None, |_| {})
+        .await
+        .expect("toggled");
+    let change = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            if let Some(Change::ResourceUpdated { uri }) =
+                watch.next().await.expect("the watch stands")
+            {
+                return uri;
+            }
+        }
+    })
+    .await
+    .expect("a change in time");
+    assert_eq!(change, uri);
+}
