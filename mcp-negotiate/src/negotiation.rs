@@ -1,34 +1,4 @@
 //! The negotiation machine: which request opens a connection, and what each answer leads to.
-//!
-//! It is pure: the caller sends the [`Step`] it is given, reads the answer into a [`Reply`],
-//! and hands it back with [`Negotiation::on_reply`], until the machine says
-//! [`Progress::Connected`] or [`Progress::Failed`]. The rules are the reference's
-//! "Negotiation" table:
-//!
-//! | the probe (`server/discover`) got | next |
-//! |---|---|
-//! | a DiscoverResult listing 2026-07-28 | connected |
-//! | -32022 whose `data.supported` names 2026-07-28 | ask again at that revision |
-//! | -32022, or a DiscoverResult, listing only older revisions | `initialize` at the newest of them known |
-//! | -32022 listing nothing | `initialize` at 2025-11-25 |
-//! | -32020, -32021, 401, unreachable, or a list with nothing agentd can offer | failed, naming the refusal |
-//! | anything else: -32601, 403, another 4xx or 5xx, `{}`, 202, silence | `initialize` at 2025-11-25 |
-//!
-//! And its bullets: no request is sent twice; a fallback refused too names both refusals; a
-//! connection that starts with `initialize` (a re-dial of a legacy connection) and is refused
-//! with a JSON-RPC error or a 4xx other than 401 probes with `server/discover` next, while a
-//! 5xx, silence or an unreachable server is not probed again.
-//!
-//! ```
-//! use mcp_negotiate::{Negotiation, Progress, Reply, Start, Step};
-//! use mcp_wire::Revision;
-//!
-//! let mut n = Negotiation::new(Start::Probe);
-//! assert_eq!(n.step(), Step::Discover { revision: Revision::V2026_07_28 });
-//! // A server that predates server/discover answers -32601: fall back to initialize.
-//! let p = n.on_reply(Reply::rpc_error(-32601, None));
-//! assert_eq!(p, Progress::Send(Step::Initialize { revision: Revision::V2025_11_25 }));
-//! ```
 
 use std::fmt;
 
@@ -185,7 +155,37 @@ pub enum Progress {
     Failed(Failed),
 }
 
-/// The negotiation of one connection. See the [module docs](self).
+/// The negotiation machine: which request opens a connection, and what each answer leads to.
+///
+/// It is pure: the caller sends the [`Step`] it is given, reads the answer into a [`Reply`],
+/// and hands it back with [`Negotiation::on_reply`], until the machine says
+/// [`Progress::Connected`] or [`Progress::Failed`]. The rules are the reference's
+/// "Negotiation" table:
+///
+/// | the probe (`server/discover`) got | next |
+/// |---|---|
+/// | a DiscoverResult listing 2026-07-28 | connected |
+/// | -32022 whose `data.supported` names 2026-07-28 | ask again at that revision |
+/// | -32022, or a DiscoverResult, listing only older revisions | `initialize` at the newest of them known |
+/// | -32022 listing nothing | `initialize` at 2025-11-25 |
+/// | -32020, -32021, 401, unreachable, or a list with nothing agentd can offer | failed, naming the refusal |
+/// | anything else: -32601, 403, another 4xx or 5xx, `{}`, 202, silence | `initialize` at 2025-11-25 |
+///
+/// And its bullets: no request is sent twice; a fallback refused too names both refusals; a
+/// connection that starts with `initialize` (a re-dial of a legacy connection) and is refused
+/// with a JSON-RPC error or a 4xx other than 401 probes with `server/discover` next, while a
+/// 5xx, silence or an unreachable server is not probed again.
+///
+/// ```
+/// use mcp_negotiate::{Negotiation, Progress, Reply, Start, Step};
+/// use mcp_wire::Revision;
+///
+/// let mut n = Negotiation::new(Start::Probe);
+/// assert_eq!(n.step(), Step::Discover { revision: Revision::V2026_07_28 });
+/// // A server that predates server/discover answers -32601: fall back to initialize.
+/// let p = n.on_reply(Reply::rpc_error(-32601, None));
+/// assert_eq!(p, Progress::Send(Step::Initialize { revision: Revision::V2025_11_25 }));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Negotiation {
     step: Step,

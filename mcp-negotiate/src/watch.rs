@@ -1,10 +1,4 @@
 //! Hearing about changes: resource subscriptions and list_changed, the same in both eras.
-//!
-//! A [`Watch`] is driven by its owner: [`Watch::next`] waits for the next [`Change`] while it
-//! keeps the server's push channel open. On 2026-07-28 that channel is one
-//! `subscriptions/listen`, run by the pure [`Listener`](crate::listen::Listener); on
-//! 2025-11-25 it is the GET stream, with `resources/subscribe` and `resources/unsubscribe`
-//! per URI.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -43,7 +37,13 @@ pub enum Change {
     Listen(ListenEvent),
 }
 
-/// The changes of one connection. See the [module docs](self).
+/// Hearing about changes: resource subscriptions and list_changed, the same in both eras.
+///
+/// A [`Watch`] is driven by its owner: [`Watch::next`] waits for the next [`Change`] while it
+/// keeps the server's push channel open. On 2026-07-28 that channel is one
+/// `subscriptions/listen`, run by the pure [`Listener`](crate::listen::Listener); on
+/// 2025-11-25 it is the GET stream, with `resources/subscribe` and `resources/unsubscribe`
+/// per URI.
 pub struct Watch {
     connection: Arc<Connection>,
     held: BTreeSet<String>,
