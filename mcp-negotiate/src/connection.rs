@@ -212,6 +212,15 @@ impl Connection {
         .await
     }
 
+    /// Closes the connection: a legacy session is ended with DELETE (a modern connection has
+    /// nothing to end). Later requests fail; a re-dial makes a new connection.
+    pub async fn close(&self) -> Result<(), Error> {
+        match self.link() {
+            Link::Legacy(transport) => Ok(transport.close().await?),
+            Link::Modern { .. } => Ok(()),
+        }
+    }
+
     /// The revision agreed.
     pub fn revision(&self) -> Revision {
         self.current().dialed.connected.revision

@@ -158,6 +158,22 @@ impl Watch {
         Ok(())
     }
 
+    /// Opens the push channel now, when it is a legacy GET stream, so that what the server
+    /// sends there from this moment is not lost; `false` when the server offers none (405).
+    /// A 2026-07-28 listen opens with the first [`Watch::next`].
+    pub async fn open(&mut self) -> Result<bool, Error> {
+        let Era::Legacy { stream, none } = &mut self.era else {
+            return Ok(true);
+        };
+        if stream.is_none() && !*none {
+            match self.connection.legacy_stream().await? {
+                Some(opened) => *stream = Some(opened),
+                None => *none = true,
+            }
+        }
+        Ok(!*none)
+    }
+
     /// The next change; `Ok(None)` when the server can push nothing (no GET stream, or a
     /// listen refused outright).
     pub async fn next(&mut self) -> Result<Option<Change>, Error> {

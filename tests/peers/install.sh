@@ -5,6 +5,20 @@
 #   <dir>/venv/        python venv: mcp 2.3.0 + uvicorn   (pins: tests/peers/requirements.txt)
 #   <dir>/everything/  npm prefix:  @modelcontextprotocol/server-everything 2026.8.31
 #                                   (pins: tests/peers/everything/package{,-lock}.json)
+#   <dir>/node22/      npm prefix:  node 22.23.3, the npm registry's node binary package
+#                                   (pins: tests/peers/node22/package{,-lock}.json)
+#   <dir>/conformance/ npm prefix:  @modelcontextprotocol/conformance 0.1.16
+#                                   (pins: tests/peers/conformance/package{,-lock}.json)
+#   <dir>/conformance-alpha/        @modelcontextprotocol/conformance 0.2.0-alpha.12
+#                                   (pins: tests/peers/conformance-alpha/package{,-lock}.json)
+#
+# The conformance suite needs node >= 22 (tests/tests/conformance.rs runs it with <dir>/node22);
+# npm itself runs on the node found on PATH.
+#
+# The lock files hold no registry URLs ("resolved"): npm fetches from whatever registry it is
+# configured with and checks the pinned integrity. To regenerate one after changing a pin:
+#   (cd tests/peers/<name> && npm install --package-lock-only --ignore-scripts \
+#        --omit-lockfile-registry-resolved)
 #
 # Usage: tests/peers/install.sh [DIR]     DIR defaults to <repo>/target/peers
 #
@@ -87,5 +101,57 @@ ev_pkg="$ev/node_modules/@modelcontextprotocol/server-everything/package.json"
 sdk_pkg="$ev/node_modules/@modelcontextprotocol/sdk/package.json"
 say "everything peer: @modelcontextprotocol/server-everything@$(node -p "require('$ev_pkg').version")" \
     "(@modelcontextprotocol/sdk@$(node -p "require('$sdk_pkg').version"))"
+
+# ------------------------------------------------- node 22 and the conformance suite
+# npm_peer LABEL NAME CHECK: installs the pins of tests/peers/NAME into <dir>/NAME unless the
+# stamp matches them and the command CHECK succeeds.
+npm_peer() {
+    local label="$1" src="$here/$2" dst="$dir/$2" check="$3"
+    if cat "$src/package.json" "$src/package-lock.json" | cmp -s - "$dst/$stamp_name" &&
+        "$check" >/dev/null 2>&1; then
+        say "$label: up to date in $dst, skipping"
+        return
+    fi
+    command -v node >/dev/null 2>&1 || die "node not found on PATH"
+    command -v npm >/dev/null 2>&1 || die "npm not found on PATH"
+    say "$label: npm install into $dst (node $(node --version), npm $(npm --version))"
+    rm -rf "$dst"
+    mkdir -p "$dst"
+    cp "$src/package.json" "$src/package-lock.json" "$dst/"
+    (cd "$dst" && npm install --no-audit --no-fund --no-update-notifier \
+        --omit-lockfile-registry-resolved) ||
+        die "npm install of the $label failed (see above)"
+    "$check" >/dev/null || die "npm install finished but the $label does not work (see above)"
+    cat "$src/package.json" "$src/package-lock.json" >"$dst/$stamp_name"
+}
+
+node22="$dir/node22/node_modules/node/bin/node"
+node22_want="v$(sed -n 's/^ *"node": *"\([0-9.]*\)".*/\1/p' "$here/node22/package.json")"
+node22_ok() {
+    # The package's preinstall script fetches the binary (npm package node-<os>-<arch>).
+    [ -x "$node22" ] || {
+        echo "peers: $node22 is missing (did npm skip the preinstall script of package node?)" >&2
+        return 1
+    }
+    local got
+    got="$("$node22" --version)" || return 1
+    [ "$got" = "$node22_want" ] || {
+        echo "peers: $node22 is $got, expected $node22_want" >&2
+        return 1
+    }
+}
+npm_peer "node 22 runtime" node22 node22_ok
+say "node 22 runtime: $node22 $("$node22" --version)"
+
+cf_main() { printf '%s' "$dir/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }
+cf_stable_ok() { [ -f "$(cf_main conformance)" ] && "$node22" "$(cf_main conformance)" --version; }
+cf_alpha_ok() {
+    [ -f "$(cf_main conformance-alpha)" ] && "$node22" "$(cf_main conformance-alpha)" --version
+}
+npm_peer "conformance suite" conformance cf_stable_ok
+npm_peer "conformance suite (alpha)" conformance-alpha cf_alpha_ok
+for cf in conformance conformance-alpha; do
+    say "$cf: @modelcontextprotocol/conformance@$("$node22" "$(cf_main "$cf")" --version)"
+done
 
 say "done"

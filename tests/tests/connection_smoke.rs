@@ -100,3 +100,18 @@ async fn a_cancelled_call_says_so_in_each_era() {
         }
     }
 }
+
+/// Closing a legacy connection ends its session with DELETE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_legacy_connection_deletes_its_session() {
+    let server = ReferenceServer::start(Options::default()).await;
+    server.script("server/discover", Fault::Status(404, None), Times::Once);
+    let connection = connect(&server).await;
+    connection.close().await.unwrap();
+    let log = server.log();
+    let delete = log
+        .iter()
+        .find(|l| l.http == http::Method::DELETE)
+        .expect("a DELETE");
+    assert!(delete.header("mcp-session-id").is_some());
+}
