@@ -191,6 +191,11 @@ impl Connection {
         self.current().dialed.link.clone()
     }
 
+    /// Dials again after a lost session, unless a request did so already.
+    pub(crate) async fn recover_session(&self) -> Result<(), Error> {
+        self.redial(self.current().generation).await
+    }
+
     /// A fresh request id.
     pub(crate) fn next_id(&self) -> mcp_wire::RequestId {
         self.dialer.next_id()

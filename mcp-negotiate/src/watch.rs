@@ -181,38 +181,63 @@ impl Watch {
             if let Some(change) = self.queued.pop_front() {
                 return Ok(Some(change));
             }
-            let pushed = match &mut self.era {
-                Era::Legacy { stream, none } => {
-                    if *none {
-                        return Ok(None);
-                    }
-                    if stream.is_none() {
-                        match self.connection.legacy_stream().await? {
-                            Some(opened) => *stream = Some(opened),
-                            None => {
-                                *none = true;
-                                return Ok(None);
-                            }
-                        }
-                    }
-                    let Some(call) = stream.as_mut() else {
-                        continue;
-                    };
-                    match call.next().await? {
-                        Some(Delivery::Notification(n)) => change_of(&n),
-                        _ => None,
-                    }
-                }
-                Era::Modern { .. } => match self.modern_step().await? {
-                    Step::Change(change) => change,
-                    Step::Nothing => None,
-                    Step::Refused => return Ok(None),
-                },
+            let step = match self.era {
+                Era::Legacy { .. } => self.legacy_step().await?,
+                Era::Modern { .. } => self.modern_step().await?,
             };
-            if let Some(change) = pushed {
-                return Ok(Some(change));
+            match step {
+                Step::Change(Some(change)) => return Ok(Some(change)),
+                Step::Change(None) | Step::Nothing => {}
+                Step::Refused => return Ok(None),
+                Step::Lost => self.recover().await?,
             }
         }
+    }
+
+    /// One turn of the GET stream: open it if need be, then wait for what it brings.
+    async fn legacy_step(&mut self) -> Result<Step, Error> {
+        let Era::Legacy { stream, none } = &mut self.era else {
+            return Ok(Step::Nothing);
+        };
+        if *none {
+            return Ok(Step::Refused);
+        }
+        if stream.is_none() {
+            match self.connection.legacy_stream().await {
+                Ok(Some(opened)) => *stream = Some(opened),
+                Ok(None) => {
+                    *none = true;
+                    return Ok(Step::Refused);
+                }
+                Err(Error::Transport(mcp_transport::Error::SessionLost)) => return Ok(Step::Lost),
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(call) = stream.as_mut() else {
+            return Ok(Step::Nothing);
+        };
+        match call.next().await {
+            Ok(Some(Delivery::Notification(n))) => Ok(Step::Change(change_of(&n))),
+            Ok(_) => Ok(Step::Nothing),
+            Err(mcp_transport::Error::SessionLost) => {
+                *stream = None;
+                Ok(Step::Lost)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The legacy session was lost: dial again the way the connection got there, and ask
+    /// again for every held subscription on the new session; the GET stream is opened again
+    /// by the next turn.
+    async fn recover(&mut self) -> Result<(), Error> {
+        self.connection.recover_session().await?;
+        let held: Vec<String> = self.held.iter().cloned().collect();
+        for uri in held {
+            self.legacy_subscription(method::RESOURCES_SUBSCRIBE, &uri)
+                .await?;
+        }
+        Ok(())
     }
 
     /// One turn of the listen: act on what the listener says, then wait for the listen or
@@ -311,7 +336,10 @@ impl Watch {
 enum Step {
     Change(Option<Change>),
     Nothing,
+    /// Nothing will ever be pushed.
     Refused,
+    /// The legacy session is gone.
+    Lost,
 }
 
 fn now() -> std::time::Instant {

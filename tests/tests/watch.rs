@@ -167,3 +167,46 @@ async fn a_legacy_server_without_a_get_stream_pushes_nothing() {
     watch.subscribe("demo://counter").await.unwrap();
     assert_eq!(watch.next().await.unwrap(), None);
 }
+
+/// A legacy watch outlives its session: the GET stream closes with the session, the
+/// connection is dialed again, the held subscription is asked for again, and changes keep
+/// coming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_watch_recovers_a_lost_session() {
+    let mut options = Options::default();
+    options.keepalive = Some(Duration::from_millis(100));
+    let server = Arc::new(ReferenceServer::start(options).await);
+    let connection = connect(&server, true).await;
+    let mut watch = Watch::new(connection);
+    watch.subscribe("demo://counter").await.unwrap();
+    assert!(watch.open().await.unwrap());
+    server.expire_sessions();
+    let toucher = server.clone();
+    let touch = tokio::spawn(async move {
+        // Once the subscription is asked for again on the new session, change the resource.
+        for _ in 0..250 {
+            let subscribed = toucher
+                .methods()
+                .iter()
+                .filter(|m| *m == "resources/subscribe")
+                .count();
+            if subscribed == 2 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                toucher.touch("demo://counter").await;
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    });
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(Change::ResourceUpdated {
+            uri: "demo://counter".into()
+        })
+    );
+    assert!(touch.await.unwrap(), "the subscription was asked for again");
+    let methods = server.methods();
+    let initializes = methods.iter().filter(|m| *m == "initialize").count();
+    assert_eq!(initializes, 2, "dialed again: {methods:?}");
+}

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 use super::client::{HttpClient, next_chunk};
 use crate::Error;
-use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID};
+use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::session::{Resume, Resumption};
 use crate::sse::Decoder;
 
@@ -149,8 +149,10 @@ impl Legacy {
             .client
             .send(Method::GET, None, ACCEPT_STREAM, &headers, bound)
             .await?;
+        let carried_session = headers.iter().any(|(k, _)| *k == MCP_SESSION_ID);
         match response.status().as_u16() {
             200..=299 => Ok(response.into_body()),
+            404 if carried_session => Err(Error::SessionLost),
             status => Err(Error::Reply(crate::reply::Failure::Status {
                 status,
                 www_authenticate: None,

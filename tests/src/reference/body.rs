@@ -26,13 +26,16 @@ pub(crate) fn empty() -> AnyBody {
 /// sender is gone.
 pub(crate) fn stream() -> (Events, AnyBody) {
     let (tx, rx) = mpsc::channel(64);
-    (Events { tx }, ChannelBody { rx }.boxed())
+    let closed = std::sync::Arc::default();
+    (Events { tx, closed }, ChannelBody { rx }.boxed())
 }
 
 /// The sending side of an event-stream body.
 #[derive(Debug, Clone)]
 pub(crate) struct Events {
     tx: mpsc::Sender<Bytes>,
+    /// Set to end the stream: every holder drops its sender at its next send.
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Events {
@@ -53,8 +56,17 @@ impl Events {
         self.tx.send(Bytes::from(text)).await.is_ok()
     }
 
-    /// Sends a comment line (a keep-alive).
+    /// Ends the stream: later sends fail, and the keep-alive lets go of it.
+    pub(crate) fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sends a comment line (a keep-alive); `false` once the stream is closed or gone.
     pub(crate) async fn comment(&self) -> bool {
+        if self.closed.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
         self.tx
             .send(Bytes::from_static(b": keep-alive\n\n"))
             .await

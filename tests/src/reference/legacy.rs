@@ -46,7 +46,9 @@ impl Sessions {
     pub(crate) fn expire_all(&self) {
         for session in self.sessions.lock().expect("sessions").values_mut() {
             session.alive = false;
-            session.get_streams.clear();
+            for stream in session.get_streams.drain(..) {
+                stream.close();
+            }
         }
     }
 
