@@ -454,3 +454,39 @@ async fn watch_against_both_peers() {
     .expect("a change in time");
     assert_eq!(change, uri);
 }
+
+/// The Python server through the revision-neutral connection in both eras: probed, it is
+/// reached at 2026-07-28; a connection forced to start with `initialize` (as a re-dial of a
+/// legacy connection does) is reached at 2025-11-25; both list and call the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_through_the_connection_in_both_eras() {
+    use mcp_negotiate::{Connection, Dialer, Kind, Start, Step};
+
+    let peer = peers::python(false);
+    for (start, revision) in [
+        (Start::Probe, MODERN),
+        (
+            Start::Like(Step::Initialize {
+                revision: Revision::V2025_11_25,
+            }),
+            Revision::V2025_11_25,
+        ),
+    ] {
+        let kind = Kind::Supervisor {
+            instance: "interop".into(),
+        };
+        let dialer = Dialer::new(&peer.url, Config::default(), kind).unwrap();
+        let connection = Connection::connect_with(dialer, start)
+            .await
+            .expect("connected");
+        assert_eq!(connection.revision(), revision);
+        assert!(connection.catalog().tools().iter().any(|t| t.name == "add"));
+        let args = object(json!({"a": 40, "b": 2}));
+        let result = connection
+            .call_tool("add", Some(args), None, |_| {})
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("42"), "{revision}");
+        connection.close().await.unwrap();
+    }
+}
