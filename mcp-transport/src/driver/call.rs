@@ -76,7 +76,7 @@ pub(crate) struct Legacy {
 }
 
 impl Legacy {
-    fn headers(&self) -> Vec<(&str, &str)> {
+    pub(crate) fn headers(&self) -> Vec<(&str, &str)> {
         self.headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
     }
 

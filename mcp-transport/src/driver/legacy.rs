@@ -90,6 +90,38 @@ impl LegacyTransport {
         Ok((legacy, sent))
     }
 
+    /// Sends one HTTP request on the session (a POST of `body`, or a GET from
+    /// `last_event_id`) and reads the head of its answer: a 404 to a request that carried
+    /// the session is [`Error::SessionLost`].
+    async fn exchange(
+        &self,
+        http: Method,
+        method_name: &str,
+        body: Option<Bytes>,
+        last_event_id: Option<&str>,
+        silence: Duration,
+    ) -> Result<(Legacy, http::Response<hyper::body::Incoming>), Error> {
+        let (legacy, sent) = self.legacy(method_name)?;
+        let mut headers = legacy.headers();
+        if let Some(id) = last_event_id {
+            headers.push((LAST_EVENT_ID, id));
+        }
+        let accept = match body {
+            Some(_) => ACCEPT_POST,
+            None => ACCEPT_STREAM,
+        };
+        let response = self
+            .client
+            .send(http, body, accept, &headers, silence)
+            .await?;
+        let status = response.status().as_u16();
+        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
+            return Err(Error::SessionLost);
+        }
+        drop(headers);
+        Ok((legacy, response))
+    }
+
     /// Sends a request (the encoded message in `body`) and returns its answer as it comes.
     /// `silence` bounds each wait (the transport's configured bound when `None`).
     pub async fn call<T: DeserializeOwned>(
@@ -100,24 +132,13 @@ impl LegacyTransport {
         silence: Option<Duration>,
     ) -> Result<Posted<T>, Error> {
         let silence = silence.unwrap_or(self.client.config().silence);
-        let (legacy, sent) = self.legacy(method_name)?;
-        let headers: Vec<(&str, &str)> = legacy
-            .headers
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .collect();
-        let response = self
-            .client
-            .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
+        let (legacy, response) = self
+            .exchange(Method::POST, method_name, Some(body), None, silence)
             .await?;
         let session_id = response
             .headers()
             .get(MCP_SESSION_ID)
             .map(|v| v.as_bytes().to_vec());
-        let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
-            return Err(Error::SessionLost);
-        }
         let call = answer(&self.client, id, response, silence, Some(legacy)).await?;
         Ok(Posted { call, session_id })
     }
@@ -125,20 +146,9 @@ impl LegacyTransport {
     /// Sends a notification; the server answers 202.
     pub async fn notify(&self, method_name: &str, body: Bytes) -> Result<(), Error> {
         let silence = self.client.config().silence;
-        let (legacy, sent) = self.legacy(method_name)?;
-        let headers: Vec<(&str, &str)> = legacy
-            .headers
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .collect();
-        let response = self
-            .client
-            .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
+        let (_, response) = self
+            .exchange(Method::POST, method_name, Some(body), None, silence)
             .await?;
-        let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
-            return Err(Error::SessionLost);
-        }
         accepted(&self.client, response, silence).await
     }
 
@@ -155,24 +165,11 @@ impl LegacyTransport {
         &self,
         last_event_id: Option<&str>,
     ) -> Result<Option<Call<()>>, Error> {
-        let (legacy, sent) = self.legacy(method::PING)?;
-        let mut headers: Vec<(&str, &str)> = legacy
-            .headers
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .collect();
-        if let Some(id) = last_event_id {
-            headers.push((LAST_EVENT_ID, id));
-        }
         let silence = self.client.config().silence;
-        let response = self
-            .client
-            .send(Method::GET, None, ACCEPT_STREAM, &headers, silence)
+        let (legacy, response) = self
+            .exchange(Method::GET, method::PING, None, last_event_id, silence)
             .await?;
         let status = response.status().as_u16();
-        if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
-            return Err(Error::SessionLost);
-        }
         if status == 405 {
             return Ok(None);
         }
@@ -207,14 +204,9 @@ impl LegacyTransport {
         let Some(_) = self.session().close() else {
             return Ok(());
         };
-        let headers: Vec<(&str, &str)> = legacy
-            .headers
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .collect();
         let bound = self.client.config().answer_timeout;
         self.client
-            .send(Method::DELETE, None, ACCEPT_POST, &headers, bound)
+            .send(Method::DELETE, None, ACCEPT_POST, &legacy.headers(), bound)
             .await
             .map(drop)
     }
