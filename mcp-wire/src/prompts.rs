@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::page::PageItem;
 use crate::{
-    ContentBlock, Icon, InputRequest, InputRequired, InputResponses, Meta, Outcome, Page,
-    ResultType, Role,
+    ContentBlock, Icon, InputRequest, InputResponses, Meta, Outcome, Page, ResultType, Role,
 };
 
 /// A prompt template the server offers.
@@ -134,20 +133,21 @@ struct GetPromptWire {
 impl<'de> Deserialize<'de> for Outcome<GetPromptResult> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = GetPromptWire::deserialize(d)?;
-        if w.result_type == Some(ResultType::InputRequired) {
-            return Ok(Self::InputRequired(InputRequired::new(
-                w.input_requests,
-                w.request_state,
-                w.meta,
-            )));
-        }
-        Ok(Self::Complete(GetPromptResult {
-            result_type: w.result_type,
-            description: w.description,
-            messages: w
-                .messages
-                .ok_or_else(|| serde::de::Error::missing_field("messages"))?,
-            meta: w.meta,
-        }))
+        Self::read(
+            w.result_type,
+            w.input_requests,
+            w.request_state,
+            w.meta,
+            |meta| {
+                Ok(GetPromptResult {
+                    result_type: w.result_type,
+                    description: w.description,
+                    messages: w
+                        .messages
+                        .ok_or_else(|| serde::de::Error::missing_field("messages"))?,
+                    meta,
+                })
+            },
+        )
     }
 }

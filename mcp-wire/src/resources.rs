@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::page::PageItem;
-use crate::{Annotations, Icon, InputRequired, InputResponses, Meta, Outcome, Page, ResultType};
+use crate::{Annotations, Icon, InputResponses, Meta, Outcome, Page, ResultType};
 
 /// A resource the server offers (also the body of a `resource_link` content block).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,22 +147,23 @@ struct ReadResourceWire {
 impl<'de> Deserialize<'de> for Outcome<ReadResourceResult> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = ReadResourceWire::deserialize(d)?;
-        if w.result_type == Some(ResultType::InputRequired) {
-            return Ok(Self::InputRequired(InputRequired::new(
-                w.input_requests,
-                w.request_state,
-                w.meta,
-            )));
-        }
-        Ok(Self::Complete(ReadResourceResult {
-            result_type: w.result_type,
-            contents: w
-                .contents
-                .ok_or_else(|| serde::de::Error::missing_field("contents"))?,
-            ttl_ms: w.ttl_ms,
-            cache_scope: w.cache_scope,
-            meta: w.meta,
-        }))
+        Self::read(
+            w.result_type,
+            w.input_requests,
+            w.request_state,
+            w.meta,
+            |meta| {
+                Ok(ReadResourceResult {
+                    result_type: w.result_type,
+                    contents: w
+                        .contents
+                        .ok_or_else(|| serde::de::Error::missing_field("contents"))?,
+                    ttl_ms: w.ttl_ms,
+                    cache_scope: w.cache_scope,
+                    meta,
+                })
+            },
+        )
     }
 }
 

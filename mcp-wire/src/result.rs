@@ -92,6 +92,27 @@ pub enum Outcome<T> {
     InputRequired(InputRequired),
 }
 
+impl<T> Outcome<T> {
+    /// The outcome of a result read from the wire: interim when its `resultType` says so,
+    /// else what `complete` builds. `_meta` goes to whichever it is.
+    pub(crate) fn read<E>(
+        result_type: Option<ResultType>,
+        input_requests: Option<BTreeMap<String, InputRequest>>,
+        request_state: Option<String>,
+        meta: Option<Meta>,
+        complete: impl FnOnce(Option<Meta>) -> Result<T, E>,
+    ) -> Result<Self, E> {
+        match result_type {
+            Some(ResultType::InputRequired) => Ok(Self::InputRequired(InputRequired::new(
+                input_requests,
+                request_state,
+                meta,
+            ))),
+            _ => complete(meta).map(Self::Complete),
+        }
+    }
+}
+
 impl<T: Serialize> Serialize for Outcome<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {

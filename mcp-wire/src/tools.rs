@@ -7,8 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::page::PageItem;
 use crate::{
-    ContentBlock, Icon, InputRequest, InputRequired, InputResponses, Meta, Outcome, Page, RawJson,
-    ResultType,
+    ContentBlock, Icon, InputRequest, InputResponses, Meta, Outcome, Page, RawJson, ResultType,
 };
 
 /// A tool a server offers. Its schemas are kept verbatim.
@@ -190,21 +189,22 @@ struct CallToolWire {
 impl<'de> Deserialize<'de> for Outcome<CallToolResult> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = CallToolWire::deserialize(d)?;
-        if w.result_type == Some(ResultType::InputRequired) {
-            return Ok(Self::InputRequired(InputRequired::new(
-                w.input_requests,
-                w.request_state,
-                w.meta,
-            )));
-        }
-        Ok(Self::Complete(CallToolResult {
-            result_type: w.result_type,
-            content: w
-                .content
-                .ok_or_else(|| serde::de::Error::missing_field("content"))?,
-            structured_content: w.structured_content,
-            is_error: w.is_error,
-            meta: w.meta,
-        }))
+        Self::read(
+            w.result_type,
+            w.input_requests,
+            w.request_state,
+            w.meta,
+            |meta| {
+                Ok(CallToolResult {
+                    result_type: w.result_type,
+                    content: w
+                        .content
+                        .ok_or_else(|| serde::de::Error::missing_field("content"))?,
+                    structured_content: w.structured_content,
+                    is_error: w.is_error,
+                    meta,
+                })
+            },
+        )
     }
 }
