@@ -1,0 +1,51 @@
+//! `agentd demo` as a user runs it: exit 0, a summary on stdout, NDJSON log lines on stderr.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn the_demo_connects_in_both_eras_calls_and_sees_a_change() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .arg("demo")
+        .output()
+        .expect("agentd runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for expected in [
+        "weather-2026: reached at 2026-07-28 (5 tools); add(2, 3) = 5",
+        "weather-2025: reached at 2025-11-25 (5 tools); add(2, 3) = 5",
+        "weather-2026: subscribed to demo://counter; it changed",
+        "weather-2025: subscribed to demo://counter; it changed",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} in\n{stdout}");
+    }
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    for (line, protocol) in lines.iter().zip(["2026-07-28", "2025-11-25"]) {
+        assert_eq!(line["event"], "mcp.connect");
+        assert_eq!(line["level"], "info");
+        assert_eq!(line["instance"], "demo");
+        assert_eq!(line["protocol"], protocol);
+        assert_eq!(line["tools"], 5);
+        assert!(line["ts"].as_str().is_some_and(|ts| ts.ends_with('Z')));
+    }
+    // The envelope comes first, in a fixed order.
+    assert!(stderr.starts_with(r#"{"ts":"#), "{stderr}");
+}
+
+#[test]
+fn revisions_lists_both_eras() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .arg("revisions")
+        .output()
+        .expect("agentd runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("2026-07-28  (modern era)"), "{stdout}");
+    assert!(stdout.contains("2025-11-25  (legacy era)"), "{stdout}");
+}
