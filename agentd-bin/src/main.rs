@@ -1,11 +1,16 @@
 //! The `agentd` binary.
 //!
-//! Today it runs the embedded demo (`agentd demo`) and says which MCP revisions it speaks
-//! (`agentd revisions`); the supervisor and its configuration are not built yet.
+//! Today: the embedded demo (`agentd demo`), and with a configuration file, `check`, `tools`
+//! and `call`; `revisions` says which MCP revisions it speaks. The supervisor (`run`) is not
+//! built yet.
 
+mod commands;
+mod config;
 mod demo;
 mod log;
 
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +29,34 @@ enum Command {
     /// Run the MCP client against an embedded reference server on loopback (one endpoint
     /// per revision): connect, call a tool, watch a resource change. Needs nothing else.
     Demo,
+    /// Dial every configured server once, concurrently, and say how each went. Exits 0
+    /// when all connected, 1 otherwise.
+    Check {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// One JSON object per server: {"server", "ok", "protocol", "tools", "error"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every configured server's tools.
+    Tools {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+    },
+    /// Call one tool and print its result as JSON.
+    Call {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The server, by its configured name.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The arguments, a JSON object.
+        arguments: Option<String>,
+    },
     /// Print the MCP revisions agentd speaks.
     Revisions,
 }
@@ -37,16 +70,19 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Check { config, json } => with_config(&config, |c| commands::check(c, json)),
+        Command::Tools { config } => with_config(&config, commands::tools),
+        Command::Call {
+            config,
+            server,
+            tool,
+            arguments,
+        } => with_config(&config, |c| async move {
+            commands::call(c, &server, &tool, arguments.as_deref()).await
+        }),
         Command::Demo => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    eprintln!("agentd: cannot start a runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let Some(runtime) = runtime() else {
+                return ExitCode::FAILURE;
             };
             match runtime.block_on(demo::run()) {
                 Ok(summary) => {
@@ -62,5 +98,34 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("agentd: cannot start a runtime: {e}");
+            None
+        }
+    }
+}
+
+/// Loads the configuration and runs `command` on it.
+fn with_config<F, Fut>(path: &Path, command: F) -> ExitCode
+where
+    F: FnOnce(config::Config) -> Fut,
+    Fut: Future<Output = ExitCode>,
+{
+    let config = match commands::load(path) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    match runtime() {
+        Some(runtime) => runtime.block_on(command(config)),
+        None => ExitCode::FAILURE,
     }
 }

@@ -1,0 +1,387 @@
+//! `agentd.toml`: read, validated, and every error named by its key and file position.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The configuration, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Config {
+    pub(crate) instance: String,
+    pub(crate) servers: Vec<Server>,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) step_timeout: Duration,
+}
+
+/// One MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) timeout: Duration,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) tags: BTreeMap<String, String>,
+}
+
+/// A configuration error: where, which key, what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConfigError {
+    pub(crate) file: String,
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+    pub(crate) key: String,
+    pub(crate) message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        if !self.key.is_empty() {
+            write!(f, "{}: ", self.key)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "webhooks and store are validated now and read by what comes next"
+)]
+struct File {
+    instance: Option<Spanned<String>>,
+    #[serde(default)]
+    mcp: Mcp,
+    webhooks: Option<Webhooks>,
+    store: Option<Store>,
+    #[serde(default)]
+    lifecycle: Lifecycle,
+    #[serde(default)]
+    limits: Limits,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Mcp {
+    default_timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    servers: Vec<ServerFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerFile {
+    name: Spanned<String>,
+    url: Spanned<String>,
+    timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    headers: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code, reason = "validated now, read by what comes next")]
+struct Webhooks {
+    url: Option<String>,
+    listen: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code, reason = "validated now, read by what comes next")]
+struct Store {
+    path: Option<String>,
+    max_value_bytes: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Lifecycle {
+    drain_timeout: Option<Spanned<String>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Limits {
+    step_timeout: Option<Spanned<String>>,
+}
+
+/// Reads and validates the file at `path`, taking `${VAR}` from `env`.
+pub(crate) fn load(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        key: String::new(),
+        message: format!("cannot be read: {e}"),
+    })?;
+    parse(&file, &text, env)
+}
+
+/// Validates configuration `text` (read from `file`).
+pub(crate) fn parse(
+    file: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let at = |span: Option<Range<usize>>, key: &str, message: String| {
+        let (line, column) = span.map_or((0, 0), |s| position(text, s.start));
+        ConfigError {
+            file: file.to_owned(),
+            line,
+            column,
+            key: key.to_owned(),
+            message,
+        }
+    };
+    let raw: File = toml::from_str(text).map_err(|e| at(e.span(), "", e.message().to_owned()))?;
+    let duration = |value: &Option<Spanned<String>>, key: &str, default: Duration| match value {
+        None => Ok(default),
+        Some(v) => parse_duration(v.get_ref()).ok_or_else(|| {
+            at(
+                Some(v.span()),
+                key,
+                format!(
+                    "{:?} is not a duration like \"500ms\", \"60s\" or \"10m\"",
+                    v.get_ref()
+                ),
+            )
+        }),
+    };
+    let default_timeout = duration(
+        &raw.mcp.default_timeout,
+        "mcp.default_timeout",
+        Duration::from_secs(60),
+    )?;
+    let mut servers: Vec<Server> = Vec::new();
+    for (i, s) in raw.mcp.servers.iter().enumerate() {
+        let key = |k: &str| format!("mcp.servers[{i}].{k}");
+        let name = s.name.get_ref().clone();
+        if servers.iter().any(|other| other.name == name) {
+            return Err(at(
+                Some(s.name.span()),
+                &key("name"),
+                format!("{name:?} names two servers"),
+            ));
+        }
+        let url = s.url.get_ref();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(at(
+                Some(s.url.span()),
+                &key("url"),
+                format!("{url:?} is not an http(s) URL"),
+            ));
+        }
+        let mut headers = Vec::new();
+        for (header, value) in &s.headers {
+            let hkey = key(&format!("headers.{}", header.get_ref()));
+            mcp_transport::headers::check_configured(header.get_ref())
+                .map_err(|e| at(Some(header.span()), &hkey, e.to_string()))?;
+            let value = expand(value.get_ref(), env).map_err(|var| {
+                at(
+                    Some(value.span()),
+                    &hkey,
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            headers.push((header.get_ref().clone(), value));
+        }
+        servers.push(Server {
+            name,
+            url: url.clone(),
+            timeout: duration(&s.timeout, &key("timeout"), default_timeout)?,
+            headers,
+            tags: s.tags.clone(),
+        });
+    }
+    Ok(Config {
+        instance: raw
+            .instance
+            .map_or_else(|| "agentd".to_owned(), Spanned::into_inner),
+        servers,
+        drain_timeout: duration(
+            &raw.lifecycle.drain_timeout,
+            "lifecycle.drain_timeout",
+            Duration::from_secs(25),
+        )?,
+        step_timeout: duration(
+            &raw.limits.step_timeout,
+            "limits.step_timeout",
+            Duration::from_secs(600),
+        )?,
+    })
+}
+
+/// The 1-based line and column of byte `offset`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// `"500ms"`, `"60s"`, `"10m"`, `"1h"`.
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    let digits = text.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = text.split_at(digits);
+    let n: u64 = n.parse().ok()?;
+    Some(match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.checked_mul(60)?),
+        "h" => Duration::from_secs(n.checked_mul(3600)?),
+        _ => return None,
+    })
+}
+
+/// Replaces every `${VAR}` with the variable's value; the name of a missing one.
+fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start + 2..].find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        out.push_str(&env(name).ok_or_else(|| name.to_owned())?);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"instance = "my-agent"
+[mcp]
+default_timeout = "60s"
+[[mcp.servers]]
+name = "weather"
+url = "http://127.0.0.1:8765/mcp"
+timeout = "30s"
+headers = { Authorization = "Bearer ${WEATHER_TOKEN}" }
+tags = { team = "ops" }
+[[mcp.servers]]
+name = "files"
+url = "https://files.example/mcp"
+[webhooks]
+url = "https://agent.example.com"
+listen = "127.0.0.1:8080"
+[store]
+path = "agentd-data"
+max_value_bytes = 262144
+[lifecycle]
+drain_timeout = "25s"
+[limits]
+step_timeout = "600s"
+"#;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "WEATHER_TOKEN").then(|| "s3cret".to_owned())
+    }
+
+    fn err(text: &str) -> ConfigError {
+        parse("agentd.toml", text, &env).expect_err("refused")
+    }
+
+    #[test]
+    fn the_example_loads() {
+        let c = parse("agentd.toml", EXAMPLE, &env).unwrap();
+        assert_eq!(c.instance, "my-agent");
+        assert_eq!(c.servers[0].timeout, Duration::from_secs(30));
+        assert_eq!(
+            c.servers[1].timeout,
+            Duration::from_secs(60),
+            "mcp.default_timeout"
+        );
+        assert_eq!(
+            c.servers[0].headers,
+            [("Authorization".to_owned(), "Bearer s3cret".to_owned())]
+        );
+        assert_eq!(c.servers[0].tags["team"], "ops");
+        assert_eq!(c.drain_timeout, Duration::from_secs(25));
+        assert_eq!(c.step_timeout, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_position() {
+        let e = err("instance = \"a\"\n[mcp]\ndefault_timout = \"60s\"\n");
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
+        assert!(e.to_string().contains("default_timout"), "{e}");
+        assert!(e.to_string().starts_with("agentd.toml:3:1: "), "{e}");
+    }
+
+    #[test]
+    fn a_bad_duration_is_named() {
+        let e = err("[mcp]\ndefault_timeout = \"sixty\"\n");
+        assert_eq!(e.key, "mcp.default_timeout");
+        assert_eq!((e.line, e.column), (2, 19));
+        for bad in ["60", "1.5s", "-1s", "10 s", "5d"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10m"), Some(Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn a_missing_variable_is_named() {
+        let e = err(
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { X-Key = \"${NOPE}\" }\n",
+        );
+        assert_eq!(e.key, "mcp.servers[0].headers.X-Key");
+        assert!(e.message.contains("NOPE"), "{e}");
+        assert_eq!(e.line, 4);
+    }
+
+    #[test]
+    fn duplicate_server_names_are_refused() {
+        let e = err(
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\n[[mcp.servers]]\nname = \"a\"\nurl = \"http://y/mcp\"\n",
+        );
+        assert_eq!(e.key, "mcp.servers[1].name");
+        assert_eq!(e.line, 5);
+    }
+
+    #[test]
+    fn a_url_that_is_not_http_is_refused() {
+        for url in ["ftp://x/mcp", "x/mcp", "unix:///tmp/s"] {
+            let e = err(&format!("[[mcp.servers]]\nname = \"a\"\nurl = \"{url}\"\n"));
+            assert_eq!(e.key, "mcp.servers[0].url", "{url}");
+        }
+    }
+
+    #[test]
+    fn headers_the_client_sets_are_refused_in_any_case() {
+        for header in [
+            "MCP-Protocol-Version",
+            "mcp-method",
+            "MCP-NAME",
+            "Mcp-Param-Region",
+            "mcp-param-x",
+            "Mcp-Session-Id",
+            "last-event-id",
+        ] {
+            let e = err(&format!(
+                "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = {{ {header} = \"v\" }}\n"
+            ));
+            assert!(e.message.contains(header), "{e}");
+            assert_eq!(e.line, 4, "{e}");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! `agentd check`, `tools` and `call` with a configuration file, against reference servers.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
+use serde_json::Value;
+
+/// A file removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn to_str(&self) -> Option<&str> {
+        self.0.to_str()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes `text` to a fresh file, removed when the returned guard is dropped.
+fn config_file(text: &str) -> TempFile {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("agentd-cli-{}-{n}.toml", std::process::id()));
+    std::fs::write(&path, text).expect("a temp file");
+    TempFile(path)
+}
+
+async fn agentd(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(&args)
+            .env("DEMO_TOKEN", "t0ken")
+            .output()
+            .expect("agentd runs")
+    })
+    .await
+    .expect("the command finished")
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn servers(entries: &[(&str, String)]) -> String {
+    let mut text = String::from("instance = \"cli\"\n[mcp]\ndefault_timeout = \"5s\"\n");
+    for (name, url) in entries {
+        text.push_str(&format!(
+            "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{url}\"\nheaders = {{ Authorization = \"Bearer ${{DEMO_TOKEN}}\" }}\n"
+        ));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_json_reports_each_server_and_names_both_refusals() {
+    let modern = ReferenceServer::start(Options::default()).await;
+    let refusing = ReferenceServer::start(Options::default()).await;
+    refusing.script("server/discover", Fault::Status(404, None), Times::Once);
+    refusing.script(
+        "initialize",
+        Fault::RpcError {
+            status: 400,
+            code: -32602,
+            message: "Unsupported protocol version".into(),
+            data: None,
+        },
+        Times::Once,
+    );
+    let path = config_file(&servers(&[("good", modern.url()), ("bad", refusing.url())]));
+    let out = agentd(args(&[
+        "check",
+        "--json",
+        "--config",
+        path.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(out.status.code(), Some(1), "one server failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0]["server"], "good");
+    assert_eq!(lines[0]["ok"], true);
+    assert_eq!(lines[0]["protocol"], "2026-07-28");
+    assert_eq!(lines[0]["tools"], 5);
+    assert_eq!(lines[0]["error"], Value::Null);
+    assert_eq!(lines[1]["ok"], false);
+    let error = lines[1]["error"].as_str().unwrap();
+    assert!(
+        error.contains("server/discover refused") && error.contains("initialize refused"),
+        "{error}"
+    );
+    // The configured header went out, its variable read from the environment.
+    assert_eq!(
+        modern.log()[0].header("authorization"),
+        Some("Bearer t0ken")
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(r#""event":"mcp.connect.fail""#), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_exits_0_when_all_connect_in_either_era() {
+    let modern = ReferenceServer::start(Options::default()).await;
+    let mut legacy_options = Options::default();
+    legacy_options.modern = false;
+    let legacy = ReferenceServer::start(legacy_options).await;
+    let path = config_file(&servers(&[("a", modern.url()), ("b", legacy.url())]));
+    let out = agentd(args(&["check", "--config", path.to_str().unwrap()])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("a: ok, 2026-07-28 (5 tools)"), "{stdout}");
+    assert!(stdout.contains("b: ok, 2025-11-25 (5 tools)"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reserved_header_is_refused_at_load_naming_it() {
+    let text = "[[mcp.servers]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { Mcp-Session-Id = \"x\" }\n";
+    let path = config_file(text);
+    let out = agentd(args(&["check", "--config", path.to_str().unwrap()])).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(":4:") && stderr.contains("Mcp-Session-Id"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_lists_and_call_prints_the_result() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let path = config_file(&servers(&[("demo", server.url())]));
+    let config = path.to_str().unwrap();
+    let out = agentd(args(&["tools", "--config", config])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("demo/add\t")),
+        "{stdout}"
+    );
+
+    let out = agentd(args(&[
+        "call",
+        "--config",
+        config,
+        "demo",
+        "add",
+        r#"{"a":20,"b":22}"#,
+    ]))
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["content"][0]["text"], "42");
+    let call = server
+        .log()
+        .into_iter()
+        .find(|l| l.body["method"] == "tools/call")
+        .unwrap();
+    assert_eq!(call.body["params"]["_meta"]["agent/instance"], "cli");
+}
