@@ -81,14 +81,14 @@ pub(crate) async fn check(config: Config, as_json: bool) -> ExitCode {
             }
         };
         match (as_json, &result) {
-            (true, _) => println!("{line}"),
-            (false, Ok(c)) => println!(
+            (true, _) => crate::say!("{line}"),
+            (false, Ok(c)) => crate::say!(
                 "{}: ok, {} ({} tools)",
                 server.name,
                 c.revision(),
                 c.catalog().tools().len()
             ),
-            (false, Err(e)) => println!("{}: failed: {e}", server.name),
+            (false, Err(e)) => crate::say!("{}: failed: {e}", server.name),
         }
         if let Ok(c) = result {
             let _ = c.close().await;
@@ -108,7 +108,7 @@ pub(crate) async fn tools(config: Config) -> ExitCode {
             Ok(c) => {
                 for tool in c.catalog().tools() {
                     let about = tool.description.as_deref().unwrap_or("");
-                    println!(
+                    crate::say!(
                         "{}/{}\t{}",
                         server.name,
                         tool.name,
@@ -116,9 +116,11 @@ pub(crate) async fn tools(config: Config) -> ExitCode {
                     );
                 }
                 for dropped in c.catalog().dropped() {
-                    println!(
+                    crate::say!(
                         "{}/{}\t(left out: {})",
-                        server.name, dropped.tool, dropped.reason
+                        server.name,
+                        dropped.tool,
+                        dropped.reason
                     );
                 }
                 let _ = c.close().await;
@@ -171,7 +173,7 @@ pub(crate) async fn call(
     let _ = connection.close().await;
     match outcome {
         Ok(result) => {
-            println!(
+            crate::say!(
                 "{}",
                 serde_json::to_string_pretty(&result).unwrap_or_default()
             );

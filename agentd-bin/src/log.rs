@@ -38,3 +38,12 @@ pub(crate) fn event(instance: &str, level: Level, event: &str, fields: &[(&str, 
     line.push('}');
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
+
+/// Writes a line to stdout; a closed stdout (`agentd ... | head`) is no error.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}

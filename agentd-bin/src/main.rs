@@ -20,8 +20,12 @@ use mcp_wire::Revision;
 #[derive(Debug, Parser)]
 #[command(name = "agentd", version)]
 struct Cli {
+    /// Print, as JSON, the MCP revisions agentd speaks and its own tools with their default
+    /// grants (`internal_tools`).
+    #[arg(long)]
+    capabilities: bool,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,10 +67,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    if cli.capabilities {
+        crate::say!("{}", capabilities());
+        return ExitCode::SUCCESS;
+    }
+    let Some(command) = cli.command else {
+        eprintln!("agentd: a command is needed (try `agentd demo`, or `agentd --help`)");
+        return ExitCode::from(2);
+    };
+    match command {
         Command::Revisions => {
             for revision in Revision::ALL {
-                println!("{revision}  ({} era)", revision.era());
+                crate::say!("{revision}  ({} era)", revision.era());
             }
             ExitCode::SUCCESS
         }
@@ -86,9 +98,9 @@ fn main() -> ExitCode {
             };
             match runtime.block_on(demo::run()) {
                 Ok(summary) => {
-                    println!("agentd demo: the MCP client against two embedded servers");
+                    crate::say!("agentd demo: the MCP client against two embedded servers");
                     for line in summary {
-                        println!("  {line}");
+                        crate::say!("  {line}");
                     }
                     ExitCode::SUCCESS
                 }
@@ -128,4 +140,17 @@ where
         Some(runtime) => runtime.block_on(command(config)),
         None => ExitCode::FAILURE,
     }
+}
+
+/// `agentd --capabilities`.
+fn capabilities() -> serde_json::Value {
+    let tools: Vec<serde_json::Value> = agentd_tools::catalogue()
+        .iter()
+        .map(|t| {
+            let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
+            serde_json::json!({"name": t.name, "grants": grants, "does": t.does})
+        })
+        .collect();
+    let revisions: Vec<&str> = Revision::ALL.iter().rev().map(|r| r.as_str()).collect();
+    serde_json::json!({"revisions": revisions, "internal_tools": tools})
 }

@@ -49,3 +49,28 @@ fn revisions_lists_both_eras() {
     assert!(stdout.contains("2026-07-28  (modern era)"), "{stdout}");
     assert!(stdout.contains("2025-11-25  (legacy era)"), "{stdout}");
 }
+
+#[test]
+fn capabilities_list_the_revisions_and_the_internal_tools() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .arg("--capabilities")
+        .output()
+        .expect("agentd runs");
+    assert!(out.status.success());
+    let caps: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(caps["revisions"][0], "2026-07-28");
+    assert!(
+        caps["revisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "2025-11-25")
+    );
+    let tools = caps["internal_tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 58);
+    let ask = tools.iter().find(|t| t["name"] == "ask_human").unwrap();
+    assert_eq!(
+        ask["grants"],
+        serde_json::json!(["root", "workflow", "subagent"])
+    );
+}

@@ -1,3 +1,268 @@
-//! agentd's own tools: the catalogue, grants, argument schemas and implementations.
+//! agentd's own tools: the catalogue and the default grants, as the reference's "agentd's own
+//! tools" table lists them.
 //!
-//! This crate is not implemented yet and exports nothing.
+//! These tools act on the agent, never on the world. Only the catalogue is here so far: what
+//! each tool is called, who may use it by default, and what it does. The implementations are
+//! not built yet.
+//!
+//! ```
+//! use agentd_tools::{Grant, catalogue};
+//!
+//! let read = catalogue().iter().find(|t| t.name == "instruction.read").unwrap();
+//! assert_eq!(read.grants, &[Grant::Root, Grant::Workflow, Grant::Subagent]);
+//! assert!(catalogue().iter().any(|t| t.name == "subagent.retire"));
+//! ```
+
+use std::fmt;
+
+/// Who may use a tool, by default (configuration can narrow it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Grant {
+    /// The instance's own conversation.
+    Root,
+    /// A workflow step.
+    Workflow,
+    /// A subagent's loop.
+    Subagent,
+    /// Everyone, A2A callers included.
+    Everyone,
+}
+
+impl Grant {
+    /// The grant's name in configuration and in `agentd --capabilities`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Root => "root",
+            Self::Workflow => "workflow",
+            Self::Subagent => "subagent",
+            Self::Everyone => "everyone",
+        }
+    }
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One of agentd's own tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolEntry {
+    /// The tool's name.
+    pub name: &'static str,
+    /// Who may use it by default.
+    pub grants: &'static [Grant],
+    /// What it does.
+    pub does: &'static str,
+}
+
+use Grant::{Everyone as E, Root as R, Subagent as S, Workflow as W};
+
+const RWS: &[Grant] = &[R, W, S];
+const RW: &[Grant] = &[R, W];
+
+/// A family of tools sharing grants and a description: `prefix.verb` for each verb.
+struct Family {
+    names: &'static [&'static str],
+    grants: &'static [Grant],
+    does: &'static str,
+}
+
+const FAMILIES: &[Family] = &[
+    Family {
+        names: &["instruction.read"],
+        grants: RWS,
+        does: "Read the current instruction",
+    },
+    Family {
+        names: &["instruction.subscribe"],
+        grants: &[R],
+        does: "Subscribe to the instruction resource, or switch to another URI",
+    },
+    Family {
+        names: &[
+            "subagent.run",
+            "subagent.send",
+            "subagent.status",
+            "subagent.await",
+            "subagent.list",
+            "subagent.kill",
+            "subagent.retire",
+        ],
+        grants: RW,
+        does: "Spawn, steer, wait for, list, stop and retire subagents",
+    },
+    Family {
+        names: &[
+            "memory.get",
+            "memory.set",
+            "memory.list",
+            "memory.push",
+            "memory.shift",
+            "memory.pop",
+            "memory.delete",
+        ],
+        grants: RWS,
+        does: "Durable memory, including queue operations",
+    },
+    Family {
+        names: &[
+            "artifact.create",
+            "artifact.get",
+            "artifact.delete",
+            "artifact.list",
+        ],
+        grants: RWS,
+        does: "Artifacts delivered with the task",
+    },
+    Family {
+        names: &["message.send"],
+        grants: RWS,
+        does: "Deliver a message into one of the instance's own conversations",
+    },
+    Family {
+        names: &[
+            "events.list",
+            "events.subscribe",
+            "events.unsubscribe",
+            "events.subscriptions",
+        ],
+        grants: RW,
+        does: "Runtime MCP Events subscriptions; offered only when a grant sets tools: true",
+    },
+    Family {
+        names: &["workflow.run", "workflow.cancel", "workflow.wait"],
+        grants: RW,
+        does: "Start, cancel and wait for runs",
+    },
+    Family {
+        names: &["workflow.list", "workflow.status", "workflow.signal"],
+        grants: RWS,
+        does: "Read runs and send signals",
+    },
+    Family {
+        names: &[
+            "workflow.create",
+            "workflow.update",
+            "workflow.delete",
+            "workflow.pause",
+            "workflow.resume",
+        ],
+        grants: &[R],
+        does: "Define workflows at runtime, pause and resume runs",
+    },
+    Family {
+        names: &["plan.create", "plan.get", "plan.update", "plan.clear"],
+        grants: RWS,
+        does: "The conversation's working plan",
+    },
+    Family {
+        names: &["ask_human"],
+        grants: RWS,
+        does: "Ask a person and wait for a schema-checked answer",
+    },
+    Family {
+        names: &["sleep", "await"],
+        grants: RWS,
+        does: "Wait for a duration, or until a condition holds",
+    },
+    Family {
+        names: &["context.compact"],
+        grants: RWS,
+        does: "Summarize older messages in the context",
+    },
+    Family {
+        names: &["think"],
+        grants: RWS,
+        does: "One structured reasoning call with no tools",
+    },
+    Family {
+        names: &["decide"],
+        grants: RWS,
+        does: "Typed questions answered with calibrated confidence",
+    },
+    Family {
+        names: &["skills.list", "skills.load", "skills.unload"],
+        grants: RWS,
+        does: "The skills catalogue and the loaded set",
+    },
+    Family {
+        names: &["finish"],
+        grants: &[R, S],
+        does: "End the current unit of work with a status",
+    },
+    Family {
+        names: &["status"],
+        grants: &[E],
+        does: "The instance's runs, subagents, conversations, budget and store",
+    },
+    Family {
+        names: &["knowledge.search", "knowledge.get", "knowledge.list"],
+        grants: RWS,
+        does: "A contract: implemented by knowledge.server or a mapping",
+    },
+    Family {
+        names: &["search.query", "search.fetch"],
+        grants: RWS,
+        does: "A contract: implemented by search.server or a mapping",
+    },
+    Family {
+        names: &["code.run"],
+        grants: RW,
+        does: "A contract: implemented only by a mapping to a sandbox server",
+    },
+    Family {
+        names: &["exec"],
+        grants: RWS,
+        does: "A contract: a mapping, or a local command runner with the exec build feature and security.exec.enabled",
+    },
+];
+
+/// Every tool of the catalogue, in the reference's order.
+pub fn catalogue() -> &'static [ToolEntry] {
+    static CATALOGUE: std::sync::OnceLock<Vec<ToolEntry>> = std::sync::OnceLock::new();
+    CATALOGUE.get_or_init(|| {
+        FAMILIES
+            .iter()
+            .flat_map(|f| {
+                f.names.iter().map(|name| ToolEntry {
+                    name,
+                    grants: f.grants,
+                    does: f.does,
+                })
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_of_the_reference_is_there_once() {
+        let names: Vec<&str> = catalogue().iter().map(|t| t.name).collect();
+        assert_eq!(names.len(), 58);
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "no name twice");
+        for name in [
+            "instruction.subscribe",
+            "memory.shift",
+            "workflow.resume",
+            "status",
+            "exec",
+            "await",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
+        let status = catalogue().iter().find(|t| t.name == "status").unwrap();
+        assert_eq!(status.grants, &[Grant::Everyone]);
+        let finish = catalogue().iter().find(|t| t.name == "finish").unwrap();
+        assert_eq!(finish.grants, &[Grant::Root, Grant::Subagent]);
+    }
+}
