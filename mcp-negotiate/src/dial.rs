@@ -289,3 +289,33 @@ impl Elicitor for Patient {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A person who never answers.
+    #[derive(Debug)]
+    struct Silent;
+
+    impl Elicitor for Silent {
+        fn elicit(
+            &self,
+            _: ElicitRequestParams,
+        ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_person_has_300_seconds_then_the_answer_is_cancel() {
+        let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "message": "Name?", "requestedSchema": {"type": "object"}
+        }))
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let answer = Patient(Arc::new(Silent)).elicit(params).await;
+        assert_eq!(answer.action, ElicitAction::Cancel);
+        assert_eq!(started.elapsed(), ELICITATION_TIMEOUT);
+    }
+}
