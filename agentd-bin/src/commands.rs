@@ -40,16 +40,31 @@ async fn connect_all(config: &Config) -> Vec<(Server, Result<Connection, String>
         set.spawn(async move {
             let result = connect(&instance, &server).await;
             match &result {
-                Ok(c) => event(
-                    &instance,
-                    Level::Info,
-                    "mcp.connect",
-                    &[
-                        ("server", json!(server.name)),
-                        ("protocol", json!(c.revision().as_str())),
-                        ("tools", json!(c.catalog().tools().len())),
-                    ],
-                ),
+                Ok(c) => {
+                    event(
+                        &instance,
+                        Level::Info,
+                        "mcp.connect",
+                        &[
+                            ("server", json!(server.name)),
+                            ("protocol", json!(c.revision().as_str())),
+                            ("tools", json!(c.catalog().tools().len())),
+                        ],
+                    );
+                    for dropped in c.catalog().dropped() {
+                        let reason = dropped.reason.to_string();
+                        event(
+                            &instance,
+                            Level::Warn,
+                            "mcp.tool.dropped",
+                            &[
+                                ("server", json!(server.name)),
+                                ("tool", json!(mcp_wire::log_text(&dropped.tool))),
+                                ("reason", json!(mcp_wire::log_text(&reason))),
+                            ],
+                        );
+                    }
+                }
                 Err(e) => event(
                     &instance,
                     Level::Warn,

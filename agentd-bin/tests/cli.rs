@@ -166,3 +166,35 @@ async fn tools_lists_and_call_prints_the_result() {
         .unwrap();
     assert_eq!(call.body["params"]["_meta"]["agent/instance"], "cli");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_with_an_invalid_header_annotation_is_dropped_and_logged() {
+    let server = ReferenceServer::start(Options::default()).await;
+    server.script(
+        "tools/list",
+        Fault::Result(serde_json::json!({"tools": [
+            {"name": "ok", "inputSchema": {"type": "object"}},
+            {"name": "bad\u{1b}[1m", "inputSchema": {"type": "object", "properties": {
+                "n": {"type": "number", "x-mcp-header": "N"}}}},
+        ]})),
+        Times::Once,
+    );
+    let path = config_file(&servers(&[("s", server.url())]));
+    let out = agentd(args(&["tools", "--config", path.to_str().unwrap()])).await;
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l == "s/ok\t"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dropped: Value = stderr
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["event"] == "mcp.tool.dropped")
+        .expect("mcp.tool.dropped");
+    assert_eq!(dropped["level"], "warn");
+    assert_eq!(dropped["server"], "s");
+    assert_eq!(dropped["tool"], "bad[1m", "control characters stripped");
+    assert!(
+        dropped["reason"].as_str().unwrap().contains("\"N\""),
+        "{dropped}"
+    );
+}
