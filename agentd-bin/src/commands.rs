@@ -21,7 +21,7 @@ pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
 }
 
 /// Dials one configured server as the supervisor does, and lists its tools.
-async fn connect(instance: &str, server: &Server) -> Result<Connection, String> {
+pub(crate) async fn connect(instance: &str, server: &Server) -> Result<Connection, String> {
     let mut transport = TransportConfig::default();
     transport.headers = server.headers.clone();
     transport.silence = server.timeout;

@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod demo;
 mod log;
+mod supervisor;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,13 @@ enum Command {
     /// Run the MCP client against an embedded reference server on loopback (one endpoint
     /// per revision): connect, call a tool, watch a resource change. Needs nothing else.
     Demo,
+    /// Hold every configured server connected until SIGINT or SIGTERM, then close them
+    /// within `lifecycle.drain_timeout`. Logs one NDJSON line per event on stderr.
+    Run {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+    },
     /// Dial every configured server once, concurrently, and say how each went. Exits 0
     /// when all connected, 1 otherwise.
     Check {
@@ -82,6 +90,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Run { config } => with_config(&config, supervisor::run),
         Command::Check { config, json } => with_config(&config, |c| commands::check(c, json)),
         Command::Tools { config } => with_config(&config, commands::tools),
         Command::Call {

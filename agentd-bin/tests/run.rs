@@ -1,0 +1,121 @@
+//! `agentd run` as a process: a server down at start joins on the schedule, a tool list
+//! change is logged, and SIGTERM drains (a legacy session is ended with DELETE) and exits 0.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
+    let mut legacy = Options::default();
+    legacy.modern = false;
+    let steady = ReferenceServer::start(legacy).await;
+    let late = ReferenceServer::start(Options::default()).await;
+    // Down for the first two dials: the probe and the fallback both refused.
+    late.script("server/discover", Fault::Status(503, None), Times::N(2));
+    late.script("initialize", Fault::Status(503, None), Times::N(2));
+    let path = std::env::temp_dir().join(format!("agentd-run-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        format!(
+            "instance = \"run\"\n[lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"steady\"\nurl = \"{}\"\n[[mcp.servers]]\nname = \"late\"\nurl = \"{}\"\n",
+            steady.url(),
+            late.url()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["run", "--config", path.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agentd starts");
+    let (tx, rx) = mpsc::channel::<(Instant, Value)>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+            if tx.send((Instant::now(), value)).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen: Vec<(Instant, Value)> = Vec::new();
+    let wait_for = |seen: &mut Vec<(Instant, Value)>, event: &str, server: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if seen
+                .iter()
+                .any(|(_, v)| v["event"] == event && v["server"] == server)
+            {
+                return;
+            }
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                seen.push(line);
+            }
+        }
+        panic!("no {event} for {server}: {seen:?}");
+    };
+    wait_for(&mut seen, "mcp.connect", "steady");
+    wait_for(&mut seen, "mcp.joined", "late");
+
+    // Two failed dials of the late server, 1 s apart, then the join 2 s after the second.
+    let fails: Vec<Instant> = seen
+        .iter()
+        .filter(|(_, v)| v["event"] == "mcp.connect.fail" && v["server"] == "late")
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(fails.len(), 2, "{seen:?}");
+    let joined = seen
+        .iter()
+        .find(|(_, v)| v["event"] == "mcp.joined")
+        .unwrap()
+        .0;
+    let first_gap = fails[1] - fails[0];
+    let second_gap = joined - fails[1];
+    assert!(
+        first_gap >= Duration::from_millis(900) && first_gap < Duration::from_millis(2500),
+        "{first_gap:?}"
+    );
+    assert!(
+        second_gap >= Duration::from_millis(1900) && second_gap < Duration::from_millis(3500),
+        "{second_gap:?}"
+    );
+    let connect = seen
+        .iter()
+        .find(|(_, v)| v["event"] == "mcp.connect" && v["server"] == "late")
+        .unwrap();
+    assert_eq!(connect.1["reason"], "joined");
+    assert_eq!(connect.1["protocol"], "2026-07-28");
+
+    // A tool list change on the legacy server's GET stream is logged.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    steady.change_tools().await;
+    wait_for(&mut seen, "mcp.tools_changed", "steady");
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "agentd did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(
+        steady.log().iter().any(|l| l.http == http::Method::DELETE),
+        "the legacy session was ended"
+    );
+    let _ = std::fs::remove_file(&path);
+}
