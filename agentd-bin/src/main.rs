@@ -90,7 +90,10 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Run { config } => with_config(&config, supervisor::run),
+        Command::Run { config } => {
+            let path = config.clone();
+            with_config(&config, |c| supervisor::run(c, path))
+        }
         Command::Check { config, json } => with_config(&config, |c| commands::check(c, json)),
         Command::Tools { config } => with_config(&config, commands::tools),
         Command::Call {

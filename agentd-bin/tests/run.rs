@@ -119,3 +119,108 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// SIGHUP reloads: a removed server is closed and a new one dialed, both with reason
+/// `reload`; an invalid file is refused and the supervisor keeps running on the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
+    let a = ReferenceServer::start(Options::default()).await;
+    let b = ReferenceServer::start(Options::default()).await;
+    let path = std::env::temp_dir().join(format!("agentd-reload-{}.toml", std::process::id()));
+    let write = |servers: &[(&str, String)]| {
+        let mut text = String::from("instance = \"reload\"\n[lifecycle]\ndrain_timeout = \"5s\"\n");
+        for (name, url) in servers {
+            text.push_str(&format!(
+                "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{url}\"\n"
+            ));
+        }
+        std::fs::write(&path, text).unwrap();
+    };
+    write(&[("a", a.url())]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["run", "--config", path.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agentd starts");
+    let (tx, rx) = mpsc::channel::<Value>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx
+                .send(serde_json::from_str(&line).unwrap_or(Value::String(line)))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut seen: Vec<Value> = Vec::new();
+    let mut wait_for = |event: &str, server: Option<&str>| -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(v) = seen
+                .iter()
+                .find(|v| v["event"] == event && server.is_none_or(|s| v["server"] == s))
+            {
+                return v.clone();
+            }
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                seen.push(line);
+            }
+        }
+        panic!("no {event} for {server:?}: {seen:?}");
+    };
+    let hup = |pid: u32| {
+        assert!(
+            Command::new("kill")
+                .args(["-HUP", &pid.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    wait_for("mcp.connect", Some("a"));
+
+    write(&[("b", b.url())]);
+    hup(child.id());
+    let gone = wait_for("mcp.disconnect", Some("a"));
+    assert_eq!(gone["reason"], "reload");
+    let added = wait_for("mcp.connect", Some("b"));
+    assert_eq!(added["reason"], "reload");
+
+    std::fs::write(&path, "instance = \"reload\"\nnot toml at all [\n").unwrap();
+    hup(child.id());
+    let refused = wait_for("reload.refused", None);
+    assert!(
+        refused["err"].as_str().unwrap().contains(":2:"),
+        "{refused}"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "still running");
+
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "agentd did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(
+        !seen
+            .iter()
+            .any(|v| v["event"] == "mcp.disconnect" && v["server"] == "b"),
+        "b was kept through the refused reload"
+    );
+    let _ = std::fs::remove_file(&path);
+}
