@@ -16,6 +16,8 @@ pub(crate) struct Config {
     pub(crate) servers: Vec<Server>,
     pub(crate) drain_timeout: Duration,
     pub(crate) step_timeout: Duration,
+    /// The daemon's HTTP listener (`webhooks.listen`), if configured.
+    pub(crate) listen: Option<std::net::SocketAddr>,
 }
 
 /// One MCP server.
@@ -91,7 +93,7 @@ struct ServerFile {
 #[allow(dead_code, reason = "validated now, read by what comes next")]
 struct Webhooks {
     url: Option<String>,
-    listen: Option<String>,
+    listen: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -206,7 +208,21 @@ pub(crate) fn parse(
             tags: s.tags.clone(),
         });
     }
+    let listen = match raw.webhooks.as_ref().and_then(|w| w.listen.as_ref()) {
+        None => None,
+        Some(listen) => Some(listen.get_ref().parse().map_err(|_| {
+            at(
+                Some(listen.span()),
+                "webhooks.listen",
+                format!(
+                    "{:?} is not an address like \"127.0.0.1:8080\"",
+                    listen.get_ref()
+                ),
+            )
+        })?),
+    };
     Ok(Config {
+        listen,
         instance: raw
             .instance
             .map_or_else(|| "agentd".to_owned(), Spanned::into_inner),
@@ -347,6 +363,20 @@ step_timeout = "600s"
         assert_eq!(e.key, "mcp.servers[0].headers.X-Key");
         assert!(e.message.contains("NOPE"), "{e}");
         assert_eq!(e.line, 4);
+    }
+
+    #[test]
+    fn a_listen_address_must_be_an_address() {
+        let e = err("[webhooks]\nlisten = \"localhost\"\n");
+        assert_eq!(e.key, "webhooks.listen");
+        assert_eq!((e.line, e.column), (2, 10));
+        let c = parse(
+            "agentd.toml",
+            "[webhooks]\nlisten = \"127.0.0.1:0\"\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.listen, Some("127.0.0.1:0".parse().unwrap()));
     }
 
     #[test]

@@ -7,7 +7,9 @@
 mod commands;
 mod config;
 mod demo;
+mod http;
 mod log;
+mod metrics;
 mod supervisor;
 
 use std::future::Future;

@@ -10,6 +10,9 @@
 //! removed or changed are closed (`mcp.disconnect`, reason `reload`), and the new or changed
 //! ones dialed (`mcp.connect`, reason `reload`); the others are left as they are.
 //!
+//! With `webhooks.listen` set, the daemon's HTTP listener serves `GET /metrics` (bound once at
+//! start; a reload does not move it), and says where (`http.listening`, with the address).
+//!
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 
@@ -28,6 +31,7 @@ use tokio::task::JoinHandle;
 use crate::commands::connect;
 use crate::config::{self, Config, Server};
 use crate::log::{Level, event};
+use crate::metrics::Metrics;
 
 /// The first wait before dialing a server that was down at start.
 const JOIN_FIRST: Duration = Duration::from_secs(1);
@@ -60,11 +64,26 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let mut config = config;
+    let metrics = Arc::new(Metrics::default());
+    if let Some(addr) = config.listen {
+        match crate::http::serve(addr, metrics.clone()).await {
+            Ok(bound) => event(
+                &config.instance,
+                Level::Info,
+                "http.listening",
+                &[("addr", json!(bound.to_string()))],
+            ),
+            Err(e) => {
+                eprintln!("agentd: cannot listen on {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let mut held: BTreeMap<String, Held> = BTreeMap::new();
     for server in &config.servers {
         held.insert(
             server.name.clone(),
-            hold(&config.instance, server.clone(), None),
+            hold(&config.instance, server.clone(), None, &metrics),
         );
     }
     loop {
@@ -74,7 +93,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             _ = hup.recv() => {
                 match config::load(&path, &|name| std::env::var(name).ok()) {
                     Ok(new) => {
-                        reload(&mut held, &new);
+                        reload(&mut held, &new, &metrics);
                         config = new;
                     }
                     Err(e) => event(&config.instance, Level::Warn, "reload.refused", &[
@@ -102,7 +121,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
 }
 
 /// Closes the servers removed or changed, and dials the new or changed ones.
-fn reload(held: &mut BTreeMap<String, Held>, new: &Config) {
+fn reload(held: &mut BTreeMap<String, Held>, new: &Config, metrics: &Arc<Metrics>) {
     held.retain(|name, h| {
         let keep = new
             .servers
@@ -117,19 +136,25 @@ fn reload(held: &mut BTreeMap<String, Held>, new: &Config) {
         if !held.contains_key(&server.name) {
             held.insert(
                 server.name.clone(),
-                hold(&new.instance, server.clone(), Some("reload")),
+                hold(&new.instance, server.clone(), Some("reload"), metrics),
             );
         }
     }
 }
 
-fn hold(instance: &str, server: Server, reason: Option<&'static str>) -> Held {
+fn hold(
+    instance: &str,
+    server: Server,
+    reason: Option<&'static str>,
+    metrics: &Arc<Metrics>,
+) -> Held {
     let (stop, stopped) = watch::channel(Stop::Running);
     let task = tokio::spawn(held_server(
         instance.to_owned(),
         server.clone(),
         reason,
         stopped,
+        metrics.clone(),
     ));
     Held { server, stop, task }
 }
@@ -141,6 +166,7 @@ async fn held_server(
     server: Server,
     reason: Option<&'static str>,
     mut stop: watch::Receiver<Stop>,
+    metrics: Arc<Metrics>,
 ) {
     let instance = instance.as_str();
     let mut wait = JOIN_FIRST;
@@ -157,6 +183,7 @@ async fn held_server(
                     fields.push(("reason", json!(reason)));
                 }
                 event(instance, Level::Warn, "mcp.connect.fail", &fields);
+                metrics.connect_failed(&server.name);
                 joined = true;
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}

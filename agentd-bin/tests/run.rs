@@ -22,7 +22,7 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     std::fs::write(
         &path,
         format!(
-            "instance = \"run\"\n[lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"steady\"\nurl = \"{}\"\n[[mcp.servers]]\nname = \"late\"\nurl = \"{}\"\n",
+            "instance = \"run\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"steady\"\nurl = \"{}\"\n[[mcp.servers]]\nname = \"late\"\nurl = \"{}\"\n",
             steady.url(),
             late.url()
         ),
@@ -47,10 +47,9 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     let wait_for = |seen: &mut Vec<(Instant, Value)>, event: &str, server: &str| {
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
-            if seen
-                .iter()
-                .any(|(_, v)| v["event"] == event && v["server"] == server)
-            {
+            let matches =
+                |v: &Value| v["event"] == event && (server.is_empty() || v["server"] == server);
+            if seen.iter().any(|(_, v)| matches(v)) {
                 return;
             }
             if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
@@ -90,6 +89,27 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
         .unwrap();
     assert_eq!(connect.1["reason"], "joined");
     assert_eq!(connect.1["protocol"], "2026-07-28");
+
+    // The failed dials are counted on /metrics.
+    wait_for(&mut seen, "http.listening", "");
+    let addr = seen
+        .iter()
+        .find(|(_, v)| v["event"] == "http.listening")
+        .and_then(|(_, v)| v["addr"].as_str())
+        .unwrap()
+        .to_owned();
+    let metrics = get(&addr, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(
+        metrics.contains("# TYPE agent_mcp_connect_failures_total counter"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("agent_mcp_connect_failures_total{server=\"late\"} 2"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("server=\"steady\""), "{metrics}");
+    assert!(get(&addr, "/nope").starts_with("HTTP/1.1 404"));
 
     // A tool list change on the legacy server's GET stream is logged.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -223,4 +243,18 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
         "b was kept through the refused reload"
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// A plain HTTP/1.1 GET, the whole answer as text.
+fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).expect("the listener");
+    write!(
+        tcp,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer
 }

@@ -1,0 +1,52 @@
+//! The daemon's HTTP listener: `GET /metrics` (the webhook routes of MCP Events come later).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::metrics::Metrics;
+
+/// Binds `addr` and serves on the current runtime; the address bound (the port when 0 was
+/// asked for).
+pub(crate) async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| {
+                    let metrics = metrics.clone();
+                    async move { Ok::<_, Infallible>(answer(&req, &metrics)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    Ok(bound)
+}
+
+fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => (200, "text/plain; version=0.0.4", metrics.render()),
+        (_, "/metrics") => (405, "text/plain", "method not allowed\n".to_owned()),
+        _ => (404, "text/plain", "not found\n".to_owned()),
+    };
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap_or_default()
+}
