@@ -116,22 +116,7 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     steady.change_tools().await;
     wait_for(&mut seen, "mcp.tools_changed", "steady");
 
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "agentd did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = terminate(&mut child);
     assert!(status.success(), "{status:?}");
     assert!(
         steady.log().iter().any(|l| l.http == http::Method::DELETE),
@@ -217,25 +202,8 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     );
     assert!(child.try_wait().unwrap().is_none(), "still running");
 
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "agentd did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
     assert!(
         !seen
             .iter()
@@ -257,4 +225,24 @@ fn get(addr: &str, path: &str) -> String {
     let mut answer = String::new();
     tcp.read_to_string(&mut answer).unwrap();
     answer
+}
+
+/// Sends SIGTERM to `child` and waits up to ten seconds for it to exit.
+fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "agentd did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

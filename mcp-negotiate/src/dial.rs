@@ -318,4 +318,24 @@ mod tests {
         assert_eq!(answer.action, ElicitAction::Cancel);
         assert_eq!(started.elapsed(), ELICITATION_TIMEOUT);
     }
+
+    #[test]
+    fn a_worker_waits_60_seconds_whatever_the_config_says() {
+        let mut config = Config::default();
+        config.silence = Duration::from_secs(5);
+        let url = "http://127.0.0.1:9/mcp";
+        let supervisor = Kind::Supervisor {
+            instance: "a".into(),
+        };
+        let worker = Kind::Worker {
+            elicitor: Arc::new(Silent),
+        };
+        let supervised = Dialer::new(url, config.clone(), supervisor).unwrap();
+        assert_eq!(supervised.timeout(), Duration::from_secs(5));
+        assert_eq!(
+            Dialer::new(url, config, worker).unwrap().timeout(),
+            CHILD_TIMEOUT
+        );
+        assert_eq!(CHILD_TIMEOUT, Duration::from_secs(60));
+    }
 }
