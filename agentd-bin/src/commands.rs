@@ -4,13 +4,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_negotiate::{Connection, Dialer, Kind};
-use mcp_transport::driver::Config as TransportConfig;
+use mcp_negotiate::{Connection, Recovery};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 use crate::config::{self, Config, Server};
-use crate::log::{Level, event};
+use crate::dial::{connect, connected, failed};
 
 /// Loads the configuration, or says why not (naming the key and the position).
 pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
@@ -20,61 +19,18 @@ pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
     })
 }
 
-/// Dials one configured server as the supervisor does, and lists its tools.
-pub(crate) async fn connect(instance: &str, server: &Server) -> Result<Connection, String> {
-    let mut transport = TransportConfig::default();
-    transport.headers = server.headers.clone();
-    transport.silence = server.timeout;
-    let kind = Kind::Supervisor {
-        instance: instance.to_owned(),
-    };
-    let dialer = Dialer::new(&server.url, transport, kind).map_err(|e| e.to_string())?;
-    Connection::connect(dialer).await.map_err(|e| e.to_string())
-}
-
 /// Dials every server at once; each result in the configuration's order.
 async fn connect_all(config: &Config) -> Vec<(Server, Result<Connection, String>)> {
     let mut set = JoinSet::new();
     for (i, server) in config.servers.iter().cloned().enumerate() {
         let instance = config.instance.clone();
         set.spawn(async move {
-            let result = connect(&instance, &server).await;
+            let result = connect(&instance, &server, Recovery::AtOnce).await;
             match &result {
-                Ok(c) => {
-                    event(
-                        &instance,
-                        Level::Info,
-                        "mcp.connect",
-                        &[
-                            ("server", json!(server.name)),
-                            ("protocol", json!(c.revision().as_str())),
-                            ("tools", json!(c.catalog().tools().len())),
-                        ],
-                    );
-                    for dropped in c.catalog().dropped() {
-                        let reason = dropped.reason.to_string();
-                        event(
-                            &instance,
-                            Level::Warn,
-                            "mcp.tool.dropped",
-                            &[
-                                ("server", json!(server.name)),
-                                ("tool", json!(mcp_wire::log_text(&dropped.tool))),
-                                ("reason", json!(mcp_wire::log_text(&reason))),
-                            ],
-                        );
-                    }
-                }
-                Err(e) => event(
-                    &instance,
-                    Level::Warn,
-                    "mcp.connect.fail",
-                    &[
-                        ("server", json!(server.name)),
-                        ("err", json!(mcp_wire::log_text(e))),
-                    ],
-                ),
+                Ok(c) => connected(&instance, &server.name, c, None),
+                Err(e) => failed(&instance, &server.name, &e.to_string(), None, None),
             }
+            let result = result.map_err(|e| e.to_string());
             (i, server, result)
         });
     }
@@ -171,7 +127,7 @@ pub(crate) async fn call(
             return ExitCode::from(2);
         }
     };
-    let connection = match connect(&config.instance, server).await {
+    let connection = match connect(&config.instance, server, Recovery::AtOnce).await {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("agentd: {}: {e}", server.name);

@@ -1,19 +1,27 @@
-//! `agentd demo`: the MCP client stack against the reference server, in-process, on
-//! loopback: one endpoint per revision, a tool called on each, a resource subscription firing.
+//! `agentd demo`: the supervisor against the reference server, in-process, on loopback: one
+//! endpoint per revision, each held as `agentd run` holds a server, a tool called on each, a
+//! resource subscription firing, and the connection closed as at shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tests::reference::{Options, ReferenceServer};
-use mcp_negotiate::{Change, Connection, Dialer, Kind, Watch};
-use mcp_transport::driver::Config;
 use mcp_wire::AgentMeta;
 use serde_json::json;
+use tokio::sync::broadcast;
 
-use crate::log::{Level, event};
+use crate::config::Server;
+use crate::held::{Held, Shared, Stop};
+use crate::supervisor::drain;
 
 const INSTANCE: &str = "demo";
 const URI: &str = "demo://counter";
+/// Who owns the demo's subscription.
+const OWNER: &str = "demo";
+/// How long the demo waits for a server to connect.
+const DIAL: Duration = Duration::from_secs(10);
+/// How long the demo gives a server to close.
+const DRAIN: Duration = Duration::from_secs(5);
 
 /// Runs the demo; the summary lines, or what failed.
 pub(crate) async fn run() -> Result<Vec<String>, String> {
@@ -21,45 +29,44 @@ pub(crate) async fn run() -> Result<Vec<String>, String> {
     modern.legacy = false;
     let mut legacy = Options::default();
     legacy.modern = false;
+    let shared = Shared::new(INSTANCE, Arc::default());
     let mut summary = Vec::new();
     for (name, options) in [("weather-2026", modern), ("weather-2025", legacy)] {
         let server = Arc::new(ReferenceServer::start(options).await);
-        summary.extend(one(name, &server).await?);
+        let config = Server {
+            name: name.to_owned(),
+            url: server.url(),
+            timeout: Duration::from_secs(60),
+            headers: Vec::new(),
+            tags: Default::default(),
+        };
+        let held = Held::start(&shared, config, None);
+        let outcome = one(name, &server, &held, &shared).await;
+        drain(std::iter::once(held.stop(Stop::Shutdown)), DRAIN).await;
+        summary.extend(outcome?);
     }
     Ok(summary)
 }
 
-/// Connects to one server, calls `add`, and waits for a subscribed resource to change.
-async fn one(name: &str, server: &Arc<ReferenceServer>) -> Result<Vec<String>, String> {
-    let kind = Kind::Supervisor {
-        instance: INSTANCE.into(),
-    };
-    let dialer = Dialer::new(&server.url(), Config::default(), kind).map_err(|e| e.to_string())?;
-    let connection = match Connection::connect(dialer).await {
-        Ok(connection) => Arc::new(connection),
-        Err(e) => {
-            let err = mcp_wire::log_text(&e.to_string());
-            event(
-                INSTANCE,
-                Level::Warn,
-                "mcp.connect.fail",
-                &[("server", json!(name)), ("err", json!(err))],
-            );
-            return Err(format!("{name}: {e}"));
-        }
-    };
+/// Calls `add` on a held server, and waits for a subscribed resource to change.
+async fn one(
+    name: &str,
+    server: &Arc<ReferenceServer>,
+    held: &Held,
+    shared: &Shared,
+) -> Result<Vec<String>, String> {
+    let connection = tokio::time::timeout(DIAL, held.connection())
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            format!(
+                "{name}: not connected within {}",
+                humantime::format_duration(DIAL)
+            )
+        })?;
     let tools = connection.catalog().tools().len();
     let revision = connection.revision();
-    event(
-        INSTANCE,
-        Level::Info,
-        "mcp.connect",
-        &[
-            ("server", json!(name)),
-            ("protocol", json!(revision.as_str())),
-            ("tools", json!(tools)),
-        ],
-    );
 
     let agent = AgentMeta::new("demo-run-1", INSTANCE);
     let arguments = json!({"a": 2, "b": 3}).as_object().cloned();
@@ -74,15 +81,13 @@ async fn one(name: &str, server: &Arc<ReferenceServer>) -> Result<Vec<String>, S
         .unwrap_or("?")
         .to_owned();
 
-    let mut watch = Watch::new(connection.clone());
-    watch
-        .subscribe(URI)
+    let mut updates = shared.updates();
+    held.subscribe(URI, OWNER)
         .await
         .map_err(|e| format!("{name}: subscribe: {e}"))?;
-    watch.open().await.map_err(|e| format!("{name}: {e}"))?;
     let toucher = server.clone();
     tokio::spawn(async move {
-        // A listen opens with the watch's first turn: change the resource once it is held.
+        // Change the resource once the server holds the subscription.
         for _ in 0..100 {
             if toucher.listens() > 0 || toucher.methods().iter().any(|m| m == "resources/subscribe")
             {
@@ -95,11 +100,10 @@ async fn one(name: &str, server: &Arc<ReferenceServer>) -> Result<Vec<String>, S
     });
     let fired = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            match watch.next().await {
-                Ok(Some(Change::ResourceUpdated { uri })) => return Ok(uri),
-                Ok(Some(_)) => {}
-                Ok(None) => return Err("the server pushes nothing".to_owned()),
-                Err(e) => return Err(e.to_string()),
+            match updates.recv().await {
+                Ok(update) if update.server == name => return Ok(update.uri),
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return Err("no more changes"),
             }
         }
     })
@@ -114,10 +118,9 @@ async fn one(name: &str, server: &Arc<ReferenceServer>) -> Result<Vec<String>, S
         Some(mcp_wire::ResourceContents::Text { text, .. }) => text.clone(),
         _ => "?".to_owned(),
     };
-    connection
-        .close()
+    held.release(URI, OWNER)
         .await
-        .map_err(|e| format!("{name}: close: {e}"))?;
+        .map_err(|e| format!("{name}: release: {e}"))?;
     Ok(vec![
         format!("{name}: reached at {revision} ({tools} tools); add(2, 3) = {sum}"),
         format!("{name}: subscribed to {URI}; it changed and now reads {now}"),

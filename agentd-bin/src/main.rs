@@ -1,15 +1,18 @@
 //! The `agentd` binary.
 //!
-//! Today: the embedded demo (`agentd demo`), and with a configuration file, `check`, `tools`
-//! and `call`; `revisions` says which MCP revisions it speaks. The supervisor (`run`) is not
-//! built yet.
+//! The supervisor (`agentd run`), the embedded demo (`agentd demo`), and with a
+//! configuration file `check`, `tools` and `call`; `revisions` and `--capabilities` say what
+//! it speaks and which tools of its own it has.
 
 mod commands;
 mod config;
 mod demo;
+mod dial;
+mod held;
 mod http;
 mod log;
 mod metrics;
+mod subscriptions;
 mod supervisor;
 
 use std::future::Future;

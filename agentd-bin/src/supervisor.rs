@@ -1,9 +1,12 @@
 //! `agentd run`: one connection per configured server, held until SIGINT or SIGTERM.
 //!
-//! Every server is dialed at start, concurrently. A server that cannot be reached or refuses
-//! is dialed again 1 s after the first failure, doubling to 60 s; when it answers it has
-//! joined (`mcp.joined`). A connected server's changes are watched: a tool list change is
-//! logged (`mcp.tools_changed`) and takes effect at the next reload.
+//! Every server is held by a task of its own ([`held`](crate::held)), all dialed at start,
+//! concurrently. A server that cannot be reached or refuses is dialed again 1 s after the
+//! first failure, doubling to 60 s; when it answers it has joined (`mcp.joined`). A connected
+//! server's changes are watched: a tool list change is logged (`mcp.tools_changed`) and takes
+//! effect at the next reload; the listen's ups and downs are logged (`mcp.listen.*`). A
+//! server that loses its session is dialed again 1 s later, doubling to 30 s, one server at
+//! a time (`mcp.disconnect` and `mcp.connect` with reason `session_lost`).
 //!
 //! SIGHUP reloads: the file is read again; an invalid one is refused (`reload.refused`, with
 //! the error) and the supervisor keeps running on the old configuration; else the servers
@@ -22,36 +25,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_negotiate::{Change, Watch};
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::commands::connect;
-use crate::config::{self, Config, Server};
+use crate::config::{self, Config};
+use crate::held::{Held, Shared, Stop};
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
-
-/// The first wait before dialing a server that was down at start.
-const JOIN_FIRST: Duration = Duration::from_secs(1);
-/// The longest wait between dials of a server that was down at start.
-const JOIN_MAX: Duration = Duration::from_secs(60);
-
-/// Why a held server is let go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Running,
-    Shutdown,
-    Reload,
-}
-
-/// One held server.
-struct Held {
-    server: Server,
-    stop: watch::Sender<Stop>,
-    task: JoinHandle<()>,
-}
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -79,13 +60,17 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             }
         }
     }
-    let mut held: BTreeMap<String, Held> = BTreeMap::new();
-    for server in &config.servers {
-        held.insert(
-            server.name.clone(),
-            hold(&config.instance, server.clone(), None, &metrics),
-        );
-    }
+    let mut shared = Shared::new(&config.instance, metrics.clone());
+    let mut held: BTreeMap<String, Held> = config
+        .servers
+        .iter()
+        .map(|server| {
+            (
+                server.name.clone(),
+                Held::start(&shared, server.clone(), None),
+            )
+        })
+        .collect();
     loop {
         tokio::select! {
             _ = term.recv() => break,
@@ -93,7 +78,10 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             _ = hup.recv() => {
                 match config::load(&path, &|name| std::env::var(name).ok()) {
                     Ok(new) => {
-                        reload(&mut held, &new, &metrics);
+                        if new.instance != config.instance {
+                            shared = Shared::new(&new.instance, metrics.clone());
+                        }
+                        reload(&mut held, &new, &shared);
                         config = new;
                     }
                     Err(e) => event(&config.instance, Level::Warn, "reload.refused", &[
@@ -103,136 +91,49 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             }
         }
     }
-    let tasks: Vec<JoinHandle<()>> = held
-        .into_values()
-        .map(|h| {
-            let _ = h.stop.send(Stop::Shutdown);
-            h.task
-        })
-        .collect();
-    // What is not closed by the drain timeout is dropped with the process.
-    let _ = tokio::time::timeout(config.drain_timeout, async {
+    drain(
+        held.into_values().map(|h| h.stop(Stop::Shutdown)),
+        config.drain_timeout,
+    )
+    .await;
+    ExitCode::SUCCESS
+}
+
+/// Waits for the tasks to close their connections, inside `bound` (`lifecycle.drain_timeout`);
+/// what is not closed by then is dropped with the process.
+pub(crate) async fn drain(tasks: impl Iterator<Item = JoinHandle<()>>, bound: Duration) {
+    let tasks: Vec<JoinHandle<()>> = tasks.collect();
+    let _ = tokio::time::timeout(bound, async {
         for task in tasks {
             let _ = task.await;
         }
     })
     .await;
-    ExitCode::SUCCESS
 }
 
 /// Closes the servers removed or changed, and dials the new or changed ones.
-fn reload(held: &mut BTreeMap<String, Held>, new: &Config, metrics: &Arc<Metrics>) {
-    held.retain(|name, h| {
-        let keep = new
-            .servers
-            .iter()
-            .any(|s| s.name == *name && *s == h.server);
-        if !keep {
-            let _ = h.stop.send(Stop::Reload);
+fn reload(held: &mut BTreeMap<String, Held>, new: &Config, shared: &Shared) {
+    let gone: Vec<String> = held
+        .iter()
+        .filter(|(name, h)| {
+            !new.servers
+                .iter()
+                .any(|s| s.name == **name && *s == h.server)
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in gone {
+        if let Some(h) = held.remove(&name) {
+            // The task logs mcp.disconnect and closes; it is not waited for.
+            drop(h.stop(Stop::Reload));
         }
-        keep
-    });
+    }
     for server in &new.servers {
         if !held.contains_key(&server.name) {
             held.insert(
                 server.name.clone(),
-                hold(&new.instance, server.clone(), Some("reload"), metrics),
+                Held::start(shared, server.clone(), Some("reload")),
             );
         }
     }
-}
-
-fn hold(
-    instance: &str,
-    server: Server,
-    reason: Option<&'static str>,
-    metrics: &Arc<Metrics>,
-) -> Held {
-    let (stop, stopped) = watch::channel(Stop::Running);
-    let task = tokio::spawn(held_server(
-        instance.to_owned(),
-        server.clone(),
-        reason,
-        stopped,
-        metrics.clone(),
-    ));
-    Held { server, stop, task }
-}
-
-/// Holds one server: dials it (again, on the join schedule, while it is down), watches it,
-/// and closes it when told to.
-async fn held_server(
-    instance: String,
-    server: Server,
-    reason: Option<&'static str>,
-    mut stop: watch::Receiver<Stop>,
-    metrics: Arc<Metrics>,
-) {
-    let instance = instance.as_str();
-    let mut wait = JOIN_FIRST;
-    let mut joined = false;
-    let connection = loop {
-        match connect(instance, &server).await {
-            Ok(connection) => break Arc::new(connection),
-            Err(e) => {
-                let mut fields = vec![
-                    ("server", json!(server.name)),
-                    ("err", json!(mcp_wire::log_text(&e))),
-                ];
-                if let Some(reason) = reason.or(joined.then_some("joined")) {
-                    fields.push(("reason", json!(reason)));
-                }
-                event(instance, Level::Warn, "mcp.connect.fail", &fields);
-                metrics.connect_failed(&server.name);
-                joined = true;
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    _ = stop.changed() => return,
-                }
-                wait = (wait * 2).min(JOIN_MAX);
-            }
-        }
-    };
-    let mut fields = vec![
-        ("server", json!(server.name)),
-        ("protocol", json!(connection.revision().as_str())),
-        ("tools", json!(connection.catalog().tools().len())),
-    ];
-    if let Some(reason) = reason.or(joined.then_some("joined")) {
-        fields.push(("reason", json!(reason)));
-    }
-    event(instance, Level::Info, "mcp.connect", &fields);
-    if joined {
-        event(
-            instance,
-            Level::Info,
-            "mcp.joined",
-            &[("server", json!(server.name))],
-        );
-    }
-    let mut watch = Watch::new(connection.clone());
-    let mut watching = true;
-    while *stop.borrow() == Stop::Running {
-        tokio::select! {
-            change = watch.next(), if watching => match change {
-                Ok(Some(Change::ToolsChanged)) => event(instance, Level::Info, "mcp.tools_changed", &[
-                    ("server", json!(server.name)),
-                    ("note", json!("takes effect at the next reload")),
-                ]),
-                Ok(Some(_)) => {}
-                // No push channel, or it failed: nothing more to watch on this connection.
-                Ok(None) | Err(_) => watching = false,
-            },
-            _ = stop.changed() => {}
-        }
-    }
-    if *stop.borrow() == Stop::Reload {
-        event(
-            instance,
-            Level::Info,
-            "mcp.disconnect",
-            &[("server", json!(server.name)), ("reason", json!("reload"))],
-        );
-    }
-    let _ = connection.close().await;
 }

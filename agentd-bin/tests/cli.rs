@@ -1,33 +1,16 @@
 //! `agentd check`, `tools` and `call` with a configuration file, against reference servers.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Output};
 
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
+use common::TempFile;
 use serde_json::Value;
-
-/// A file removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn to_str(&self) -> Option<&str> {
-        self.0.to_str()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// Writes `text` to a fresh file, removed when the returned guard is dropped.
 fn config_file(text: &str) -> TempFile {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("agentd-cli-{}-{n}.toml", std::process::id()));
-    std::fs::write(&path, text).expect("a temp file");
-    TempFile(path)
+    TempFile::new(text)
 }
 
 async fn agentd(args: Vec<String>) -> Output {

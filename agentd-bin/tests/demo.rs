@@ -25,14 +25,32 @@ fn the_demo_connects_in_both_eras_calls_and_sees_a_change() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
         .collect();
-    assert_eq!(lines.len(), 2, "{stderr}");
-    for (line, protocol) in lines.iter().zip(["2026-07-28", "2025-11-25"]) {
-        assert_eq!(line["event"], "mcp.connect");
+    assert_eq!(lines.len(), 4, "{stderr}");
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        events,
+        [
+            "mcp.connect",
+            "mcp.unsubscribed",
+            "mcp.connect",
+            "mcp.unsubscribed"
+        ]
+    );
+    for line in &lines {
         assert_eq!(line["level"], "info");
         assert_eq!(line["instance"], "demo");
+        assert!(line["ts"].as_str().is_some_and(|ts| ts.ends_with('Z')));
+    }
+    for (line, protocol) in [&lines[0], &lines[2]]
+        .into_iter()
+        .zip(["2026-07-28", "2025-11-25"])
+    {
         assert_eq!(line["protocol"], protocol);
         assert_eq!(line["tools"], 5);
-        assert!(line["ts"].as_str().is_some_and(|ts| ts.ends_with('Z')));
+    }
+    for line in [&lines[1], &lines[3]] {
+        assert_eq!(line["uri"], "demo://counter");
+        assert_eq!(line["reason"], "unowned");
     }
     // The envelope comes first, in a fixed order.
     assert!(stderr.starts_with(r#"{"ts":"#), "{stderr}");

@@ -1,13 +1,25 @@
-//! `agentd run` as a process: a server down at start joins on the schedule, a tool list
-//! change is logged, and SIGTERM drains (a legacy session is ended with DELETE) and exits 0.
+//! `agentd run` as a process, against reference servers and the Python SDK's server: a
+//! server down at start joins on the schedule, a lost session is dialed again on its
+//! schedule, a listen ended by the server is logged and held again, reloads add, remove and
+//! refuse, and SIGTERM drains (a legacy session is ended with DELETE) and exits 0.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+mod common;
+
 use std::time::{Duration, Instant};
 
+use agentd_tests::peers;
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-use serde_json::Value;
+use common::{Daemon, TempFile, config, get};
+
+/// `later - earlier` lies in `[at - 100 ms, at + 1.5 s)`: a step of a schedule, with room for
+/// a busy machine.
+fn about(earlier: Instant, later: Instant, at: Duration) {
+    let gap = later - earlier;
+    assert!(
+        gap + Duration::from_millis(100) >= at && gap < at + Duration::from_millis(1500),
+        "{gap:?}, not about {at:?}"
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
@@ -18,86 +30,33 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     // Down for the first two dials: the probe and the fallback both refused.
     late.script("server/discover", Fault::Status(503, None), Times::N(2));
     late.script("initialize", Fault::Status(503, None), Times::N(2));
-    let path = std::env::temp_dir().join(format!("agentd-run-{}.toml", std::process::id()));
-    std::fs::write(
-        &path,
-        format!(
-            "instance = \"run\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"steady\"\nurl = \"{}\"\n[[mcp.servers]]\nname = \"late\"\nurl = \"{}\"\n",
-            steady.url(),
-            late.url()
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["run", "--config", path.to_str().unwrap()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agentd starts");
-    let (tx, rx) = mpsc::channel::<(Instant, Value)>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
-            if tx.send((Instant::now(), value)).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen: Vec<(Instant, Value)> = Vec::new();
-    let wait_for = |seen: &mut Vec<(Instant, Value)>, event: &str, server: &str| {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            let matches =
-                |v: &Value| v["event"] == event && (server.is_empty() || v["server"] == server);
-            if seen.iter().any(|(_, v)| matches(v)) {
-                return;
-            }
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-                seen.push(line);
-            }
-        }
-        panic!("no {event} for {server}: {seen:?}");
-    };
-    wait_for(&mut seen, "mcp.connect", "steady");
-    wait_for(&mut seen, "mcp.joined", "late");
+    let file = TempFile::new(&config(
+        "instance = \"run\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
+        &[("steady", steady.url()), ("late", late.url())],
+    ));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("steady"));
+    agentd.wait_for("mcp.joined", Some("late"));
 
     // Two failed dials of the late server, 1 s apart, then the join 2 s after the second.
-    let fails: Vec<Instant> = seen
-        .iter()
-        .filter(|(_, v)| v["event"] == "mcp.connect.fail" && v["server"] == "late")
+    let fails: Vec<Instant> = agentd
+        .matching("mcp.connect.fail", Some("late"))
         .map(|(t, _)| *t)
         .collect();
-    assert_eq!(fails.len(), 2, "{seen:?}");
-    let joined = seen
-        .iter()
-        .find(|(_, v)| v["event"] == "mcp.joined")
-        .unwrap()
-        .0;
-    let first_gap = fails[1] - fails[0];
-    let second_gap = joined - fails[1];
-    assert!(
-        first_gap >= Duration::from_millis(900) && first_gap < Duration::from_millis(2500),
-        "{first_gap:?}"
+    assert_eq!(fails.len(), 2, "{:?}", agentd.seen);
+    about(fails[0], fails[1], Duration::from_secs(1));
+    about(
+        fails[1],
+        agentd.when("mcp.joined", Some("late")),
+        Duration::from_secs(2),
     );
-    assert!(
-        second_gap >= Duration::from_millis(1900) && second_gap < Duration::from_millis(3500),
-        "{second_gap:?}"
-    );
-    let connect = seen
-        .iter()
-        .find(|(_, v)| v["event"] == "mcp.connect" && v["server"] == "late")
-        .unwrap();
-    assert_eq!(connect.1["reason"], "joined");
-    assert_eq!(connect.1["protocol"], "2026-07-28");
+    let connect = agentd.wait_for("mcp.connect", Some("late"));
+    assert_eq!(connect["reason"], "joined");
+    assert_eq!(connect["protocol"], "2026-07-28");
+    assert_eq!(connect["level"], "info");
 
     // The failed dials are counted on /metrics.
-    wait_for(&mut seen, "http.listening", "");
-    let addr = seen
-        .iter()
-        .find(|(_, v)| v["event"] == "http.listening")
-        .and_then(|(_, v)| v["addr"].as_str())
-        .unwrap()
-        .to_owned();
+    let addr = agentd.listener();
     let metrics = get(&addr, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(
@@ -114,15 +73,121 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     // A tool list change on the legacy server's GET stream is logged.
     tokio::time::sleep(Duration::from_millis(300)).await;
     steady.change_tools().await;
-    wait_for(&mut seen, "mcp.tools_changed", "steady");
+    let changed = agentd.wait_for("mcp.tools_changed", Some("steady"));
+    assert_eq!(changed["note"], "takes effect at the next reload");
 
-    let status = terminate(&mut child);
+    // The late server (2026-07-28) ends the listen: logged, and held again.
+    while late.listens() == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    late.end_listens().await;
+    let ended = agentd.wait_for("mcp.listen.ended", Some("late"));
+    assert_eq!(ended["level"], "warn");
+    assert_eq!(ended["reason"], "server");
+    assert_eq!(ended["retry_ms"], 250);
+    agentd.wait_for("mcp.listen.resumed", Some("late"));
+
+    let status = agentd.terminate();
     assert!(status.success(), "{status:?}");
     assert!(
         steady.log().iter().any(|l| l.http == http::Method::DELETE),
         "the legacy session was ended"
     );
-    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        agentd.matching("mcp.disconnect", None).count(),
+        0,
+        "a shutdown is no disconnect"
+    );
+}
+
+/// A legacy server forgets its sessions: `mcp.disconnect` (warn, session_lost), a first
+/// re-dial 1 s later that the server leaves unanswered (cut at the 2 s bound), a second 2 s
+/// after it that succeeds (`mcp.connect`, reason session_lost), and the GET stream is held
+/// again on the new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_session_is_dialed_again_on_its_schedule() {
+    let mut legacy = Options::default();
+    legacy.modern = false;
+    legacy.keepalive = Some(Duration::from_millis(100));
+    let server = ReferenceServer::start(legacy).await;
+    let file = TempFile::new(&config(
+        "instance = \"lost\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
+        &[("old", server.url())],
+    ));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("old"));
+    let gets = || {
+        server
+            .log()
+            .iter()
+            .filter(|l| l.http == http::Method::GET)
+            .count()
+    };
+    while gets() == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.script(
+        "initialize",
+        Fault::Silence(Duration::from_secs(10)),
+        Times::Once,
+    );
+    server.expire_sessions();
+
+    let lost = agentd.wait_for("mcp.disconnect", Some("old"));
+    assert_eq!(lost["level"], "warn");
+    assert_eq!(lost["reason"], "session_lost");
+    let fail = agentd.wait_for("mcp.connect.fail", Some("old"));
+    assert_eq!(fail["reason"], "session_lost");
+    assert_eq!(fail["err"], "no answer within 2s", "{fail}");
+    let back = agentd.wait_for_nth("mcp.connect", Some("old"), 2);
+    assert_eq!(back["reason"], "session_lost");
+    assert_eq!(back["protocol"], "2025-11-25");
+    // 1 s of backoff, then the 2 s bound.
+    about(
+        agentd.when("mcp.disconnect", Some("old")),
+        agentd.when("mcp.connect.fail", Some("old")),
+        Duration::from_secs(3),
+    );
+    let reconnected = agentd
+        .matching("mcp.connect", Some("old"))
+        .nth(1)
+        .unwrap()
+        .0;
+    about(
+        agentd.when("mcp.connect.fail", Some("old")),
+        reconnected,
+        Duration::from_secs(2),
+    );
+    let methods = server.methods();
+    assert_eq!(
+        methods.iter().filter(|m| *m == "initialize").count(),
+        3,
+        "dialed, refused once, dialed again: {methods:?}"
+    );
+    // The GET stream is opened again on the new session.
+    let sessions = || {
+        server
+            .log()
+            .iter()
+            .filter(|l| l.http == http::Method::GET)
+            .filter_map(|l| l.header("mcp-session-id").map(str::to_owned))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sessions() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no GET stream on the new session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let metrics = get(&agentd.listener(), "/metrics");
+    assert!(
+        metrics.contains("agent_mcp_connect_failures_total{server=\"old\"} 1"),
+        "{metrics}"
+    );
+    assert!(agentd.terminate().success());
 }
 
 /// SIGHUP reloads: a removed server is closed and a new one dialed, both with reason
@@ -131,118 +196,73 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
 async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     let a = ReferenceServer::start(Options::default()).await;
     let b = ReferenceServer::start(Options::default()).await;
-    let path = std::env::temp_dir().join(format!("agentd-reload-{}.toml", std::process::id()));
-    let write = |servers: &[(&str, String)]| {
-        let mut text = String::from("instance = \"reload\"\n[lifecycle]\ndrain_timeout = \"5s\"\n");
-        for (name, url) in servers {
-            text.push_str(&format!(
-                "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{url}\"\n"
-            ));
-        }
-        std::fs::write(&path, text).unwrap();
-    };
-    write(&[("a", a.url())]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["run", "--config", path.to_str().unwrap()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agentd starts");
-    let (tx, rx) = mpsc::channel::<Value>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx
-                .send(serde_json::from_str(&line).unwrap_or(Value::String(line)))
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
-    let mut seen: Vec<Value> = Vec::new();
-    let mut wait_for = |event: &str, server: Option<&str>| -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(v) = seen
-                .iter()
-                .find(|v| v["event"] == event && server.is_none_or(|s| v["server"] == s))
-            {
-                return v.clone();
-            }
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-                seen.push(line);
-            }
-        }
-        panic!("no {event} for {server:?}: {seen:?}");
-    };
-    let hup = |pid: u32| {
-        assert!(
-            Command::new("kill")
-                .args(["-HUP", &pid.to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
-    };
-    wait_for("mcp.connect", Some("a"));
+    let head = "instance = \"reload\"\n[lifecycle]\ndrain_timeout = \"5s\"\n";
+    let file = TempFile::new(&config(head, &[("a", a.url())]));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("a"));
 
-    write(&[("b", b.url())]);
-    hup(child.id());
-    let gone = wait_for("mcp.disconnect", Some("a"));
+    file.write(&config(head, &[("b", b.url())]));
+    agentd.signal("HUP");
+    let gone = agentd.wait_for("mcp.disconnect", Some("a"));
     assert_eq!(gone["reason"], "reload");
-    let added = wait_for("mcp.connect", Some("b"));
+    assert_eq!(gone["level"], "info");
+    let added = agentd.wait_for("mcp.connect", Some("b"));
     assert_eq!(added["reason"], "reload");
 
-    std::fs::write(&path, "instance = \"reload\"\nnot toml at all [\n").unwrap();
-    hup(child.id());
-    let refused = wait_for("reload.refused", None);
+    file.write("instance = \"reload\"\nnot toml at all [\n");
+    agentd.signal("HUP");
+    let refused = agentd.wait_for("reload.refused", None);
     assert!(
         refused["err"].as_str().unwrap().contains(":2:"),
         "{refused}"
     );
-    assert!(child.try_wait().unwrap().is_none(), "still running");
+    assert!(agentd.is_running());
 
-    let status = terminate(&mut child);
+    let status = agentd.terminate();
     assert!(status.success(), "{status:?}");
-    assert!(
-        !seen
-            .iter()
-            .any(|v| v["event"] == "mcp.disconnect" && v["server"] == "b"),
+    assert_eq!(
+        agentd.matching("mcp.disconnect", Some("b")).count(),
+        0,
         "b was kept through the refused reload"
     );
-    let _ = std::fs::remove_file(&path);
 }
 
-/// A plain HTTP/1.1 GET, the whole answer as text.
-fn get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut tcp = std::net::TcpStream::connect(addr).expect("the listener");
-    write!(
-        tcp,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
-    answer
-}
+/// The Python SDK's server, stateful and stateless: each held at 2026-07-28 with its four
+/// tools; one added by a reload; SIGTERM drains inside the bound and exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_server_is_held_reloaded_and_drained() {
+    let stateful = peers::python(false);
+    let stateless = peers::python_stateless(true);
+    let head = "instance = \"py\"\n[lifecycle]\ndrain_timeout = \"5s\"\n";
+    let file = TempFile::new(&config(head, &[("py", stateful.url.clone())]));
+    let mut agentd = Daemon::run(&file);
+    let connect = agentd.wait_for("mcp.connect", Some("py"));
+    assert_eq!(connect["protocol"], "2026-07-28", "{connect}");
+    assert_eq!(connect["tools"], 4, "{connect}");
+    assert!(connect.get("reason").is_none(), "{connect}");
 
-/// Sends SIGTERM to `child` and waits up to ten seconds for it to exit.
-fn terminate(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    file.write(&config(
+        head,
+        &[
+            ("py", stateful.url.clone()),
+            ("py-stateless", stateless.url.clone()),
+        ],
+    ));
+    agentd.signal("HUP");
+    let added = agentd.wait_for("mcp.connect", Some("py-stateless"));
+    assert_eq!(added["reason"], "reload");
+    assert_eq!(added["protocol"], "2026-07-28", "{added}");
+
     let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "agentd did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let status = agentd.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        agentd.matching("mcp.connect.fail", None).count(),
+        0,
+        "{:?}",
+        agentd.seen
+    );
+    assert_eq!(agentd.matching("mcp.disconnect", None).count(), 0);
+    drop((stateful, stateless));
 }

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Mutex;
 
-use crate::{Dialed, Dialer, Failed, Link, Start};
+use crate::{Dialed, Dialer, Failed, Link, Recovery, Start};
 
 /// How many `input_required` rounds one request may take before the connection gives up.
 pub const MAX_INPUT_ROUNDS: usize = 16;
@@ -128,9 +128,10 @@ struct Current {
 /// tool from the listing made at connect); a legacy request rides its session.
 ///
 /// A legacy session the server lost (404) is dialed again the way the connection first got
-/// there. The request that met the 404 was refused before the server read it, so it is sent
-/// again, once, on the new session; requests already accepted on the lost session are not
-/// sent again (they may have run) and fail with the transport's `SessionLost`.
+/// there, at once or by the owner as the dialer's [`Recovery`] says. At once, the request
+/// that met the 404 (refused before the server read it) is sent again, once, on the new
+/// session. Requests already accepted on the lost session are never sent again (they may
+/// have run): they fail with the transport's `SessionLost`.
 pub struct Connection {
     dialer: Dialer,
     current: RwLock<Arc<Current>>,
@@ -181,6 +182,11 @@ impl Connection {
             .clone()
     }
 
+    /// How the connection recovers a lost legacy session.
+    pub fn recovery(&self) -> Recovery {
+        self.dialer.recovery()
+    }
+
     /// The connection's timeout (the transport's silence bound).
     pub fn timeout(&self) -> std::time::Duration {
         self.dialer.timeout()
@@ -191,9 +197,12 @@ impl Connection {
         self.current().dialed.link.clone()
     }
 
-    /// Dials again after a lost session, unless a request did so already.
-    pub(crate) async fn recover_session(&self) -> Result<(), Error> {
-        self.redial(self.current().generation).await
+    /// Dials again after the server lost the legacy session, the way the connection first
+    /// got there; nothing is sent when a request already did so. Requests accepted on the
+    /// lost session are not sent again. A connection with [`Recovery::ByOwner`] waits for
+    /// this call; the others make it themselves at the first 404.
+    pub async fn redial(&self) -> Result<(), Error> {
+        self.redial_from(self.current().generation).await
     }
 
     /// A fresh request id.
@@ -510,9 +519,11 @@ impl Connection {
                 )
                 .await
             {
-                Err(Error::Transport(mcp_transport::Error::SessionLost)) if !redialed => {
+                Err(Error::Transport(mcp_transport::Error::SessionLost))
+                    if !redialed && self.dialer.recovery() == Recovery::AtOnce =>
+                {
                     redialed = true;
-                    self.redial(current.generation).await?;
+                    self.redial_from(current.generation).await?;
                 }
                 Err(e) => return Err(e),
                 Ok(response) => return response.outcome.map_err(Error::Rpc),
@@ -583,7 +594,7 @@ impl Connection {
 
     /// Dials again the way the connection first got there, unless another request did so
     /// already since `generation`.
-    async fn redial(&self, generation: u64) -> Result<(), Error> {
+    async fn redial_from(&self, generation: u64) -> Result<(), Error> {
         let _one_at_a_time = self.redial.lock().await;
         if self.current().generation != generation {
             return Ok(());

@@ -48,6 +48,21 @@ pub enum Kind {
     },
 }
 
+/// What a connection does when the server loses its legacy session (a 404 to a request that
+/// carried it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Recovery {
+    /// Dial again at once, the way the connection first got there, and send the refused
+    /// request again on the new session (a turn worker's or subagent's connection).
+    #[default]
+    AtOnce,
+    /// Fail the request with the transport's `SessionLost` and leave the re-dial to the
+    /// owner, on its own schedule ([`Connection::redial`](crate::Connection::redial)): the
+    /// supervisor's connections.
+    ByOwner,
+}
+
 /// The transport a dial ended on, with what its requests must carry.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -81,6 +96,7 @@ pub struct Dialer {
     capabilities: ClientCapabilities,
     elicitor: Option<Arc<dyn Elicitor>>,
     ids: Arc<AtomicI64>,
+    recovery: Recovery,
 }
 
 impl Dialer {
@@ -106,7 +122,20 @@ impl Dialer {
             capabilities,
             elicitor,
             ids: Arc::new(AtomicI64::new(0)),
+            recovery: Recovery::AtOnce,
         })
+    }
+
+    /// The same dialer, its connections recovering a lost session as `recovery` says
+    /// (by default [`Recovery::AtOnce`]).
+    pub fn with_recovery(mut self, recovery: Recovery) -> Self {
+        self.recovery = recovery;
+        self
+    }
+
+    /// How its connections recover a lost session.
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
     }
 
     /// The connection's timeout: the transport's silence bound.

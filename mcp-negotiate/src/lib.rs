@@ -20,6 +20,6 @@ mod negotiation;
 mod watch;
 
 pub use connection::{Catalog, Connection, DroppedTool, Error, MAX_INPUT_ROUNDS};
-pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, ELICITATION_TIMEOUT, Kind, Link};
+pub use dial::{CHILD_TIMEOUT, Dialed, Dialer, ELICITATION_TIMEOUT, Kind, Link, Recovery};
 pub use negotiation::{Connected, Failed, Negotiation, Progress, Refusal, Reply, Start, Step};
 pub use watch::{Change, Watch};

@@ -131,6 +131,12 @@ pub enum ListenEvent {
     },
 }
 
+/// How long a listen may stay quiet on a connection whose timeout is `timeout`: [`IDLE`],
+/// never less than the timeout.
+pub fn idle_limit(timeout: Duration) -> Duration {
+    IDLE.max(timeout)
+}
+
 /// The listen state of one connection. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Listener {
@@ -164,7 +170,7 @@ impl Listener {
     /// server declared `tools.listChanged` and `resources.subscribe`.
     pub fn new(timeout: Duration, tools: bool, subscribe: bool) -> Self {
         Self {
-            idle: IDLE.max(timeout),
+            idle: idle_limit(timeout),
             tools,
             subscribe,
             wanted: Interest::default(),

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mcp_transport::driver::{Call, Delivery, Notice, Routing};
 use mcp_wire::{
-    ListenParams, RequestMeta, ServerNotification, SubscribeParams, WithMeta, encode_request,
-    method,
+    ListenFilter, ListenParams, RequestMeta, ServerNotification, SubscribeParams, WithMeta,
+    encode_request, method,
 };
 use serde_json::Value;
 
-use crate::Link;
 use crate::connection::{Connection, Error};
-use crate::listen::{Action, Ended, IDLE, Interest, ListenEvent, Listener};
+use crate::listen::{Action, Ended, Interest, ListenEvent, Listener, idle_limit};
+use crate::{Link, Recovery};
 
 /// A change the server reported, or something about the push channel worth logging.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +57,17 @@ enum Era {
         listen: Option<Call<Value>>,
         /// The listen being opened waits for its acknowledgment.
         acknowledged: bool,
+        /// The filter of an open the listener asked for and that has not returned yet: a
+        /// call cancelled while opening opens it again on the next turn.
+        opening: Option<ListenFilter>,
     },
     Legacy {
         stream: Option<Call<()>>,
         /// The server offers no GET stream (405): no pushes.
         none: bool,
+        /// The session was lost and its owner re-dials: the held URIs are asked for again
+        /// before the stream is opened again.
+        resubscribe: bool,
     },
 }
 
@@ -86,10 +92,12 @@ impl Watch {
                 )),
                 listen: None,
                 acknowledged: false,
+                opening: None,
             },
             _ => Era::Legacy {
                 stream: None,
                 none: false,
+                resubscribe: false,
             },
         };
         Self {
@@ -118,15 +126,17 @@ impl Watch {
         Ok(())
     }
 
-    /// Releases a subscription.
+    /// Releases a subscription. On 2025-11-25 it stays held until the server took the
+    /// `resources/unsubscribe`, so a release that failed can be tried again.
     pub async fn unsubscribe(&mut self, uri: &str) -> Result<(), Error> {
-        if !self.held.remove(uri) {
+        if !self.held.contains(uri) {
             return Ok(());
         }
         if let Era::Legacy { .. } = self.era {
             self.legacy_subscription(method::RESOURCES_UNSUBSCRIBE, uri)
                 .await?;
         }
+        self.held.remove(uri);
         self.want();
         Ok(())
     }
@@ -162,7 +172,7 @@ impl Watch {
     /// sends there from this moment is not lost; `false` when the server offers none (405).
     /// A 2026-07-28 listen opens with the first [`Watch::next`].
     pub async fn open(&mut self) -> Result<bool, Error> {
-        let Era::Legacy { stream, none } = &mut self.era else {
+        let Era::Legacy { stream, none, .. } = &mut self.era else {
             return Ok(true);
         };
         if stream.is_none() && !*none {
@@ -176,6 +186,18 @@ impl Watch {
 
     /// The next change; `Ok(None)` when the server can push nothing (no GET stream, or a
     /// listen refused outright).
+    ///
+    /// A lost legacy session is dialed again here, and every held subscription asked for
+    /// again, when the connection recovers [`Recovery::AtOnce`](crate::Recovery::AtOnce).
+    /// With [`Recovery::ByOwner`](crate::Recovery::ByOwner) the loss is the transport's
+    /// `SessionLost` error; once the owner has called
+    /// [`Connection::redial`](crate::Connection::redial), the next call asks again for the
+    /// held subscriptions and opens the stream again. Any other failure of the stream is
+    /// returned too, and the next call opens it again.
+    ///
+    /// Cancel-safe: a call dropped before it returns (a `select!` branch that lost) loses no
+    /// change, and the next call takes up where it stopped (a listen being opened is opened
+    /// again, subscriptions being asked for again are asked for again).
     pub async fn next(&mut self) -> Result<Option<Change>, Error> {
         loop {
             if let Some(change) = self.queued.pop_front() {
@@ -189,14 +211,36 @@ impl Watch {
                 Step::Change(Some(change)) => return Ok(Some(change)),
                 Step::Change(None) | Step::Nothing => {}
                 Step::Refused => return Ok(None),
-                Step::Lost => self.recover().await?,
+                Step::Lost => {
+                    // Marked first, so that a call cancelled from here on still asks again.
+                    if let Era::Legacy { resubscribe, .. } = &mut self.era {
+                        *resubscribe = true;
+                    }
+                    match self.connection.recovery() {
+                        Recovery::AtOnce => self.connection.redial().await?,
+                        _ => return Err(mcp_transport::Error::SessionLost.into()),
+                    }
+                }
             }
         }
     }
 
     /// One turn of the GET stream: open it if need be, then wait for what it brings.
     async fn legacy_step(&mut self) -> Result<Step, Error> {
-        let Era::Legacy { stream, none } = &mut self.era else {
+        if let Era::Legacy {
+            resubscribe: true, ..
+        } = self.era
+        {
+            match self.resubscribe().await {
+                Ok(()) => {}
+                Err(Error::Transport(mcp_transport::Error::SessionLost)) => return Ok(Step::Lost),
+                Err(e) => return Err(e),
+            }
+            if let Era::Legacy { resubscribe, .. } = &mut self.era {
+                *resubscribe = false;
+            }
+        }
+        let Era::Legacy { stream, none, .. } = &mut self.era else {
             return Ok(Step::Nothing);
         };
         if *none {
@@ -219,19 +263,18 @@ impl Watch {
         match call.next().await {
             Ok(Some(Delivery::Notification(n))) => Ok(Step::Change(change_of(&n))),
             Ok(_) => Ok(Step::Nothing),
-            Err(mcp_transport::Error::SessionLost) => {
+            Err(e) => {
                 *stream = None;
-                Ok(Step::Lost)
+                match e {
+                    mcp_transport::Error::SessionLost => Ok(Step::Lost),
+                    e => Err(e.into()),
+                }
             }
-            Err(e) => Err(e.into()),
         }
     }
 
-    /// The legacy session was lost: dial again the way the connection got there, and ask
-    /// again for every held subscription on the new session; the GET stream is opened again
-    /// by the next turn.
-    async fn recover(&mut self) -> Result<(), Error> {
-        self.connection.recover_session().await?;
+    /// Asks again for every held subscription, on a new legacy session.
+    async fn resubscribe(&mut self) -> Result<(), Error> {
         let held: Vec<String> = self.held.iter().cloned().collect();
         for uri in held {
             self.legacy_subscription(method::RESOURCES_SUBSCRIBE, &uri)
@@ -247,6 +290,7 @@ impl Watch {
             listener,
             listen,
             acknowledged,
+            opening,
         } = &mut self.era
         else {
             return Ok(Step::Nothing);
@@ -257,10 +301,17 @@ impl Watch {
         if !self.queued.is_empty() {
             return Ok(Step::Nothing);
         }
-        match listener.poll_action(now()) {
+        let action = match opening.clone() {
+            Some(filter) => Some(Action::Open(filter)),
+            None => listener.poll_action(now()),
+        };
+        match action {
             Some(Action::Open(filter)) => {
+                *opening = Some(filter.clone());
                 let params = ListenParams::new(filter, None);
-                match self.connection.open_listen(&params).await {
+                let opened = self.connection.open_listen(&params).await;
+                *opening = None;
+                match opened {
                     Ok(call) => {
                         *listen = Some(call);
                         *acknowledged = false;
@@ -383,7 +434,7 @@ impl Connection {
         )
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
         let mut routing = Routing::default();
-        routing.silence = Some(IDLE.max(self.timeout()) * 2);
+        routing.silence = Some(idle_limit(self.timeout()) * 2);
         Ok(transport
             .call::<Value>(id, method::SUBSCRIPTIONS_LISTEN, Bytes::from(body), routing)
             .await?)

@@ -7,17 +7,27 @@ use std::time::Duration;
 
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use mcp_negotiate::listen::ListenEvent;
-use mcp_negotiate::{Change, Connection, Dialer, Kind, Watch};
+use mcp_negotiate::{Change, Connection, Dialer, Error, Kind, Recovery, Watch};
 use mcp_transport::driver::Config;
 
 async fn connect(server: &ReferenceServer, legacy: bool) -> Arc<Connection> {
+    connect_with(server, legacy, Recovery::AtOnce).await
+}
+
+async fn connect_with(
+    server: &ReferenceServer,
+    legacy: bool,
+    recovery: Recovery,
+) -> Arc<Connection> {
     if legacy {
         server.script("server/discover", Fault::Status(404, None), Times::Once);
     }
     let kind = Kind::Supervisor {
         instance: "watch".into(),
     };
-    let dialer = Dialer::new(&server.url(), Config::default(), kind).unwrap();
+    let dialer = Dialer::new(&server.url(), Config::default(), kind)
+        .unwrap()
+        .with_recovery(recovery);
     Arc::new(Connection::connect(dialer).await.expect("connected"))
 }
 
@@ -209,4 +219,137 @@ async fn a_legacy_watch_recovers_a_lost_session() {
     let methods = server.methods();
     let initializes = methods.iter().filter(|m| *m == "initialize").count();
     assert_eq!(initializes, 2, "dialed again: {methods:?}");
+}
+
+/// With [`Recovery::ByOwner`] a lost session is reported, not dialed again: the watch and
+/// every request fail with `SessionLost` (nothing sent), until the owner re-dials; then the
+/// held subscription is asked for again and changes keep coming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_redials_a_lost_session_when_it_chooses() {
+    let mut options = Options::default();
+    options.keepalive = Some(Duration::from_millis(100));
+    let server = Arc::new(ReferenceServer::start(options).await);
+    let connection = connect_with(&server, true, Recovery::ByOwner).await;
+    let mut watch = Watch::new(connection.clone());
+    watch.subscribe("demo://counter").await.unwrap();
+    assert!(watch.open().await.unwrap());
+    server.expire_sessions();
+    let lost = Err(Error::Transport(mcp_transport::Error::SessionLost));
+    let next = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.next().await {
+                Ok(Some(Change::Listen(_))) => {}
+                other => return other,
+            }
+        }
+    });
+    assert_eq!(next.await.expect("in time"), lost);
+    let posts = server.log().len();
+    let call = connection.call_tool("echo", None, None, |_| {}).await;
+    assert_eq!(
+        call.map(|_| ()),
+        Err(Error::Transport(mcp_transport::Error::SessionLost))
+    );
+    assert_eq!(watch.next().await, lost, "no session to subscribe on");
+    assert_eq!(
+        server.log().len(),
+        posts,
+        "nothing sent on the lost session: {:?}",
+        &server.log()[posts..]
+    );
+    assert_eq!(
+        server
+            .methods()
+            .iter()
+            .filter(|m| *m == "initialize")
+            .count(),
+        1
+    );
+
+    connection.redial().await.expect("dialed again");
+    let toucher = tokio::spawn({
+        let server = server.clone();
+        async move {
+            while server
+                .methods()
+                .iter()
+                .filter(|m| *m == "resources/subscribe")
+                .count()
+                < 2
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            server.touch("demo://counter").await;
+        }
+    });
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(Change::ResourceUpdated {
+            uri: "demo://counter".into()
+        })
+    );
+    toucher.await.unwrap();
+}
+
+/// `Watch::next` is cancel-safe: calls dropped at every point (a listen being opened, the
+/// GET stream being opened, a subscription asked for again) lose nothing, and changes keep
+/// coming in each era.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_can_be_dropped_at_any_point() {
+    for legacy in [false, true] {
+        let mut options = Options::default();
+        options.keepalive = Some(Duration::from_millis(50));
+        let server = ReferenceServer::start(options).await;
+        let connection = connect(&server, legacy).await;
+        let mut watch = Watch::new(connection);
+        watch.subscribe("demo://counter").await.unwrap();
+        for round in 0..3 {
+            if round == 2 && legacy {
+                // A lost session: dialed again and the subscription asked for again, while
+                // the calls keep being dropped.
+                server.expire_sessions();
+            }
+            for micros in (0..3000).step_by(37) {
+                let _ = tokio::time::timeout(Duration::from_micros(micros), watch.next()).await;
+            }
+            let held = || {
+                if !legacy {
+                    return server.listens() > 0;
+                }
+                // Subscribed (again, on a new session), and the GET stream opened after it.
+                let log = server.log();
+                let subscribes: Vec<usize> = (0..log.len())
+                    .filter(|i| log[*i].method.as_deref() == Some("resources/subscribe"))
+                    .collect();
+                subscribes.len() > usize::from(round == 2)
+                    && log[subscribes[subscribes.len() - 1]..]
+                        .iter()
+                        .any(|l| l.http == http::Method::GET)
+            };
+            let touched = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    // Keep the watch turning until the server holds the subscription.
+                    let _ = tokio::time::timeout(Duration::from_millis(20), watch.next()).await;
+                    if held() {
+                        break;
+                    }
+                }
+            })
+            .await;
+            assert!(
+                touched.is_ok(),
+                "legacy {legacy}, round {round}: not held again"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            server.touch("demo://counter").await;
+            assert_eq!(
+                next_change(&mut watch).await,
+                Some(Change::ResourceUpdated {
+                    uri: "demo://counter".into()
+                }),
+                "legacy {legacy}, round {round}"
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use super::client::{HttpClient, next_chunk};
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
-use crate::session::{Resume, Resumption};
+use crate::session::{Loss, Resume, Resumption, Session};
 use crate::sse::Decoder;
 
 /// Answers a server's `elicitation/create` (2025-11-25): the layer above asks a person.
@@ -73,6 +73,8 @@ pub(crate) struct Legacy {
     pub(crate) client: HttpClient,
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    /// The session the stream rides, told of a 404 to a reopen.
+    pub(crate) session: Arc<Mutex<Session>>,
 }
 
 impl Legacy {
@@ -83,12 +85,13 @@ impl Legacy {
     /// Answers a server's request on a stream: `ping` with `{}`, `elicitation/create` through
     /// the handler, anything else -32601. The answer is POSTed back, bounded by the answer
     /// timeout; a failed answer does not fail the stream it came on.
-    async fn answer(&self, id: RequestId, method_name: &str, params: Option<&str>) {
+    async fn answer(self, id: RequestId, method_name: String, params: Option<String>) {
         let mut body = Vec::new();
-        let written = match method_name {
+        let written = match method_name.as_str() {
             method::PING => encode_result(&mut body, &id, &serde_json::json!({})),
             method::ELICITATION_CREATE if self.elicitor.is_some() => {
-                let parsed = serde_json::from_str::<ElicitRequestParams>(params.unwrap_or("{}"));
+                let parsed =
+                    serde_json::from_str::<ElicitRequestParams>(params.as_deref().unwrap_or("{}"));
                 match (parsed, &self.elicitor) {
                     (Ok(params), Some(elicitor)) => {
                         let answer = elicitor.elicit(params).await;
@@ -149,10 +152,18 @@ impl Legacy {
             .client
             .send(Method::GET, None, ACCEPT_STREAM, &headers, bound)
             .await?;
-        let carried_session = headers.iter().any(|(k, _)| *k == MCP_SESSION_ID);
-        match response.status().as_u16() {
+        let sent = headers
+            .iter()
+            .find_map(|(k, v)| (*k == MCP_SESSION_ID).then_some(*v));
+        let status = response.status().as_u16();
+        let loss = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .on_status(status, sent);
+        match status {
+            _ if loss != Loss::Kept => Err(Error::SessionLost),
             200..=299 => Ok(response.into_body()),
-            404 if carried_session => Err(Error::SessionLost),
             status => Err(Error::Reply(crate::reply::Failure::Status {
                 status,
                 www_authenticate: None,
@@ -195,6 +206,9 @@ pub struct Call<T> {
     endless: bool,
     /// The last event id of a stream that is done.
     last_event_id: Option<String>,
+    /// A reopen under way: when, and from which event id. Kept across a dropped `next`, so
+    /// that the `retry` wait is not started again by every call.
+    reopening: Option<(tokio::time::Instant, Option<String>)>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -247,6 +261,7 @@ impl<T: DeserializeOwned> Call<T> {
             legacy,
             endless: false,
             last_event_id: None,
+            reopening: None,
             _result: PhantomData,
         }
     }
@@ -328,7 +343,7 @@ impl<T: DeserializeOwned> Call<T> {
                     let Some(body) = body.take() else {
                         return Ok(None);
                     };
-                    return match self.handle(&body).await? {
+                    return match self.handle(&body)? {
                         Some(delivery) => Ok(Some(delivery)),
                         None => Err(Error::Malformed(mcp_wire::Error::Shape {
                             detail: "a JSON answer that is not the response".into(),
@@ -346,7 +361,7 @@ impl<T: DeserializeOwned> Call<T> {
                         if !event.is_message() {
                             continue;
                         }
-                        if let Some(delivery) = self.handle(event.data.as_bytes()).await? {
+                        if let Some(delivery) = self.handle(event.data.as_bytes())? {
                             return Ok(Some(delivery));
                         }
                         continue;
@@ -365,15 +380,24 @@ impl<T: DeserializeOwned> Call<T> {
         let (Some(legacy), Source::Stream { resume, .. }) = (&self.legacy, &self.source) else {
             return Err(Error::Ended);
         };
-        let now = tokio::time::Instant::now();
-        let (at, last) = match resume.on_close(now.into_std()) {
-            Resume::At { at, last_event_id } => (at, Some(last_event_id)),
-            // A server-push stream without ids starts again from now.
-            _ if self.endless => (now.into_std() + resume.retry(), None),
-            _ => return Err(Error::Ended),
+        let (at, last) = match &self.reopening {
+            Some(reopening) => reopening.clone(),
+            None => {
+                let now = tokio::time::Instant::now();
+                let (at, last) = match resume.on_close(now.into_std()) {
+                    Resume::At { at, last_event_id } => (at.into(), Some(last_event_id)),
+                    // A server-push stream without ids starts again from now.
+                    _ if self.endless => (now + resume.retry(), None),
+                    _ => return Err(Error::Ended),
+                };
+                self.reopening = Some((at, last.clone()));
+                (at, last)
+            }
         };
-        tokio::time::sleep_until(at.into()).await;
-        let body = legacy.reopen(last.as_deref(), self.silence).await?;
+        tokio::time::sleep_until(at).await;
+        let reopened = legacy.reopen(last.as_deref(), self.silence).await;
+        self.reopening = None;
+        let body = reopened?;
         if let Source::Stream {
             body: old, decoder, ..
         } = &mut self.source
@@ -387,7 +411,7 @@ impl<T: DeserializeOwned> Call<T> {
     /// Decodes one message of the answer: the response to this request ends the call, a
     /// notification is handed over, a server request is answered, and anything else (a
     /// replayed `{}`, another request's response replayed by a legacy server) is passed over.
-    async fn handle(&self, bytes: &[u8]) -> Result<Option<Delivery<T>>, Error> {
+    fn handle(&self, bytes: &[u8]) -> Result<Option<Delivery<T>>, Error> {
         // Bodies and events are bounded already, where they are read.
         let limit = usize::MAX;
         match decode_as::<T>(bytes, limit) {
@@ -401,9 +425,13 @@ impl<T: DeserializeOwned> Call<T> {
             }))),
             Ok(TypedMessage::Request(r)) => {
                 if let Some(legacy) = &self.legacy {
-                    legacy
-                        .answer(r.id, &r.method, r.params.map(|p| p.get()))
-                        .await;
+                    // Answered on a task of its own: the stream is read on meanwhile, and
+                    // a caller that stops reading does not lose the answer.
+                    tokio::spawn(legacy.clone().answer(
+                        r.id,
+                        r.method.into_owned(),
+                        r.params.map(|p| p.get().to_owned()),
+                    ));
                 }
                 Ok(None)
             }

@@ -86,6 +86,7 @@ impl LegacyTransport {
             client: self.client.clone(),
             headers,
             elicitor: self.elicitor.clone(),
+            session: self.session.clone(),
         };
         Ok((legacy, sent))
     }

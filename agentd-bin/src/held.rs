@@ -1,0 +1,530 @@
+//! One held server, on a task of its own: dialed at start and again on the join schedule
+//! while it is down, its changes watched, its subscriptions asked for (again, on their
+//! schedule, when that fails), a lost session dialed again on the session schedule, and
+//! closed when told to.
+//!
+//! Lost sessions take turns: one server is re-dialed at a time, in the order they were lost,
+//! so that a server that loses every session at once is not met with every re-dial at once.
+//! The re-dial handshake and each subscribe are bounded at [`MANAGEMENT`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_negotiate::listen::{ListenEvent, idle_limit};
+use mcp_negotiate::{Change, Connection, Error, Recovery, Watch};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until, timeout};
+
+use crate::config::Server;
+use crate::dial;
+use crate::log::{Level, event};
+use crate::metrics::Metrics;
+use crate::subscriptions::{Answer, Owned};
+
+/// The bound on a subscribe, an unsubscribe or a re-dial handshake made by the supervisor.
+pub(crate) const MANAGEMENT: Duration = Duration::from_secs(2);
+
+/// Dialing a server that was down at start: 1 s after the first failure, doubling to 60 s.
+const JOIN: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+/// Re-dialing a server that lost its session: 1 s, doubling to 30 s.
+const REDIAL: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+/// Opening the legacy GET stream again after it failed: the listen schedule, 250 ms
+/// doubling to 30 s.
+const STREAM: Backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
+
+/// A wait that doubles after each failure, up to a ceiling.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub(crate) const fn new(first: Duration, max: Duration) -> Self {
+        Self {
+            first,
+            max,
+            next: first,
+        }
+    }
+
+    /// The wait after one more failure.
+    pub(crate) fn fail(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(self.max);
+        wait
+    }
+
+    /// Back to the first wait, after a success.
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
+
+/// The error of a management call cut at its bound.
+pub(crate) fn unanswered() -> String {
+    format!(
+        "no answer within {}",
+        humantime::format_duration(MANAGEMENT)
+    )
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Why a held server is let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Running,
+    Shutdown,
+    Reload,
+}
+
+/// A subscribed resource changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Update {
+    pub(crate) server: String,
+    pub(crate) uri: String,
+}
+
+/// What every held server shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    instance: Arc<str>,
+    metrics: Arc<Metrics>,
+    /// Whose turn it is to re-dial a lost session (FIFO).
+    turn: Arc<Mutex<()>>,
+    updates: broadcast::Sender<Update>,
+}
+
+impl Shared {
+    pub(crate) fn new(instance: &str, metrics: Arc<Metrics>) -> Self {
+        Self {
+            instance: instance.into(),
+            metrics,
+            turn: Arc::default(),
+            updates: broadcast::channel(256).0,
+        }
+    }
+
+    /// Changes of subscribed resources, from every held server, from now on.
+    pub(crate) fn updates(&self) -> broadcast::Receiver<Update> {
+        self.updates.subscribe()
+    }
+
+    fn log(&self, level: Level, name: &str, fields: &[(&str, Value)]) {
+        event(&self.instance, level, name, fields);
+    }
+}
+
+/// An owner's order about a subscription, answered once it was tried.
+#[derive(Debug)]
+enum Order {
+    Subscribe {
+        uri: String,
+        owner: String,
+        answer: oneshot::Sender<Answer>,
+    },
+    Release {
+        uri: String,
+        owner: String,
+        answer: oneshot::Sender<Answer>,
+    },
+}
+
+/// A held server: its configuration and the task that holds it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) server: Server,
+    stop: watch::Sender<Stop>,
+    orders: mpsc::Sender<Order>,
+    connection: watch::Receiver<Option<Arc<Connection>>>,
+    task: JoinHandle<()>,
+}
+
+impl Held {
+    /// Starts holding `server`; `reason` is why it is dialed when it is not the first dial
+    /// of the process (`reload`).
+    pub(crate) fn start(shared: &Shared, server: Server, reason: Option<&'static str>) -> Self {
+        let (stop, stopped) = watch::channel(Stop::Running);
+        let (connected, connection) = watch::channel(None);
+        let (orders, ordered) = mpsc::channel(16);
+        let task = tokio::spawn(
+            Task {
+                shared: shared.clone(),
+                server: server.clone(),
+                stop: stopped,
+                orders: ordered,
+                connected,
+            }
+            .run(reason),
+        );
+        Self {
+            server,
+            stop,
+            orders,
+            connection,
+            task,
+        }
+    }
+
+    /// The connection, once the server is connected; `None` when it was let go first.
+    pub(crate) async fn connection(&self) -> Option<Arc<Connection>> {
+        let mut connection = self.connection.clone();
+        let held = connection.wait_for(Option::is_some).await.ok()?;
+        held.clone()
+    }
+
+    /// `owner` wants `uri`: subscribed once the server is connected, unless another owner
+    /// has it subscribed already. The first try's outcome; a try that failed in a way that
+    /// may pass is tried again on the subscription schedule, and every subscription is asked
+    /// for again on a new session.
+    pub(crate) async fn subscribe(&self, uri: &str, owner: &str) -> Answer {
+        let (answer, answered) = oneshot::channel();
+        let order = Order::Subscribe {
+            uri: uri.to_owned(),
+            owner: owner.to_owned(),
+            answer,
+        };
+        self.order(order, answered).await
+    }
+
+    /// `owner` lets `uri` go: released (`mcp.unsubscribed`) when no owner wants it.
+    pub(crate) async fn release(&self, uri: &str, owner: &str) -> Answer {
+        let (answer, answered) = oneshot::channel();
+        let order = Order::Release {
+            uri: uri.to_owned(),
+            owner: owner.to_owned(),
+            answer,
+        };
+        self.order(order, answered).await
+    }
+
+    async fn order(&self, order: Order, answered: oneshot::Receiver<Answer>) -> Answer {
+        let gone = || "the server is no longer held".to_owned();
+        self.orders.send(order).await.map_err(|_| gone())?;
+        answered.await.map_err(|_| gone())?
+    }
+
+    /// Lets the server go; the task ends once its connection is closed.
+    pub(crate) fn stop(self, why: Stop) -> JoinHandle<()> {
+        let _ = self.stop.send(why);
+        self.task
+    }
+}
+
+/// The task holding one server.
+struct Task {
+    shared: Shared,
+    server: Server,
+    stop: watch::Receiver<Stop>,
+    orders: mpsc::Receiver<Order>,
+    connected: watch::Sender<Option<Arc<Connection>>>,
+}
+
+impl Task {
+    fn running(&self) -> bool {
+        *self.stop.borrow() == Stop::Running
+    }
+
+    /// Sleeps for `wait`; `false` when told to stop first.
+    async fn sleep(&mut self, wait: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            _ = self.stop.changed() => false,
+        }
+    }
+
+    async fn run(mut self, reason: Option<&'static str>) {
+        let Some(connection) = self.join(reason).await else {
+            return;
+        };
+        self.connected.send_replace(Some(connection.clone()));
+        self.watch(&connection).await;
+        if *self.stop.borrow() == Stop::Reload {
+            self.shared.log(
+                Level::Info,
+                "mcp.disconnect",
+                &[
+                    ("server", json!(self.server.name)),
+                    ("reason", json!("reload")),
+                ],
+            );
+        }
+        let _ = connection.close().await;
+    }
+
+    /// Dials until the server answers (on the join schedule after a failure), or until told
+    /// to stop.
+    async fn join(&mut self, reason: Option<&'static str>) -> Option<Arc<Connection>> {
+        let instance = self.shared.instance.clone();
+        let mut backoff = JOIN;
+        let mut joining = false;
+        loop {
+            let why = reason.or(joining.then_some("joined"));
+            match dial::connect(&instance, &self.server, Recovery::ByOwner).await {
+                Ok(connection) => {
+                    dial::connected(&instance, &self.server.name, &connection, why);
+                    if joining {
+                        self.shared.log(
+                            Level::Info,
+                            "mcp.joined",
+                            &[("server", json!(self.server.name))],
+                        );
+                    }
+                    return Some(Arc::new(connection));
+                }
+                // It answered the handshake; its tools could not be listed.
+                Err(e) if joining && !matches!(e, Error::Negotiation(_)) => {
+                    self.shared.log(
+                        Level::Warn,
+                        "mcp.join.refused",
+                        &[
+                            ("server", json!(self.server.name)),
+                            ("errors", json!([mcp_wire::log_text(&e.to_string())])),
+                        ],
+                    );
+                }
+                Err(e) => dial::failed(
+                    &instance,
+                    &self.server.name,
+                    &e.to_string(),
+                    why,
+                    Some(&self.shared.metrics),
+                ),
+            }
+            joining = true;
+            if !self.sleep(backoff.fail()).await {
+                return None;
+            }
+        }
+    }
+
+    /// Watches the connection until told to stop: changes logged and passed on,
+    /// subscriptions asked for, a lost session dialed again.
+    async fn watch(&mut self, connection: &Arc<Connection>) {
+        let mut watch = Watch::new(connection.clone());
+        let mut pushing = true;
+        let mut stream = STREAM;
+        let mut stream_logged = false;
+        let mut owned = Owned::new(&self.server.name);
+        let shared = self.shared.clone();
+        let log = move |level: Level, name: &str, fields: &[(&str, Value)]| {
+            shared.log(level, name, fields);
+        };
+        while self.running() {
+            let retry_at = owned.retry_at();
+            tokio::select! {
+                change = watch.next(), if pushing => match change {
+                    Ok(Some(change)) => {
+                        stream.reset();
+                        stream_logged = false;
+                        self.on_change(change);
+                    }
+                    Ok(None) => pushing = false,
+                    Err(Error::Transport(mcp_transport::Error::SessionLost)) => {
+                        if !self.redial(connection).await {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let wait = stream.fail();
+                        if !std::mem::replace(&mut stream_logged, true) {
+                            self.shared.log(Level::Warn, "mcp.listen.unavailable", &[
+                                ("server", json!(self.server.name)),
+                                ("reason", json!(mcp_wire::log_text(&e.to_string()))),
+                                ("retry_ms", json!(millis(wait))),
+                            ]);
+                        }
+                        if !self.sleep(wait).await {
+                            return;
+                        }
+                    }
+                },
+                Some(order) = self.orders.recv() => match order {
+                    Order::Subscribe { uri, owner, answer } => {
+                        let _ = answer.send(owned.subscribe(&mut watch, &uri, &owner).await);
+                    }
+                    Order::Release { uri, owner, answer } => {
+                        let _ = answer.send(owned.release(&mut watch, &uri, &owner, &log).await);
+                    }
+                },
+                () = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
+                    owned.retry(&mut watch, &log).await;
+                }
+                _ = self.stop.changed() => {}
+            }
+        }
+    }
+
+    /// The session is lost: `mcp.disconnect`, then dialed again on the session schedule, one
+    /// server at a time. `false` when told to stop first.
+    async fn redial(&mut self, connection: &Connection) -> bool {
+        let instance = self.shared.instance.clone();
+        let name = self.server.name.clone();
+        self.shared.log(
+            Level::Warn,
+            "mcp.disconnect",
+            &[("server", json!(name)), ("reason", json!("session_lost"))],
+        );
+        let mut backoff = REDIAL;
+        loop {
+            if !self.sleep(backoff.fail()).await {
+                return false;
+            }
+            let turn = self.shared.turn.clone();
+            let _turn = tokio::select! {
+                turn = turn.lock() => turn,
+                _ = self.stop.changed() => return false,
+            };
+            let err = match timeout(MANAGEMENT, connection.redial()).await {
+                Ok(Ok(())) => {
+                    dial::connected(&instance, &name, connection, Some("session_lost"));
+                    return true;
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!(
+                    "no answer within {}",
+                    humantime::format_duration(MANAGEMENT)
+                ),
+            };
+            dial::failed(
+                &instance,
+                &name,
+                &err,
+                Some("session_lost"),
+                Some(&self.shared.metrics),
+            );
+        }
+    }
+
+    fn on_change(&self, change: Change) {
+        let server = json!(self.server.name);
+        match change {
+            Change::ToolsChanged => self.shared.log(
+                Level::Info,
+                "mcp.tools_changed",
+                &[
+                    ("server", server),
+                    ("note", json!("takes effect at the next reload")),
+                ],
+            ),
+            Change::ResourceUpdated { uri } => {
+                let _ = self.shared.updates.send(Update {
+                    server: self.server.name.clone(),
+                    uri,
+                });
+            }
+            Change::Listen(listen) => self.on_listen(listen),
+            _ => {}
+        }
+    }
+
+    /// The reference's Listens table.
+    fn on_listen(&self, listen: ListenEvent) {
+        let server = ("server", json!(self.server.name));
+        let (level, name, fields) = match listen {
+            ListenEvent::Ended {
+                reason: "idle",
+                retry_ms,
+            } => {
+                let idle = idle_limit(self.server.timeout);
+                let detail = format!("nothing heard for {}", humantime::format_duration(idle));
+                (
+                    Level::Info,
+                    "mcp.listen.ended",
+                    vec![
+                        server,
+                        ("reason", json!("idle")),
+                        ("detail", json!(detail)),
+                        ("retry_ms", json!(retry_ms)),
+                    ],
+                )
+            }
+            ListenEvent::Ended { reason, retry_ms } => (
+                Level::Warn,
+                "mcp.listen.ended",
+                vec![
+                    server,
+                    ("reason", json!(reason)),
+                    ("retry_ms", json!(retry_ms)),
+                ],
+            ),
+            ListenEvent::Resumed => (Level::Info, "mcp.listen.resumed", vec![server]),
+            ListenEvent::Narrowed { dropped } => {
+                let dropped: Vec<String> = dropped.iter().map(|u| mcp_wire::log_text(u)).collect();
+                (
+                    Level::Warn,
+                    "mcp.listen.narrowed",
+                    vec![server, ("dropped", json!(dropped))],
+                )
+            }
+            ListenEvent::Unavailable { reason, retry_ms } => (
+                Level::Warn,
+                "mcp.listen.unavailable",
+                vec![
+                    server,
+                    ("reason", json!(mcp_wire::log_text(&reason))),
+                    ("retry_ms", json!(retry_ms)),
+                ],
+            ),
+            ListenEvent::FlagsRefused { flags } => (
+                Level::Warn,
+                "mcp.listen.flags_refused",
+                vec![
+                    server,
+                    (
+                        "reason",
+                        json!(format!("not acknowledged: {}", flags.join(", "))),
+                    ),
+                ],
+            ),
+            // Logged once; never asked for again, so there is no retry.
+            ListenEvent::Refused { code } => (
+                Level::Warn,
+                "mcp.listen.unavailable",
+                vec![
+                    server,
+                    (
+                        "reason",
+                        json!(format!("refused ({code}); not asked for again")),
+                    ),
+                    ("retry_ms", Value::Null),
+                ],
+            ),
+            _ => return,
+        };
+        self.shared.log(level, name, &fields);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_double_to_their_ceilings() {
+        let secs = |b: &mut Backoff, n: usize| -> Vec<u64> {
+            (0..n).map(|_| b.fail().as_millis() as u64).collect()
+        };
+        assert_eq!(
+            secs(&mut JOIN.clone(), 8),
+            [1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000]
+        );
+        assert_eq!(
+            secs(&mut REDIAL.clone(), 7),
+            [1000, 2000, 4000, 8000, 16000, 30000, 30000]
+        );
+        let mut stream = STREAM;
+        assert_eq!(
+            secs(&mut stream, 9),
+            [250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]
+        );
+        stream.reset();
+        assert_eq!(stream.fail(), Duration::from_millis(250));
+    }
+}

@@ -1,0 +1,189 @@
+//! What the process tests share: temporary configuration files, and `agentd run` as a child
+//! process whose NDJSON log lines are read as they come.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A file removed when dropped.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    /// Writes `text` to a fresh file.
+    pub fn new(text: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("agentd-test-{}-{n}.toml", std::process::id()));
+        std::fs::write(&path, text).expect("a temp file");
+        Self(path)
+    }
+
+    /// Replaces the file's text.
+    pub fn write(&self, text: &str) {
+        std::fs::write(&self.0, text).expect("the temp file");
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn to_str(&self) -> Option<&str> {
+        self.0.to_str()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `agentd run --config PATH` as a child process; SIGKILLed if still running when dropped.
+pub struct Daemon {
+    child: Child,
+    lines: mpsc::Receiver<(Instant, Value)>,
+    /// Every log line read so far, with when it was read.
+    pub seen: Vec<(Instant, Value)>,
+}
+
+impl Daemon {
+    pub fn run(config: &TempFile) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["run", "--config", config.to_str().unwrap()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agentd starts");
+        let (tx, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                if tx.send((Instant::now(), value)).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line of `event` (for `server`, when given), waiting up to 15 s for it.
+    pub fn wait_for(&mut self, event: &str, server: Option<&str>) -> Value {
+        self.wait_for_nth(event, server, 1)
+    }
+
+    /// The `n`th line of `event` (for `server`, when given), waiting up to 15 s for it.
+    pub fn wait_for_nth(&mut self, event: &str, server: Option<&str>, n: usize) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some((_, v)) = self.matching(event, server).nth(n - 1) {
+                return v.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {event} #{n} for {server:?}: {:#?}",
+                self.seen.iter().map(|(_, v)| v).collect::<Vec<_>>()
+            );
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                self.seen.push(line);
+            }
+        }
+    }
+
+    /// The lines of `event` (for `server`, when given) read so far.
+    pub fn matching<'a>(
+        &'a self,
+        event: &'a str,
+        server: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a (Instant, Value)> + 'a {
+        self.seen
+            .iter()
+            .filter(move |(_, v)| v["event"] == event && server.is_none_or(|s| v["server"] == s))
+    }
+
+    /// When the first line of `event` for `server` was read.
+    pub fn when(&self, event: &str, server: Option<&str>) -> Instant {
+        self.matching(event, server).next().expect("the line").0
+    }
+
+    /// The address of the daemon's HTTP listener (`http.listening`).
+    pub fn listener(&mut self) -> String {
+        let line = self.wait_for("http.listening", None);
+        line["addr"].as_str().unwrap().to_owned()
+    }
+
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Sends SIGTERM and waits up to ten seconds for the process to exit; the lines it
+    /// wrote until then are read.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("TERM");
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "agentd did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push(line);
+        }
+        status
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plain HTTP/1.1 GET, the whole answer as text.
+pub fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).expect("the listener");
+    write!(
+        tcp,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// A configuration with `head` (TOML before the servers) and one `[[mcp.servers]]` per entry.
+pub fn config(head: &str, servers: &[(&str, String)]) -> String {
+    let mut text = String::from(head);
+    for (name, url) in servers {
+        text.push_str(&format!(
+            "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{url}\"\n"
+        ));
+    }
+    text
+}
