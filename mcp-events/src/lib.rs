@@ -1,4 +1,24 @@
-//! MCP Events (SEP-3415, draft) for MCP clients.
+//! MCP Events (SEP-3415, draft) for MCP clients: the pure parts.
 //!
-//! This crate is not implemented yet and exports nothing. It will hold the binding state machine
-//! (poll and webhook), the Standard Webhooks verifier, deduplication and cursor handling.
+//! - [`webhook`]: the signing secret of a webhook subscription and the Standard Webhooks
+//!   check every delivery passes before its body is used.
+//! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
+//! - [`occurrence`]: an occurrence checked against the bounds and written once as the
+//!   reference's Stream event.
+//! - [`schedule`]: the retry and poll waits, with their jitter.
+//! - [`time`]: the RFC 3339 timestamps the wire carries.
+//! - [`limits`]: every bound and schedule the reference names.
+//!
+//! Nothing here does IO, reads a clock or draws randomness: time and randomness are passed
+//! in. The wire types are `mcp_wire::events`.
+
+mod dedup;
+mod error;
+pub mod limits;
+pub mod occurrence;
+pub mod schedule;
+pub mod time;
+pub mod webhook;
+
+pub use dedup::Dedup;
+pub use error::{Bound, Error};

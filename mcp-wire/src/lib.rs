@@ -43,6 +43,7 @@
 //! assert!(!result.is_error());
 //! ```
 
+pub mod base64;
 mod capabilities;
 mod completion;
 mod content;

@@ -14,7 +14,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mcp_wire::events::EventsError;
+use mcp_wire::events::{
+    EventsError, ListEventsResult, PollParams, PollResult, SubscribeEventsParams,
+    SubscribeEventsResult, UnsubscribeEventsParams,
+};
 use mcp_wire::{
     CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
     DiscoverParams, DiscoverResult, ElicitRequestParams, ElicitResult, EmptyResult, Error,
@@ -70,6 +73,12 @@ kinds! {
     complete_result => check_result::<CompleteResult>();
     empty_result => check_result::<EmptyResult>();
     elicit_result => check_result::<ElicitResult>();
+    list_events_result => check_result::<ListEventsResult>();
+    poll_params => check_params::<PollParams>(&["events/poll"]);
+    poll_result => check_result::<PollResult>();
+    subscribe_events_params => check_params::<SubscribeEventsParams>(&["events/subscribe"]);
+    subscribe_events_result => check_result::<SubscribeEventsResult>();
+    unsubscribe_events_params => check_params::<UnsubscribeEventsParams>(&["events/unsubscribe"]);
     server_notification => check_server_notifications();
     client_notification => check_client_notifications();
     error_response => check_error_responses();

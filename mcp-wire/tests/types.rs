@@ -1187,3 +1187,45 @@ fn log_text_cuts_at_200_bytes_on_a_char_boundary() {
         assert!(got.len() <= LOG_TEXT_MAX);
     }
 }
+
+#[test]
+fn webhook_bodies_are_occurrences_or_envelopes() {
+    use mcp_wire::events::WebhookBody;
+    let occurrence = WebhookBody::decode(
+        br#"{"eventId":"e1","name":"t","timestamp":"2026-11-30T06:00:00Z","data":{"a":1},"cursor":"c1"}"#,
+    )
+    .unwrap();
+    let WebhookBody::Occurrence(o) = occurrence else {
+        panic!("{occurrence:?}")
+    };
+    assert_eq!(
+        (o.event_id.as_str(), o.cursor),
+        ("e1", Some(Some("c1".into())))
+    );
+    assert_eq!(
+        WebhookBody::decode(br#"{"type":"verification","challenge":"n0nce"}"#).unwrap(),
+        WebhookBody::Verification {
+            challenge: "n0nce".into()
+        }
+    );
+    let WebhookBody::Terminated { error } = WebhookBody::decode(
+        br#"{"type":"terminated","error":{"code":-32024,"message":"revoked"}}"#,
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(error.code, -32024);
+    for bad in [
+        &br#"[]"#[..],
+        br#"{"type":"party"}"#,
+        br#"{"type":"gap","cursor":5}"#,
+        br#"{"eventId":"e1","name":"t"}"#,
+        b"not json",
+    ] {
+        assert!(
+            WebhookBody::decode(bad).is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+}

@@ -2,7 +2,7 @@
 # Installs the real MCP server peers used by the agentd-tests crate
 # (tests/src/peers.rs) from the package registries:
 #
-#   <dir>/venv/        python venv: mcp 2.3.0 + uvicorn   (pins: tests/peers/requirements.txt)
+#   <dir>/venv/        python venv: mcp 2.3.0 + uvicorn, standardwebhooks   (pins: tests/peers/requirements.txt)
 #   <dir>/everything/  npm prefix:  @modelcontextprotocol/server-everything 2026.8.31
 #                                   (pins: tests/peers/everything/package{,-lock}.json)
 #   <dir>/node22/      npm prefix:  node 22.23.3, the npm registry's node binary package
@@ -55,7 +55,7 @@ py_pins="$here/requirements.txt"
 venv="$dir/venv"
 py_ok() {
     cmp -s "$py_pins" "$venv/$stamp_name" &&
-        "$venv/bin/python" -c 'import mcp.server.mcpserver, uvicorn' >/dev/null 2>&1
+        "$venv/bin/python" -c 'import mcp.server.mcpserver, uvicorn, standardwebhooks' >/dev/null 2>&1
 }
 if py_ok; then
     say "python peer: up to date in $venv, skipping"
@@ -68,8 +68,8 @@ else
     say "python peer: pip install -r $py_pins"
     "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off -r "$py_pins" ||
         die "pip install of the python peer failed (see above)"
-    "$venv/bin/python" -c 'import mcp.server.mcpserver, uvicorn' ||
-        die "the python peer venv was installed but does not import mcp/uvicorn"
+    "$venv/bin/python" -c 'import mcp.server.mcpserver, uvicorn, standardwebhooks' ||
+        die "the python peer venv was installed but does not import mcp/uvicorn/standardwebhooks"
     cp "$py_pins" "$venv/$stamp_name"
 fi
 say "python peer: $("$venv/bin/python" -c 'import importlib.metadata as m, sys

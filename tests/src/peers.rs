@@ -116,11 +116,18 @@ pub fn python_stateless(json: bool) -> Peer {
     python_peer(json, true)
 }
 
-fn python_peer(json: bool, stateless: bool) -> Peer {
-    let dir = peers_dir();
-    let venv = dir.join("venv");
+/// The Python of the peers' venv (with `mcp` and `standardwebhooks`, pinned). Panics if it
+/// is not installed, naming the install command.
+pub fn python_exe() -> PathBuf {
+    let venv = peers_dir().join("venv");
     let exe = venv.join("bin").join("python");
     require_installed("python (mcp 2.3.0)", &venv.join(STAMP), PY_PINS, &exe);
+    exe
+}
+
+fn python_peer(json: bool, stateless: bool) -> Peer {
+    let dir = peers_dir();
+    let exe = python_exe();
     let mut cmd = Command::new(&exe);
     cmd.arg("-u")
         .arg(peers_src().join("py_server.py"))

@@ -1,0 +1,159 @@
+//! Duplicate detection: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
+//!
+//! Ids are kept as their SHA-256, so a window holds 4096 small keys whatever the ids' sizes.
+//! When the window is full, the oldest id is let go before its time and counted
+//! ([`Dedup::evicted`], `agent_mcp_events_dedup_evicted_total`).
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use mcp_events::Dedup;
+//!
+//! let start = Instant::now();
+//! let mut seen = Dedup::new();
+//! assert!(seen.insert("evt_1", start));
+//! assert!(!seen.insert("evt_1", start + Duration::from_secs(60))); // a duplicate
+//! assert!(seen.insert("evt_1", start + Duration::from_secs(35 * 60))); // out of the window
+//! ```
+
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use ring::digest;
+
+use crate::limits::{DEDUP_IDS, DEDUP_WINDOW};
+
+type Key = [u8; 32];
+
+/// The ids one binding saw recently.
+#[derive(Debug, Clone)]
+pub struct Dedup {
+    window: Duration,
+    capacity: usize,
+    keys: HashSet<Key>,
+    /// The keys in the order they were first seen, with when.
+    order: VecDeque<(Instant, Key)>,
+    evicted: u64,
+}
+
+impl Default for Dedup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Dedup {
+    /// The reference's window: 35 minutes, 4096 ids.
+    pub fn new() -> Self {
+        Self::with_bounds(DEDUP_WINDOW, DEDUP_IDS)
+    }
+
+    /// A window of `window` and at most `capacity` ids (at least one).
+    pub fn with_bounds(window: Duration, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        Self {
+            window,
+            capacity,
+            keys: HashSet::with_capacity(capacity),
+            order: VecDeque::with_capacity(capacity),
+            evicted: 0,
+        }
+    }
+
+    /// Records `id`, seen at `now`: `false` when it was seen inside the window (a duplicate;
+    /// its time is not renewed).
+    pub fn insert(&mut self, id: &str, now: Instant) -> bool {
+        self.expire(now);
+        let key = key(id);
+        if self.keys.contains(&key) {
+            return false;
+        }
+        if self.order.len() == self.capacity
+            && let Some((_, oldest)) = self.order.pop_front()
+        {
+            self.keys.remove(&oldest);
+            self.evicted += 1;
+        }
+        self.keys.insert(key);
+        self.order.push_back((now, key));
+        true
+    }
+
+    /// Whether `id` was seen inside the window, as of `now`.
+    pub fn contains(&self, id: &str, now: Instant) -> bool {
+        let key = key(id);
+        self.order
+            .iter()
+            .rev()
+            .take_while(|(at, _)| now.saturating_duration_since(*at) < self.window)
+            .any(|(_, k)| *k == key)
+    }
+
+    /// Ids let go before their time because the window was full.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Ids held.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether no id is held.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some((at, key)) = self.order.front() {
+            if now.saturating_duration_since(*at) < self.window {
+                break;
+            }
+            self.keys.remove(key);
+            self.order.pop_front();
+        }
+    }
+}
+
+fn key(id: &str) -> Key {
+    let mut key = [0u8; 32];
+    key.copy_from_slice(digest::digest(&digest::SHA256, id.as_bytes()).as_ref());
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_holds_4096_ids_and_counts_what_it_lets_go() {
+        let start = Instant::now();
+        let mut seen = Dedup::new();
+        for i in 0..DEDUP_IDS {
+            assert!(seen.insert(&format!("e{i}"), start));
+        }
+        assert_eq!((seen.len(), seen.evicted()), (4096, 0));
+        assert!(
+            !seen.insert("e0", start),
+            "at the bound, the first is still held"
+        );
+        assert!(seen.insert("e4096", start), "one past the bound");
+        assert_eq!((seen.len(), seen.evicted()), (4096, 1));
+        assert!(!seen.contains("e0", start), "the oldest was let go");
+        assert!(seen.insert("e0", start), "so it is new again");
+        assert_eq!(seen.evicted(), 2);
+    }
+
+    #[test]
+    fn ids_leave_the_window_after_35_minutes() {
+        let start = Instant::now();
+        let mut seen = Dedup::new();
+        assert!(seen.insert("a", start));
+        let just_inside = start + DEDUP_WINDOW - Duration::from_millis(1);
+        assert!(!seen.insert("a", just_inside));
+        assert!(seen.contains("a", just_inside));
+        assert!(!seen.contains("a", start + DEDUP_WINDOW));
+        assert!(seen.insert("a", start + DEDUP_WINDOW));
+        assert_eq!(seen.len(), 1, "the expired one was dropped");
+        assert_eq!(seen.evicted(), 0, "expiry is no eviction");
+    }
+}

@@ -1,0 +1,100 @@
+//! What can be refused, in this crate's words.
+
+use std::fmt;
+
+/// A size the reference bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Bound {
+    /// One occurrence, or one webhook body: 256 KiB, and at most `store.max_value_bytes`.
+    Occurrence,
+    /// An `eventId`: 1 KiB.
+    EventId,
+    /// A stored cursor: 4 KiB.
+    Cursor,
+}
+
+impl Bound {
+    /// Its name in a log line's `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Occurrence => "occurrence",
+            Self::EventId => "event_id",
+            Self::Cursor => "cursor",
+        }
+    }
+}
+
+/// Why an occurrence, a webhook delivery or a secret is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A Standard Webhooks header is missing, or is not text.
+    MissingHeader {
+        /// The header.
+        name: &'static str,
+    },
+    /// `webhook-timestamp` is not a Unix time in whole seconds.
+    BadTimestamp,
+    /// `webhook-timestamp` is further than 5 minutes from now.
+    Stale {
+        /// How far, in seconds (negative: in the future).
+        age_secs: i64,
+    },
+    /// No signature of `webhook-signature` is the HMAC of the delivery under a current
+    /// secret.
+    BadSignature,
+    /// A secret is not `whsec_` and the base64 of 24 to 64 bytes.
+    BadSecret,
+    /// Past a bound.
+    TooLarge {
+        /// Which.
+        bound: Bound,
+        /// The size met, in bytes.
+        size: usize,
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// Not an occurrence, or not a delivery body (a JSON object, an occurrence or a control
+    /// envelope).
+    Malformed {
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// The `cause` of an occurrence refused with this error (`mcp.events.rejected`):
+    /// `oversize` or `malformed`.
+    pub fn cause(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "oversize",
+            _ => "malformed",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingHeader { name } => write!(f, "the delivery has no {name} header"),
+            Self::BadTimestamp => f.write_str("webhook-timestamp is not a Unix time in seconds"),
+            Self::Stale { age_secs } => {
+                write!(
+                    f,
+                    "webhook-timestamp is {age_secs} s from now, past 5 minutes"
+                )
+            }
+            Self::BadSignature => f.write_str("no signature matches the delivery"),
+            Self::BadSecret => f.write_str("a secret is not whsec_ and base64 of 24 to 64 bytes"),
+            Self::TooLarge { bound, size, limit } => write!(
+                f,
+                "{} of {size} bytes is past its bound of {limit}",
+                bound.as_str()
+            ),
+            Self::Malformed { detail } => write!(f, "malformed: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,278 @@
+//! An occurrence on its way into a stream: checked against the bounds, then written once as
+//! the reference's Stream event.
+//!
+//! ```
+//! use mcp_events::occurrence::{Target, check, stream_event};
+//! use mcp_wire::RawJson;
+//! use mcp_wire::events::EventOccurrence;
+//!
+//! let target = Target { server: "tickets", event: "ticket.created", stream: "tickets", subscription: "b1" };
+//! let data = RawJson::from_text(r#"{"id":7}"#).unwrap();
+//! let o = EventOccurrence::new("e1", "ticket.created", "2026-11-30T06:00:00Z", data);
+//! check(&o, 262_144).unwrap();
+//! let mut record = Vec::new();
+//! stream_event(&target, &o, true, &mut record);
+//! let v: serde_json::Value = serde_json::from_slice(&record).unwrap();
+//! assert_eq!(v["id"], "mcp/tickets/ticket.created/e1");
+//! assert_eq!(v["data"]["payload"]["id"], 7);
+//! ```
+
+use std::fmt::Write as _;
+
+use mcp_wire::events::EventOccurrence;
+use ring::digest;
+use serde_json::value::RawValue;
+
+use crate::limits::{CURSOR_MAX, EVENT_ID_MAX, OCCURRENCE_MAX};
+use crate::{Bound, Error};
+
+/// The longest stream event id kept as it is; a longer one names the `eventId` by its
+/// SHA-256.
+pub const STREAM_ID_MAX: usize = 200;
+
+/// Where a binding's occurrences go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The server's name in the configuration.
+    pub server: &'a str,
+    /// The event type.
+    pub event: &'a str,
+    /// The stream appended to (the binding's `into`).
+    pub stream: &'a str,
+    /// The binding's key, assigned by agentd.
+    pub subscription: &'a str,
+}
+
+/// The largest occurrence a store of `max_value_bytes` takes: 256 KiB, and at most that.
+pub fn occurrence_limit(max_value_bytes: usize) -> usize {
+    OCCURRENCE_MAX.min(max_value_bytes)
+}
+
+/// Checks an occurrence against the bounds (its `eventId` 1 KiB, its cursor 4 KiB, the
+/// whole of it [`occurrence_limit`]) and its shape (`data` an object, `timestamp` RFC 3339).
+pub fn check(o: &EventOccurrence, max_value_bytes: usize) -> Result<(), Error> {
+    bounded(Bound::EventId, o.event_id.len(), EVENT_ID_MAX)?;
+    if let Some(Some(cursor)) = &o.cursor {
+        check_cursor(cursor)?;
+    }
+    if !o.data.is_object() {
+        return Err(Error::Malformed {
+            detail: "data is not an object".into(),
+        });
+    }
+    if crate::time::unix_millis(&o.timestamp).is_none() {
+        return Err(Error::Malformed {
+            detail: "timestamp is not an RFC 3339 date-time".into(),
+        });
+    }
+    let mut size = Counter(0);
+    // Writing to a counter fails only if serialization does, which it cannot here.
+    let _ = serde_json::to_writer(&mut size, o);
+    bounded(Bound::Occurrence, size.0, occurrence_limit(max_value_bytes))
+}
+
+/// Checks a cursor before it is stored: 4 KiB at most.
+pub fn check_cursor(cursor: &str) -> Result<(), Error> {
+    bounded(Bound::Cursor, cursor.len(), CURSOR_MAX)
+}
+
+fn bounded(bound: Bound, size: usize, limit: usize) -> Result<(), Error> {
+    match size <= limit {
+        true => Ok(()),
+        false => Err(Error::TooLarge { bound, size, limit }),
+    }
+}
+
+/// The stream event id of an occurrence: `mcp/<server>/<type>/<eventId>`, or
+/// `mcp/<server>/<type>/sha256:<hex of the eventId's SHA-256>` when that would be longer than
+/// [`STREAM_ID_MAX`] bytes.
+pub fn stream_id(server: &str, event: &str, event_id: &str) -> String {
+    let plain = format!("mcp/{server}/{event}/{event_id}");
+    if plain.len() <= STREAM_ID_MAX {
+        return plain;
+    }
+    let hash = digest::digest(&digest::SHA256, event_id.as_bytes());
+    let mut id = format!("mcp/{server}/{event}/sha256:");
+    for byte in hash.as_ref() {
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}
+
+/// Writes the reference's Stream event for `o` into `out`, once: `id`, `source`, `stream`,
+/// `subject`, and `data` with the server, the type, the `eventId`, the timestamp, whether the
+/// payload passed its schema, the binding's key, and the payload verbatim.
+pub fn stream_event(target: &Target<'_>, o: &EventOccurrence, schema_ok: bool, out: &mut Vec<u8>) {
+    #[derive(serde::Serialize)]
+    struct Record<'a> {
+        id: String,
+        source: String,
+        stream: &'a str,
+        subject: &'a str,
+        data: Data<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Data<'a> {
+        server: &'a str,
+        event: &'a str,
+        event_id: &'a str,
+        occurred_at: &'a str,
+        schema_ok: bool,
+        subscription: &'a str,
+        payload: &'a RawValue,
+    }
+    let record = Record {
+        id: stream_id(target.server, target.event, &o.event_id),
+        source: format!("mcp:{}", target.server),
+        stream: target.stream,
+        subject: target.stream,
+        data: Data {
+            server: target.server,
+            event: target.event,
+            event_id: &o.event_id,
+            occurred_at: &o.timestamp,
+            schema_ok,
+            subscription: target.subscription,
+            payload: o.data.as_raw(),
+        },
+    };
+    // Strings and verbatim JSON always serialize.
+    let _ = serde_json::to_writer(out, &record);
+}
+
+/// Counts the bytes written.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_wire::RawJson;
+    use serde_json::Value;
+
+    use super::*;
+
+    fn occurrence(event_id: &str, data: &str) -> EventOccurrence {
+        EventOccurrence::new(
+            event_id,
+            "t",
+            "2026-11-30T06:00:00Z",
+            RawJson::from_text(data).unwrap(),
+        )
+    }
+
+    #[test]
+    fn bounds_hold_at_the_limit_and_refuse_one_past() {
+        assert!(check(&occurrence(&"e".repeat(1024), "{}"), 1 << 20).is_ok());
+        assert_eq!(
+            check(&occurrence(&"e".repeat(1025), "{}"), 1 << 20),
+            Err(Error::TooLarge {
+                bound: Bound::EventId,
+                size: 1025,
+                limit: 1024
+            })
+        );
+        let mut o = occurrence("e", "{}");
+        o.cursor = Some(Some("c".repeat(4096)));
+        assert!(check(&o, 1 << 20).is_ok());
+        o.cursor = Some(Some("c".repeat(4097)));
+        assert_eq!(check(&o, 1 << 20).unwrap_err().cause(), "oversize");
+
+        // The whole occurrence, as JSON: 256 KiB, or the store's bound when smaller.
+        let base = occurrence("e", r#"{"x":""}"#);
+        let overhead = serde_json::to_vec(&base).unwrap().len();
+        let sized =
+            |n: usize| occurrence("e", &format!(r#"{{"x":"{}"}}"#, "a".repeat(n - overhead)));
+        assert!(check(&sized(OCCURRENCE_MAX), usize::MAX).is_ok());
+        assert_eq!(
+            check(&sized(OCCURRENCE_MAX + 1), usize::MAX),
+            Err(Error::TooLarge {
+                bound: Bound::Occurrence,
+                size: OCCURRENCE_MAX + 1,
+                limit: OCCURRENCE_MAX
+            })
+        );
+        assert!(check(&sized(1000), 1000).is_ok());
+        assert!(check(&sized(1001), 1000).is_err());
+    }
+
+    #[test]
+    fn a_payload_that_is_not_an_object_or_a_bad_timestamp_is_malformed() {
+        for data in ["[]", "1", "\"x\"", "null"] {
+            assert_eq!(
+                check(&occurrence("e", data), 1 << 20).unwrap_err().cause(),
+                "malformed"
+            );
+        }
+        let mut o = occurrence("e", "{}");
+        o.timestamp = "yesterday".into();
+        assert_eq!(check(&o, 1 << 20).unwrap_err().cause(), "malformed");
+    }
+
+    #[test]
+    fn stream_ids_are_hashed_past_200_bytes() {
+        let at = |n: usize| stream_id("s", "t", &"x".repeat(n));
+        // "mcp/s/t/" is 8 bytes.
+        assert_eq!(at(192).len(), 200);
+        assert!(at(192).ends_with(&"x".repeat(192)));
+        let hashed = at(193);
+        assert!(hashed.starts_with("mcp/s/t/sha256:"), "{hashed}");
+        assert_eq!(hashed.len(), "mcp/s/t/sha256:".len() + 64);
+        assert_eq!(
+            stream_id("s", "t", &"x".repeat(193)),
+            hashed,
+            "the same id hashes the same"
+        );
+        assert_eq!(stream_id("s", "t", "abc"), "mcp/s/t/abc",);
+        // sha256("abc"), the FIPS 180-2 example, past the bound.
+        let long = stream_id(&"s".repeat(200), "t", "abc");
+        assert!(long.ends_with("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    }
+
+    #[test]
+    fn the_stream_event_has_the_reference_shape() {
+        let target = Target {
+            server: "tickets",
+            event: "ticket.created",
+            stream: "inbox",
+            subscription: "b-1",
+        };
+        let o = occurrence("e1", r#"{"n": 1, "deep": {"k": [1,2]}}"#);
+        let mut out = Vec::new();
+        stream_event(&target, &o, false, &mut out);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "id": "mcp/tickets/ticket.created/e1",
+                "source": "mcp:tickets",
+                "stream": "inbox",
+                "subject": "inbox",
+                "data": {
+                    "server": "tickets",
+                    "event": "ticket.created",
+                    "event_id": "e1",
+                    "occurred_at": "2026-11-30T06:00:00Z",
+                    "schema_ok": false,
+                    "subscription": "b-1",
+                    "payload": {"n": 1, "deep": {"k": [1, 2]}}
+                }
+            })
+        );
+        // The payload is written verbatim, whitespace and all.
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains(r#"{"n": 1, "deep": {"k": [1,2]}}"#)
+        );
+    }
+}
