@@ -1,7 +1,8 @@
 //! `agentd run` as a process, against reference servers and the Python SDK's server: a
-//! server down at start joins on the schedule, a lost session is dialed again on its
-//! schedule, a listen ended by the server is logged and held again, reloads add, remove and
-//! refuse, and SIGTERM drains (a legacy session is ended with DELETE) and exits 0.
+//! server down at start, then refused a join (its tools unlisted), joins on the schedule; a
+//! lost session is dialed again on its schedule; a listen ended by the server is logged and
+//! held again; reloads add, remove and refuse; and SIGTERM drains (a legacy session is ended
+//! with DELETE) and exits 0.
 
 mod common;
 
@@ -27,9 +28,17 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     legacy.modern = false;
     let steady = ReferenceServer::start(legacy).await;
     let late = ReferenceServer::start(Options::default()).await;
-    // Down for the first two dials: the probe and the fallback both refused.
-    late.script("server/discover", Fault::Status(503, None), Times::N(2));
-    late.script("initialize", Fault::Status(503, None), Times::N(2));
+    // Down for the first dial (the probe and the fallback both refused); then it answers
+    // the handshake but not the listing of its tools; then it joins.
+    late.script("server/discover", Fault::Status(503, None), Times::Once);
+    late.script("initialize", Fault::Status(503, None), Times::Once);
+    let unlisted = Fault::RpcError {
+        status: 200,
+        code: -32603,
+        message: "catalogue\u{1b}[31m offline".into(),
+        data: None,
+    };
+    late.script("tools/list", unlisted, Times::Once);
     let file = TempFile::new(&config(
         "instance = \"run\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
         &[("steady", steady.url()), ("late", late.url())],
@@ -38,15 +47,25 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     agentd.wait_for("mcp.connect", Some("steady"));
     agentd.wait_for("mcp.joined", Some("late"));
 
-    // Two failed dials of the late server, 1 s apart, then the join 2 s after the second.
+    // A failed dial, a refused join 1 s later, then the join 2 s after that.
     let fails: Vec<Instant> = agentd
         .matching("mcp.connect.fail", Some("late"))
         .map(|(t, _)| *t)
         .collect();
-    assert_eq!(fails.len(), 2, "{:?}", agentd.seen);
-    about(fails[0], fails[1], Duration::from_secs(1));
+    assert_eq!(fails.len(), 1, "{:?}", agentd.seen);
+    let refused = agentd.wait_for("mcp.join.refused", Some("late"));
+    assert_eq!(refused["level"], "warn");
+    let errors = refused["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{refused}");
+    let error = errors[0].as_str().unwrap();
+    assert!(
+        error.contains("catalogue") && !error.contains('\u{1b}'),
+        "{refused}"
+    );
+    let refused_at = agentd.when("mcp.join.refused", Some("late"));
+    about(fails[0], refused_at, Duration::from_secs(1));
     about(
-        fails[1],
+        refused_at,
         agentd.when("mcp.joined", Some("late")),
         Duration::from_secs(2),
     );
@@ -64,7 +83,7 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("agent_mcp_connect_failures_total{server=\"late\"} 2"),
+        metrics.contains("agent_mcp_connect_failures_total{server=\"late\"} 1"),
         "{metrics}"
     );
     assert!(!metrics.contains("server=\"steady\""), "{metrics}");
