@@ -1,6 +1,6 @@
 //! Dialing a configured server as the supervisor does, and the log lines a dial makes.
 
-use mcp_negotiate::{Connection, Dialer, Error, Kind, Recovery};
+use mcp_negotiate::{Catalog, Connection, Dialer, Error, Kind, Recovery};
 use mcp_transport::driver::Config as TransportConfig;
 use serde_json::{Value, json};
 
@@ -46,6 +46,11 @@ pub(crate) fn connected(
         fields.push(("reason", json!(reason)));
     }
     event(instance, Level::Info, "mcp.connect", &fields);
+    dropped(instance, server, &catalog);
+}
+
+/// `mcp.tool.dropped` for each tool a listing left out.
+pub(crate) fn dropped(instance: &str, server: &str, catalog: &Catalog) {
     for dropped in catalog.dropped() {
         let reason = dropped.reason.to_string();
         event(

@@ -134,6 +134,8 @@ enum Order {
         owner: String,
         answer: oneshot::Sender<Answer>,
     },
+    /// List the tools again (a reload rebuilds the catalogue).
+    Relist,
 }
 
 /// A held server: its configuration and the task that holds it.
@@ -208,6 +210,12 @@ impl Held {
         let gone = || "the server is no longer held".to_owned();
         self.orders.send(order).await.map_err(|_| gone())?;
         answered.await.map_err(|_| gone())?
+    }
+
+    /// Lists the server's tools again once it is connected (a reload rebuilds the
+    /// catalogue); an order already waiting is enough.
+    pub(crate) fn relist(&self) {
+        let _ = self.orders.try_send(Order::Relist);
     }
 
     /// Lets the server go; the task ends once its connection is closed.
@@ -352,6 +360,7 @@ impl Task {
                     Order::Release { uri, owner, answer } => {
                         let _ = answer.send(owned.release(&mut watch, &uri, &owner, &log).await);
                     }
+                    Order::Relist => self.relist(connection).await,
                 },
                 () = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
                     owned.retry(&mut watch, &log).await;
@@ -399,6 +408,23 @@ impl Task {
                 Some("session_lost"),
                 Some(&self.shared.metrics),
             );
+        }
+    }
+
+    /// Lists the tools again: the catalogue as the server has it now. A failure keeps the
+    /// current catalogue (`mcp.tools_refresh_failed`).
+    async fn relist(&self, connection: &Connection) {
+        let instance = &*self.shared.instance;
+        match connection.refresh_tools().await {
+            Ok(catalog) => dial::dropped(instance, &self.server.name, &catalog),
+            Err(e) => self.shared.log(
+                Level::Warn,
+                "mcp.tools_refresh_failed",
+                &[(
+                    "err",
+                    json!(mcp_wire::log_text(&format!("{}: {e}", self.server.name))),
+                )],
+            ),
         }
     }
 

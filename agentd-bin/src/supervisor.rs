@@ -10,8 +10,9 @@
 //!
 //! SIGHUP reloads: the file is read again; an invalid one is refused (`reload.refused`, with
 //! the error) and the supervisor keeps running on the old configuration; else the servers
-//! removed or changed are closed (`mcp.disconnect`, reason `reload`), and the new or changed
-//! ones dialed (`mcp.connect`, reason `reload`); the others are left as they are.
+//! removed or changed are closed (`mcp.disconnect`, reason `reload`), the new or changed
+//! ones dialed (`mcp.connect`, reason `reload`), and the others list their tools again (the
+//! catalogue is rebuilt; a failed listing keeps the current one, `mcp.tools_refresh_failed`).
 //!
 //! With `webhooks.listen` set, the daemon's HTTP listener serves `GET /metrics` (bound once at
 //! start; a reload does not move it), and says where (`http.listening`, with the address).
@@ -111,7 +112,8 @@ pub(crate) async fn drain(tasks: impl Iterator<Item = JoinHandle<()>>, bound: Du
     .await;
 }
 
-/// Closes the servers removed or changed, and dials the new or changed ones.
+/// Closes the servers removed or changed, dials the new or changed ones, and lists the
+/// tools of the others again: the catalogue is rebuilt.
 fn reload(held: &mut BTreeMap<String, Held>, new: &Config, shared: &Shared) {
     let gone: Vec<String> = held
         .iter()
@@ -129,11 +131,12 @@ fn reload(held: &mut BTreeMap<String, Held>, new: &Config, shared: &Shared) {
         }
     }
     for server in &new.servers {
-        if !held.contains_key(&server.name) {
-            held.insert(
-                server.name.clone(),
-                Held::start(shared, server.clone(), Some("reload")),
-            );
+        match held.get(&server.name) {
+            Some(kept) => kept.relist(),
+            None => {
+                let started = Held::start(shared, server.clone(), Some("reload"));
+                held.insert(server.name.clone(), started);
+            }
         }
     }
 }

@@ -94,6 +94,25 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     steady.change_tools().await;
     let changed = agentd.wait_for("mcp.tools_changed", Some("steady"));
     assert_eq!(changed["note"], "takes effect at the next reload");
+    // It does: a reload of the same file lists the kept servers' tools again.
+    let lists = |server: &ReferenceServer| {
+        server
+            .methods()
+            .iter()
+            .filter(|m| *m == "tools/list")
+            .count()
+    };
+    let before = (lists(&steady), lists(&late));
+    agentd.signal("HUP");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lists(&steady) == before.0 || lists(&late) == before.1 {
+        assert!(
+            Instant::now() < deadline,
+            "not listed again: {before:?} {:?}",
+            (lists(&steady), lists(&late))
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     // The late server (2026-07-28) ends the listen: logged, and held again.
     while late.listens() == 0 {
