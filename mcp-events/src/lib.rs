@@ -1,5 +1,7 @@
 //! MCP Events (SEP-3415, draft) for MCP clients: the pure parts.
 //!
+//! - [`binding`]: one binding's machine: refusals, mode, polls and their schedule, intake
+//!   into batches committed with their cursor.
 //! - [`webhook`]: the signing secret of a webhook subscription and the Standard Webhooks
 //!   check every delivery passes before its body is used.
 //! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
@@ -12,6 +14,7 @@
 //! Nothing here does IO, reads a clock or draws randomness: time and randomness are passed
 //! in. The wire types are `mcp_wire::events`.
 
+pub mod binding;
 mod dedup;
 mod error;
 pub mod limits;

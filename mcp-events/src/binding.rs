@@ -1,0 +1,728 @@
+//! One binding: a server's event type appended into a stream. The pure machine: the driver
+//! tells it what the connection and the listing came to and what each request answered, asks
+//! it what to send and when, commits what it hands over, and logs what it reports.
+//!
+//! ```
+//! use std::time::Instant;
+//! use mcp_events::binding::{Action, Binding, Config, Listing};
+//! use mcp_wire::events::{DeliveryMode, EventType, PollResult};
+//!
+//! let mut binding = Binding::new(Config::new("tickets", "ticket.created", "inbox"), None);
+//! let now = Instant::now();
+//! binding.on_connection(true, true);
+//! let types = [EventType::new("ticket.created", &[DeliveryMode::Poll])];
+//! binding.on_listing(Listing::Types(&types), now);
+//! let Some(Action::Poll(params)) = binding.poll_action(now) else { panic!() };
+//! assert_eq!(params.cursor, None); // from now
+//! let batch = binding.on_poll(Ok(PollResult::new(vec![], Some("c1".into()))), now, 0, 7);
+//! binding.on_committed(true, now);
+//! assert_eq!(batch.cursor.as_deref(), Some("c1"));
+//! ```
+//!
+//! Poll: `events/poll` for at most 50 occurrences from the stored cursor; the next poll after
+//! the server's `nextPollMs` (1 s to 15 min, 30 s when it names none, ±10%), or at once
+//! while it says `hasMore` and the page held something new, ten times in a row at most. A
+//! failed request is asked again on the retry schedule. Each page's occurrences are checked
+//! against the bounds, deduplicated, checked against the type's payload schema and written
+//! as Stream events; they and the page's cursor form one [`Batch`] the driver commits in one
+//! transaction before anything else is sent ([`Binding::on_committed`]).
+//!
+//! Webhook delivery is not built yet: a binding that lists `webhook` first uses the next mode
+//! it lists.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::time::Instant;
+
+use jsonschema::Validator;
+use mcp_wire::events::{DeliveryMode, EventType, PollParams, PollResult, code};
+use mcp_wire::{ErrorObject, log_text};
+use serde_json::{Map, Value};
+
+use crate::Dedup;
+use crate::limits::{POLL_BURST_MAX, POLL_MAX_EVENTS};
+use crate::occurrence::{Target, check, check_cursor, stream_event};
+use crate::schedule::{Retry, jitter, poll_wait};
+
+/// What a binding is: which event of which server goes into which stream, how.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The binding's key, assigned by agentd (`data.subscription` of its Stream events).
+    pub key: String,
+    /// The server's name in the configuration.
+    pub server: String,
+    /// The event type.
+    pub event: String,
+    /// The stream its occurrences are appended to.
+    pub into: String,
+    /// The subscription's arguments.
+    pub arguments: Map<String, Value>,
+    /// The operator's order of delivery modes.
+    pub delivery: Vec<DeliveryMode>,
+    /// `store.max_value_bytes`.
+    pub max_value_bytes: usize,
+}
+
+impl Config {
+    /// A poll binding of `event` on `server` into `into`, keyed `<server>/<event>/<into>`,
+    /// without arguments, with the reference's default value bound (256 KiB).
+    pub fn new(server: &str, event: &str, into: &str) -> Self {
+        Self {
+            key: format!("{server}/{event}/{into}"),
+            server: server.to_owned(),
+            event: event.to_owned(),
+            into: into.to_owned(),
+            arguments: Map::new(),
+            delivery: vec![DeliveryMode::Poll],
+            max_value_bytes: crate::limits::OCCURRENCE_MAX,
+        }
+    }
+}
+
+/// Why a binding cannot work (`mcp.events.refused`, `reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The connection reached 2025-11-25.
+    Revision,
+    /// The server does not declare the events extension.
+    NoCapability,
+    /// `events/list` answered -32601.
+    MethodNotFound,
+    /// The listing does not name the type.
+    UnknownEvent,
+    /// No listed mode is one the type offers and agentd supports.
+    NoCommonMode,
+    /// The arguments fail the type's input schema, or the server answered -32602.
+    InvalidArguments,
+    /// The server answered -32024.
+    Forbidden,
+    /// The server answered -32026 for the delivery mode.
+    NotSupported,
+    /// The listing ran past 20 pages or 1000 types.
+    ListTooLarge,
+}
+
+impl Refusal {
+    /// Its `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Revision => "revision",
+            Self::NoCapability => "no_capability",
+            Self::MethodNotFound => "method_not_found",
+            Self::UnknownEvent => "unknown_event",
+            Self::NoCommonMode => "no_common_mode",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Forbidden => "forbidden",
+            Self::NotSupported => "not_supported",
+            Self::ListTooLarge => "list_too_large",
+        }
+    }
+}
+
+/// What listing the server's event types came to.
+#[derive(Debug, Clone, Copy)]
+pub enum Listing<'a> {
+    /// Every type, every page.
+    Types(&'a [EventType]),
+    /// `events/list` answered -32601.
+    MethodNotFound,
+    /// Past 20 pages or 1000 types.
+    TooLarge,
+}
+
+/// How an `events/*` request failed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The server could not be reached, or the connection broke.
+    Transport(String),
+    /// No answer inside the request's bound.
+    Timeout,
+    /// A status without a JSON-RPC error (a 5xx).
+    Status(u16),
+    /// A JSON-RPC error.
+    Rpc(ErrorObject),
+}
+
+impl Failure {
+    fn code(&self) -> Option<i64> {
+        match self {
+            Self::Rpc(e) => Some(e.code),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Self::Transport(e) => e.clone(),
+            Self::Timeout => "no answer within 30 s".to_owned(),
+            Self::Status(status) => format!("HTTP {status}"),
+            Self::Rpc(e) => format!("{} {}", e.code, e.message),
+        }
+    }
+}
+
+/// What to send now.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Action {
+    /// `events/poll`.
+    Poll(PollParams),
+    /// List the server's event types again (the type was removed or changed in place); the
+    /// binding waits for [`Binding::on_listing`].
+    Relist,
+}
+
+/// Why intake is held (`mcp.events.paused`, `cause`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Pause {
+    /// The daemon is under pressure.
+    Pressure,
+    /// The binding's rate is spent.
+    Rate,
+    /// The store did not take the last batch.
+    StoreDegraded,
+}
+
+impl Pause {
+    /// Its `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pressure => "pressure",
+            Self::Rate => "rate",
+            Self::StoreDegraded => "store_degraded",
+        }
+    }
+}
+
+/// A line for the log (the reference's MCP Events table), with the binding's `server` and
+/// `event_type` implied. Text from the server is made safe already.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Log {
+    /// `mcp.events.armed`.
+    Armed {
+        /// The mode.
+        mode: DeliveryMode,
+        /// Whether it went on from a stored cursor.
+        cursor_present: bool,
+    },
+    /// `mcp.events.refused` (error): logged once per cause.
+    Refused {
+        /// Why.
+        reason: Refusal,
+        /// What the server or the schema said, if anything.
+        detail: String,
+    },
+    /// `mcp.events.poll.fail` (warn; error for -32020).
+    PollFailed {
+        /// The JSON-RPC code, if the server answered one.
+        code: Option<i64>,
+        /// What failed.
+        err: String,
+        /// When the poll is sent again.
+        retry_ms: u64,
+    },
+    /// `mcp.events.paused`.
+    Paused {
+        /// Why.
+        cause: Pause,
+        /// More.
+        detail: String,
+    },
+    /// `mcp.events.resumed`.
+    Resumed {
+        /// Why it was paused.
+        cause: Pause,
+    },
+    /// `mcp.events.gap`: `truncated`, `no_replay` or `schema_changed`.
+    Gap {
+        /// The cause.
+        cause: &'static str,
+    },
+    /// `mcp.events.rejected`: the cursor moves past it.
+    Rejected {
+        /// The occurrence's `eventId` (safe, cut).
+        event_id: String,
+        /// `oversize` or `malformed`.
+        cause: &'static str,
+    },
+    /// `mcp.events.schema_mismatch`: appended with `schema_ok: false`.
+    SchemaMismatch {
+        /// The occurrence's `eventId` (safe, cut).
+        event_id: String,
+    },
+}
+
+/// What happened to occurrences and requests, for the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Appended (committed).
+    pub appended: u64,
+    /// Passed over as duplicates.
+    pub duplicate: u64,
+    /// Not appended: oversize or malformed.
+    pub rejected: u64,
+    /// Appended with `schema_ok: false`.
+    pub schema_mismatch: u64,
+    /// Requests by method and outcome (`ok`, `refused`, `failed`).
+    pub requests: BTreeMap<(&'static str, &'static str), u64>,
+    /// Gaps by cause.
+    pub gaps: BTreeMap<&'static str, u64>,
+    /// The last append's lag: its time minus the server's timestamp, in milliseconds.
+    pub lag_ms: Option<i64>,
+}
+
+/// One occurrence written as its Stream event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The server's `eventId`.
+    pub event_id: String,
+    /// The Stream event, JSON.
+    pub bytes: Vec<u8>,
+}
+
+/// What to commit in one transaction: the records appended to the binding's stream, and the
+/// cursor stored with them (`None`: poll from now next time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// The records, in order.
+    pub records: Vec<Record>,
+    /// The cursor after them.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for the connection's revision and capability, then the listing.
+    Unarmed,
+    /// The listing must be made again first.
+    Relist,
+    Refused(Refusal),
+    /// The next request is due at this time.
+    Due(Instant),
+    /// A request is out.
+    InFlight,
+    /// A batch is being committed; the next request is due at this time after it.
+    Committing(Instant),
+    /// Intake is held; resumed at this time (store) or when told (pressure, rate).
+    Paused(Pause, Option<Instant>),
+}
+
+/// One binding. See the [module docs](self).
+#[derive(Debug)]
+pub struct Binding {
+    config: Config,
+    state: State,
+    mode: Option<DeliveryMode>,
+    /// The stored cursor.
+    cursor: Option<String>,
+    /// The ids of the batch being committed.
+    committing: Vec<String>,
+    committing_cursor: Option<String>,
+    retry: Retry,
+    burst: u32,
+    dedup: Dedup,
+    payload: Option<Validator>,
+    armed_logged: bool,
+    no_replay_logged: bool,
+    refusal_logged: Option<Refusal>,
+    logs: VecDeque<Log>,
+    stats: Stats,
+}
+
+impl Binding {
+    /// A binding, going on from `cursor` (the stored one, if any).
+    pub fn new(config: Config, cursor: Option<String>) -> Self {
+        Self {
+            config,
+            state: State::Unarmed,
+            mode: None,
+            cursor,
+            committing: Vec::new(),
+            committing_cursor: None,
+            retry: Retry::new(),
+            burst: 0,
+            dedup: Dedup::new(),
+            payload: None,
+            armed_logged: false,
+            no_replay_logged: false,
+            refusal_logged: None,
+            logs: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The binding's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The stored cursor.
+    pub fn cursor(&self) -> Option<&str> {
+        self.cursor.as_deref()
+    }
+
+    /// The mode chosen, once armed.
+    pub fn mode(&self) -> Option<DeliveryMode> {
+        self.mode
+    }
+
+    /// Why it is refused, if it is.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self.state {
+            State::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// What happened so far, for the metrics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Ids let go from the dedup window before their time.
+    pub fn dedup_evicted(&self) -> u64 {
+        self.dedup.evicted()
+    }
+
+    /// The connection was (re)dialed: `modern` when it reached 2026-07-28, `capability` when
+    /// the server declares the events extension. Decides afresh: a refusal of the last
+    /// connection is lifted, and the binding waits for the listing.
+    pub fn on_connection(&mut self, modern: bool, capability: bool) {
+        self.mode = None;
+        match (modern, capability) {
+            (false, _) => self.refuse(Refusal::Revision, String::new()),
+            (true, false) => self.refuse(Refusal::NoCapability, String::new()),
+            (true, true) => self.state = State::Unarmed,
+        }
+    }
+
+    /// The server's event types were listed (again). A refusal the listing can lift is
+    /// lifted; a binding already polling goes on.
+    pub fn on_listing(&mut self, listing: Listing<'_>, now: Instant) {
+        if matches!(
+            self.state,
+            State::Refused(Refusal::Revision | Refusal::NoCapability)
+        ) {
+            return;
+        }
+        let ty = match listing {
+            Listing::MethodNotFound => return self.refuse(Refusal::MethodNotFound, String::new()),
+            Listing::TooLarge => return self.refuse(Refusal::ListTooLarge, String::new()),
+            Listing::Types(types) => match types.iter().find(|t| t.name == self.config.event) {
+                Some(ty) => ty,
+                None => return self.refuse(Refusal::UnknownEvent, String::new()),
+            },
+        };
+        let Some(mode) = self
+            .config
+            .delivery
+            .iter()
+            .copied()
+            .find(|m| *m == DeliveryMode::Poll && ty.offers(*m))
+        else {
+            return self.refuse(Refusal::NoCommonMode, String::new());
+        };
+        if let Some(schema) = &ty.input_schema
+            && let Err(detail) = check_arguments(schema.get(), &self.config.arguments)
+        {
+            return self.refuse(Refusal::InvalidArguments, detail);
+        }
+        // A payload schema that does not compile checks nothing.
+        self.payload = ty
+            .payload_schema
+            .as_ref()
+            .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
+            .and_then(|s| jsonschema::validator_for(&s).ok());
+        self.refusal_logged = None;
+        let armed = matches!(
+            self.state,
+            State::Due(_) | State::InFlight | State::Committing(_) | State::Paused(..)
+        );
+        if !armed || self.mode != Some(mode) {
+            self.mode = Some(mode);
+            self.state = State::Due(now);
+        }
+    }
+
+    /// What to send now, if anything.
+    pub fn poll_action(&mut self, now: Instant) -> Option<Action> {
+        match self.state {
+            State::Relist => {
+                self.state = State::Unarmed;
+                Some(Action::Relist)
+            }
+            State::Paused(cause, Some(at)) if now >= at => {
+                self.logs.push_back(Log::Resumed { cause });
+                self.state = State::Due(now);
+                self.poll_action(now)
+            }
+            State::Due(at) if now >= at => {
+                self.state = State::InFlight;
+                let mut params = PollParams::new(
+                    self.config.event.clone(),
+                    self.config.arguments.clone(),
+                    self.cursor.clone(),
+                );
+                params.max_events = Some(POLL_MAX_EVENTS);
+                Some(Action::Poll(params))
+            }
+            _ => None,
+        }
+    }
+
+    /// When [`Binding::poll_action`] has something to say next, if it will.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Due(at) | State::Paused(_, Some(at)) => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The next line to log.
+    pub fn poll_log(&mut self) -> Option<Log> {
+        self.logs.pop_front()
+    }
+
+    /// A poll answered. On success, the batch to commit (then [`Binding::on_committed`]);
+    /// on failure an empty one, and the poll is asked again on its schedule. `wall_ms` is the
+    /// Unix time in milliseconds (for the lag); `random` moves the next wait by up to ±10%.
+    pub fn on_poll(
+        &mut self,
+        answer: Result<PollResult, Failure>,
+        now: Instant,
+        wall_ms: i64,
+        random: u32,
+    ) -> Batch {
+        if self.state != State::InFlight {
+            return Batch::default();
+        }
+        let page = match answer {
+            Ok(page) => page,
+            Err(failure) => {
+                self.on_failure(&failure, now, random);
+                return Batch::default();
+            }
+        };
+        self.count_request("ok");
+        if !self.armed_logged {
+            self.armed_logged = true;
+            self.logs.push_back(Log::Armed {
+                mode: DeliveryMode::Poll,
+                cursor_present: self.cursor.is_some(),
+            });
+        }
+        let target = Target {
+            server: &self.config.server,
+            event: &self.config.event,
+            stream: &self.config.into,
+            subscription: &self.config.key,
+        };
+        let mut records = Vec::new();
+        let mut batch_ids = HashSet::new();
+        for o in &page.events {
+            if let Err(e) = check(o, self.config.max_value_bytes) {
+                self.stats.rejected += 1;
+                self.logs.push_back(Log::Rejected {
+                    event_id: log_text(&o.event_id),
+                    cause: e.cause(),
+                });
+                continue;
+            }
+            if self.dedup.contains(&o.event_id, now) || !batch_ids.insert(o.event_id.as_str()) {
+                self.stats.duplicate += 1;
+                continue;
+            }
+            let schema_ok = self.payload.as_ref().is_none_or(|v| {
+                serde_json::from_str::<Value>(o.data.get()).is_ok_and(|d| v.is_valid(&d))
+            });
+            if !schema_ok {
+                self.stats.schema_mismatch += 1;
+                self.logs.push_back(Log::SchemaMismatch {
+                    event_id: log_text(&o.event_id),
+                });
+            }
+            if let Some(at) = crate::time::unix_millis(&o.timestamp) {
+                self.stats.lag_ms = Some(wall_ms.saturating_sub(at));
+            }
+            let mut bytes = Vec::with_capacity(o.data.get().len() + 256);
+            stream_event(&target, o, schema_ok, &mut bytes);
+            records.push(Record {
+                event_id: o.event_id.clone(),
+                bytes,
+            });
+        }
+        let cursor = match page.cursor {
+            Some(c) if check_cursor(&c).is_err() => {
+                // Not storable: the next poll starts from now.
+                self.stats.rejected += 1;
+                self.logs.push_back(Log::Rejected {
+                    event_id: page
+                        .events
+                        .last()
+                        .map_or_else(String::new, |o| log_text(&o.event_id)),
+                    cause: "oversize",
+                });
+                None
+            }
+            Some(c) => Some(c),
+            None => {
+                if !std::mem::replace(&mut self.no_replay_logged, true) {
+                    self.gap("no_replay");
+                }
+                None
+            }
+        };
+        if page.truncated {
+            self.gap("truncated");
+        }
+        let next = match page.has_more && !records.is_empty() && self.burst < POLL_BURST_MAX {
+            true => {
+                self.burst += 1;
+                now
+            }
+            false => {
+                self.burst = 0;
+                now + jitter(poll_wait(page.next_poll_ms), random)
+            }
+        };
+        self.committing = records.iter().map(|r| r.event_id.clone()).collect();
+        self.committing_cursor = cursor.clone();
+        self.state = State::Committing(next);
+        Batch { records, cursor }
+    }
+
+    /// The driver committed the last batch (`true`), or the store did not take it: then
+    /// intake pauses (`store_degraded`) with the stored cursor kept, and resumes on the retry
+    /// schedule, polling again from where the store stands.
+    pub fn on_committed(&mut self, committed: bool, now: Instant) {
+        let State::Committing(next) = self.state else {
+            return;
+        };
+        let ids = std::mem::take(&mut self.committing);
+        let cursor = self.committing_cursor.take();
+        if committed {
+            self.stats.appended += ids.len() as u64;
+            for id in &ids {
+                self.dedup.insert(id, now);
+            }
+            self.cursor = cursor;
+            self.retry.reset();
+            self.state = State::Due(next);
+        } else {
+            let wait = self.retry.next_failure(false);
+            self.logs.push_back(Log::Paused {
+                cause: Pause::StoreDegraded,
+                detail: "the store did not take the batch".into(),
+            });
+            self.state = State::Paused(Pause::StoreDegraded, Some(now + wait));
+        }
+    }
+
+    /// Holds intake for `cause` (pressure, or the binding's rate), the cursor kept.
+    pub fn pause(&mut self, cause: Pause, detail: &str) {
+        if matches!(
+            self.state,
+            State::Due(_) | State::Committing(_) | State::InFlight
+        ) {
+            self.logs.push_back(Log::Paused {
+                cause,
+                detail: detail.to_owned(),
+            });
+            self.state = State::Paused(cause, None);
+        }
+    }
+
+    /// Lifts a pause for `cause`; intake goes on at once.
+    pub fn resume(&mut self, cause: Pause, now: Instant) {
+        if self.state == State::Paused(cause, None) {
+            self.logs.push_back(Log::Resumed { cause });
+            self.state = State::Due(now);
+        }
+    }
+
+    fn on_failure(&mut self, failure: &Failure, now: Instant, random: u32) {
+        let data_reason = |e: &ErrorObject| {
+            e.data
+                .as_ref()
+                .and_then(|d| d.get("reason"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let refusal = match failure {
+            Failure::Rpc(e) => match e.code {
+                mcp_wire::code::METHOD_NOT_FOUND => Some(Refusal::MethodNotFound),
+                mcp_wire::code::INVALID_PARAMS => Some(Refusal::InvalidArguments),
+                code::EVENTS_FORBIDDEN => Some(Refusal::Forbidden),
+                code::EVENTS_UNSUPPORTED if data_reason(e).as_deref() == Some("schema_changed") => {
+                    self.count_request("failed");
+                    self.gap("schema_changed");
+                    self.state = State::Relist;
+                    return;
+                }
+                code::EVENTS_UNSUPPORTED => Some(Refusal::NotSupported),
+                code::EVENTS_NOT_FOUND => {
+                    self.count_request("failed");
+                    self.state = State::Relist;
+                    return;
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(reason) = refusal {
+            self.count_request("refused");
+            let detail = match failure {
+                Failure::Rpc(e) => log_text(&e.message),
+                _ => String::new(),
+            };
+            return self.refuse(reason, detail);
+        }
+        self.count_request("failed");
+        let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
+        let wait = jitter(self.retry.next_failure(exhausted), random);
+        self.logs.push_back(Log::PollFailed {
+            code: failure.code(),
+            err: log_text(&failure.text()),
+            retry_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        });
+        self.state = State::Due(now + wait);
+    }
+
+    fn refuse(&mut self, reason: Refusal, detail: String) {
+        self.state = State::Refused(reason);
+        if self.refusal_logged != Some(reason) {
+            self.refusal_logged = Some(reason);
+            self.logs.push_back(Log::Refused { reason, detail });
+        }
+    }
+
+    fn gap(&mut self, cause: &'static str) {
+        *self.stats.gaps.entry(cause).or_default() += 1;
+        self.logs.push_back(Log::Gap { cause });
+    }
+
+    fn count_request(&mut self, outcome: &'static str) {
+        *self
+            .stats
+            .requests
+            .entry((mcp_wire::method::EVENTS_POLL, outcome))
+            .or_default() += 1;
+    }
+}
+
+/// Checks `arguments` against an input schema; the first error, made safe, when they fail.
+fn check_arguments(schema: &str, arguments: &Map<String, Value>) -> Result<(), String> {
+    let schema: Value = serde_json::from_str(schema).map_err(|e| log_text(&e.to_string()))?;
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|e| log_text(&format!("schema: {e}")))?;
+    let arguments = Value::Object(arguments.clone());
+    match validator.iter_errors(&arguments).next() {
+        None => Ok(()),
+        Some(e) => Err(log_text(&e.to_string())),
+    }
+}
