@@ -2,6 +2,7 @@
 //!
 //! - [`binding`]: one binding's machine: refusals, mode, polls and their schedule, intake
 //!   into batches committed with their cursor.
+//! - [`listing`]: `events/list` paged to the end within its bounds, and listed again.
 //! - [`webhook`]: the signing secret of a webhook subscription and the Standard Webhooks
 //!   check every delivery passes before its body is used.
 //! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
@@ -16,6 +17,7 @@
 
 pub mod binding;
 mod dedup;
+pub mod listing;
 mod error;
 pub mod limits;
 pub mod occurrence;

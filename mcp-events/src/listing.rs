@@ -1,0 +1,198 @@
+//! Listing a server's event types: `events/list` paged to the end, 20 pages or 1000 types at
+//! most, and listed again every 15 minutes (or sooner, when asked: a reload, the server's
+//! `list_changed`, a binding whose type went away).
+//!
+//! ```
+//! use std::time::Instant;
+//! use mcp_events::listing::{Lister, Step};
+//! use mcp_wire::events::{DeliveryMode, EventType, ListEventsResult};
+//! use mcp_wire::Cursor;
+//!
+//! let now = Instant::now();
+//! let mut lister = Lister::new(now);
+//! assert_eq!(lister.poll_request(now), Some(None)); // the first page
+//! let page = ListEventsResult::new(vec![EventType::new("a", &[DeliveryMode::Poll])], None);
+//! let Step::Done(types) = lister.on_page(page, now) else { panic!() };
+//! assert_eq!(types.len(), 1);
+//! assert_eq!(lister.poll_request(now), None); // not again for 15 minutes
+//! ```
+
+use std::time::Instant;
+
+use mcp_wire::Cursor;
+use mcp_wire::events::{EventType, ListEventsResult};
+
+use crate::limits::{LIST_PAGES_MAX, LIST_TYPES_MAX, RELIST_EVERY};
+use crate::schedule::Retry;
+
+/// What a page came to.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Ask for the next page.
+    More,
+    /// The listing is whole.
+    Done(Vec<EventType>),
+    /// Past 20 pages or 1000 types: `list_too_large`.
+    TooLarge,
+}
+
+/// The listing of one server's event types.
+#[derive(Debug, Clone)]
+pub struct Lister {
+    /// The listing is due at this time (`None`: a page is out, or it is not due).
+    due: Option<Instant>,
+    /// The types so far, and the cursor of the next page, while a listing is under way.
+    partial: Option<(Vec<EventType>, usize, Option<Cursor>)>,
+    in_flight: bool,
+    retry: Retry,
+}
+
+impl Lister {
+    /// A lister due at `now`.
+    pub fn new(now: Instant) -> Self {
+        Self {
+            due: Some(now),
+            partial: None,
+            in_flight: false,
+            retry: Retry::new(),
+        }
+    }
+
+    /// Lists again as soon as the current listing (if any) is done: a reload, the server's
+    /// `notifications/events/list_changed`, a type that went away.
+    pub fn again(&mut self, now: Instant) {
+        if self.partial.is_none() && !self.in_flight {
+            self.due = Some(now);
+        }
+    }
+
+    /// The page to ask for now (`Some(None)` is the first page), if any.
+    pub fn poll_request(&mut self, now: Instant) -> Option<Option<Cursor>> {
+        if self.in_flight {
+            return None;
+        }
+        if let Some((_, _, cursor)) = &self.partial {
+            self.in_flight = true;
+            return Some(cursor.clone());
+        }
+        match self.due {
+            Some(at) if now >= at => {
+                self.due = None;
+                self.partial = Some((Vec::new(), 0, None));
+                self.in_flight = true;
+                Some(None)
+            }
+            _ => None,
+        }
+    }
+
+    /// When a listing is due next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.due
+    }
+
+    /// A page arrived.
+    pub fn on_page(&mut self, page: ListEventsResult, now: Instant) -> Step {
+        self.in_flight = false;
+        let Some((mut types, pages, _)) = self.partial.take() else {
+            return Step::More;
+        };
+        let pages = pages + 1;
+        types.extend(page.items);
+        if pages > LIST_PAGES_MAX || types.len() > LIST_TYPES_MAX {
+            self.finish(now);
+            return Step::TooLarge;
+        }
+        match page.next_cursor {
+            Some(cursor) => {
+                self.partial = Some((types, pages, Some(cursor)));
+                Step::More
+            }
+            None => {
+                self.finish(now);
+                Step::Done(types)
+            }
+        }
+    }
+
+    /// The listing failed (the page is asked for again, from the first, on the retry
+    /// schedule); the wait before it, before jitter.
+    pub fn on_failure(&mut self, now: Instant, exhausted: bool) -> std::time::Duration {
+        self.in_flight = false;
+        self.partial = None;
+        let wait = self.retry.next_failure(exhausted);
+        self.due = Some(now + wait);
+        wait
+    }
+
+    fn finish(&mut self, now: Instant) {
+        self.retry.reset();
+        self.due = Some(now + RELIST_EVERY);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcp_wire::events::DeliveryMode;
+
+    use super::*;
+
+    fn page(n: usize, next: Option<&str>) -> ListEventsResult {
+        let items = (0..n)
+            .map(|i| EventType::new(format!("t{i}"), &[DeliveryMode::Poll]))
+            .collect();
+        ListEventsResult::new(items, next.map(|c| Cursor(c.to_owned())))
+    }
+
+    fn list(pages: usize, per_page: usize) -> Step {
+        let now = Instant::now();
+        let mut l = Lister::new(now);
+        let mut step = Step::More;
+        for p in 0..pages {
+            assert!(l.poll_request(now).is_some(), "page {p}");
+            let next = (p + 1 < pages).then_some("next");
+            step = l.on_page(page(per_page, next), now);
+        }
+        step
+    }
+
+    #[test]
+    fn twenty_pages_and_a_thousand_types_at_most() {
+        assert!(matches!(list(20, 1), Step::Done(t) if t.len() == 20));
+        assert_eq!(list(21, 1), Step::TooLarge);
+        assert!(matches!(list(10, 100), Step::Done(t) if t.len() == 1000));
+        assert_eq!(list(1, 1001), Step::TooLarge);
+    }
+
+    #[test]
+    fn pages_follow_their_cursor_and_the_listing_comes_back_every_15_minutes() {
+        let now = Instant::now();
+        let mut l = Lister::new(now);
+        assert_eq!(l.poll_request(now), Some(None));
+        assert_eq!(l.poll_request(now), None, "one page at a time");
+        assert_eq!(l.on_page(page(1, Some("")), now), Step::More);
+        assert_eq!(l.poll_request(now), Some(Some(Cursor(String::new()))));
+        assert!(matches!(l.on_page(page(1, None), now), Step::Done(t) if t.len() == 2));
+        assert_eq!(l.poll_timeout(), Some(now + RELIST_EVERY));
+        assert_eq!(l.poll_request(now + RELIST_EVERY - Duration::from_millis(1)), None);
+        l.again(now);
+        assert_eq!(l.poll_request(now), Some(None), "asked for again");
+    }
+
+    #[test]
+    fn a_failed_listing_starts_again_on_the_retry_schedule() {
+        let now = Instant::now();
+        let mut l = Lister::new(now);
+        l.poll_request(now);
+        assert_eq!(l.on_page(page(1, Some("c")), now), Step::More);
+        l.poll_request(now);
+        assert_eq!(l.on_failure(now, false), Duration::from_secs(1));
+        assert_eq!(l.poll_request(now), None);
+        let at = now + Duration::from_secs(1);
+        assert_eq!(l.poll_request(at), Some(None), "from the first page");
+        assert_eq!(l.on_failure(at, false), Duration::from_secs(2));
+    }
+}
