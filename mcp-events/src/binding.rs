@@ -3,7 +3,7 @@
 //! it what to send and when, commits what it hands over, and logs what it reports.
 //!
 //! ```
-//! use std::time::Instant;
+//! use std::time::{Duration, Instant};
 //! use mcp_events::binding::{Action, Binding, Config, Listing};
 //! use mcp_wire::events::{DeliveryMode, EventType, PollResult};
 //!
@@ -27,21 +27,37 @@
 //! as Stream events; they and the page's cursor form one [`Batch`] the driver commits in one
 //! transaction before anything else is sent ([`Binding::on_committed`]).
 //!
-//! Webhook delivery is not built yet: a binding that lists `webhook` first uses the next mode
-//! it lists.
+//! Webhook: `events/subscribe` with the binding's callback URL and secret, the stored cursor
+//! and a 1 h lease, refreshed at 80% of what the server grants; the answer's cursor is
+//! committed like a page's. `deliveryStatus` is watched (`mcp.events.delivery_suspended`,
+//! and the subscription asked for again from the stored cursor; `mcp.events.throttled`).
+//! -32027 is `mcp.events.callback_failed`; five in a row move the binding to the next mode
+//! the operator listed (`mcp.events.mode_changed`) until a re-dial or a listing after a
+//! reload decides afresh. A refusal that may pass and is still outstanding after 5 minutes
+//! pauses the binding, its cursor kept, until a listing or a re-dial. Each delivery, checked
+//! by the receiver's signature check first, is taken by [`Binding::on_delivery`]: the
+//! occurrence is checked, deduplicated and handed over as a [`Batch`] with its cursor;
+//! `gap` and `terminated` envelopes are taken as the SEP says.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use jsonschema::Validator;
-use mcp_wire::events::{DeliveryMode, EventType, PollParams, PollResult, code};
+use mcp_wire::events::{
+    DeliveryMode, EventOccurrence, EventType, PollParams, PollResult, SubscribeEventsParams,
+    SubscribeEventsResult, WebhookBody, WebhookDelivery, code,
+};
 use mcp_wire::{ErrorObject, log_text};
 use serde_json::{Map, Value};
 
 use crate::Dedup;
-use crate::limits::{POLL_BURST_MAX, POLL_MAX_EVENTS};
+use crate::limits::{
+    CALLBACK_FAILURES_MAX, LEASE_DEFAULT, LEASE_REFRESH_PERCENT, POLL_BURST_MAX, POLL_MAX_EVENTS,
+    REFUSAL_PAUSE_AFTER,
+};
 use crate::occurrence::{Target, check, check_cursor, stream_event};
 use crate::schedule::{Retry, jitter, poll_wait};
+use crate::webhook::Secret;
 
 /// What a binding is: which event of which server goes into which stream, how.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,8 +75,26 @@ pub struct Config {
     pub arguments: Map<String, Value>,
     /// The operator's order of delivery modes.
     pub delivery: Vec<DeliveryMode>,
+    /// Where and how webhook deliveries come: without it, webhook is not a mode agentd can
+    /// use for this binding (no `webhooks.url`).
+    pub callback: Option<Callback>,
     /// `store.max_value_bytes`.
     pub max_value_bytes: usize,
+}
+
+/// A binding's webhook endpoint: `<webhooks.url>/hooks/_mcp/<binding>`, and its secret.
+#[derive(Debug, Clone)]
+pub struct Callback {
+    /// The callback URL given to the server.
+    pub url: String,
+    /// The secret deliveries are signed with (kept in the store across restarts).
+    pub secret: Secret,
+}
+
+impl PartialEq for Callback {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url && self.secret.as_str() == other.secret.as_str()
+    }
 }
 
 impl Config {
@@ -74,6 +108,7 @@ impl Config {
             into: into.to_owned(),
             arguments: Map::new(),
             delivery: vec![DeliveryMode::Poll],
+            callback: None,
             max_value_bytes: crate::limits::OCCURRENCE_MAX,
         }
     }
@@ -169,6 +204,8 @@ impl Failure {
 pub enum Action {
     /// `events/poll`.
     Poll(PollParams),
+    /// `events/subscribe`: arm the webhook subscription, or refresh its lease.
+    Subscribe(SubscribeEventsParams),
     /// List the server's event types again (the type was removed or changed in place); the
     /// binding waits for [`Binding::on_listing`].
     Relist,
@@ -184,6 +221,8 @@ pub enum Pause {
     Rate,
     /// The store did not take the last batch.
     StoreDegraded,
+    /// A webhook refusal that may pass was still outstanding after 5 minutes.
+    Refusal,
 }
 
 impl Pause {
@@ -193,6 +232,7 @@ impl Pause {
             Self::Pressure => "pressure",
             Self::Rate => "rate",
             Self::StoreDegraded => "store_degraded",
+            Self::Refusal => "refusal",
         }
     }
 }
@@ -254,6 +294,49 @@ pub enum Log {
         /// The occurrence's `eventId` (safe, cut).
         event_id: String,
     },
+    /// `mcp.events.arm.fail` (warn; error when the server refused): `events/subscribe`
+    /// failed and is asked again.
+    ArmFailed {
+        /// The JSON-RPC code, if the server answered one.
+        code: Option<i64>,
+        /// What failed.
+        err: String,
+        /// When it is asked again.
+        retry_ms: u64,
+    },
+    /// `mcp.events.callback_failed` (error): the server could not use the webhook URL.
+    CallbackFailed {
+        /// `data.reason`.
+        reason: String,
+        /// The callback URL.
+        url: String,
+    },
+    /// `mcp.events.mode_changed` (warn).
+    ModeChanged {
+        /// The mode left.
+        from: DeliveryMode,
+        /// The mode taken.
+        to: DeliveryMode,
+        /// Why (`callback_failed`).
+        cause: &'static str,
+    },
+    /// `mcp.events.delivery_suspended` (warn): re-armed from the stored cursor.
+    DeliverySuspended {
+        /// The server's `lastError`.
+        last_error: String,
+        /// The server's `active`.
+        active: bool,
+    },
+    /// `mcp.events.throttled` (info).
+    Throttled {
+        /// The server's `retryAfterMs`.
+        retry_after_ms: Option<u64>,
+    },
+    /// `mcp.events.terminated` (error): the server ended the webhook subscription.
+    Terminated {
+        /// The error's code.
+        code: i64,
+    },
 }
 
 /// What happened to occurrences and requests, for the metrics.
@@ -295,6 +378,22 @@ pub struct Batch {
     pub cursor: Option<String>,
 }
 
+/// What to do with a webhook delivery (its signature already checked), and what to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// Commit this batch in one transaction, then call [`Binding::on_delivered`]; answer 200
+    /// once committed, 503 when the store did not take it.
+    Commit(Batch),
+    /// Seen already, or an envelope taken: answer 200.
+    Taken,
+    /// Not appended, for good (malformed, or past a bound): answer 410.
+    Gone,
+    /// Not now (not armed yet, or the same occurrence is being committed): answer 503 with
+    /// `Retry-After`.
+    NotNow,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Waiting for the connection's revision and capability, then the listing.
@@ -332,6 +431,19 @@ pub struct Binding {
     refusal_logged: Option<Refusal>,
     logs: VecDeque<Log>,
     stats: Stats,
+    /// The webhook subscription's id, once armed.
+    subscription: Option<String>,
+    /// Deliveries handed over and not yet committed.
+    delivering: HashSet<String>,
+    /// `callback_failed` in a row.
+    callback_failures: u32,
+    /// Since when a webhook refusal that may pass is outstanding.
+    refused_since: Option<Instant>,
+    /// Modes left after failing, until a re-dial or a listing decides afresh.
+    left: Vec<DeliveryMode>,
+    throttled: bool,
+    /// The modes the type offers, from the last listing.
+    offered: Vec<DeliveryMode>,
 }
 
 impl Binding {
@@ -353,7 +465,20 @@ impl Binding {
             refusal_logged: None,
             logs: VecDeque::new(),
             stats: Stats::default(),
+            subscription: None,
+            delivering: HashSet::new(),
+            callback_failures: 0,
+            refused_since: None,
+            left: Vec::new(),
+            throttled: false,
+            offered: Vec::new(),
         }
+    }
+
+    /// The webhook subscription's id, once armed (deliveries name it in
+    /// `X-MCP-Subscription-Id`).
+    pub fn subscription(&self) -> Option<&str> {
+        self.subscription.as_deref()
     }
 
     /// The binding's configuration.
@@ -394,6 +519,10 @@ impl Binding {
     /// connection is lifted, and the binding waits for the listing.
     pub fn on_connection(&mut self, modern: bool, capability: bool) {
         self.mode = None;
+        self.left.clear();
+        self.callback_failures = 0;
+        self.refused_since = None;
+        self.armed_logged = false;
         match (modern, capability) {
             (false, _) => self.refuse(Refusal::Revision, String::new()),
             (true, false) => self.refuse(Refusal::NoCapability, String::new()),
@@ -418,13 +547,12 @@ impl Binding {
                 None => return self.refuse(Refusal::UnknownEvent, String::new()),
             },
         };
-        let Some(mode) = self
-            .config
+        self.offered = ty
             .delivery
             .iter()
-            .copied()
-            .find(|m| *m == DeliveryMode::Poll && ty.offers(*m))
-        else {
+            .filter_map(|m| DeliveryMode::parse(m))
+            .collect();
+        let Some(mode) = self.choose_mode() else {
             return self.refuse(Refusal::NoCommonMode, String::new());
         };
         if let Some(schema) = &ty.input_schema
@@ -439,10 +567,15 @@ impl Binding {
             .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
             .and_then(|s| jsonschema::validator_for(&s).ok());
         self.refusal_logged = None;
+        // A pause for a refusal waits for a listing like this one.
         let armed = matches!(
             self.state,
-            State::Due(_) | State::InFlight | State::Committing(_) | State::Paused(..)
+            State::Due(_)
+                | State::InFlight
+                | State::Committing(_)
+                | State::Paused(Pause::Pressure | Pause::Rate | Pause::StoreDegraded, _)
         );
+        self.refused_since = None;
         if !armed || self.mode != Some(mode) {
             self.mode = Some(mode);
             self.state = State::Due(now);
@@ -463,13 +596,28 @@ impl Binding {
             }
             State::Due(at) if now >= at => {
                 self.state = State::InFlight;
-                let mut params = PollParams::new(
-                    self.config.event.clone(),
-                    self.config.arguments.clone(),
-                    self.cursor.clone(),
-                );
-                params.max_events = Some(POLL_MAX_EVENTS);
-                Some(Action::Poll(params))
+                let (name, arguments) = (self.config.event.clone(), self.config.arguments.clone());
+                match (self.mode, &self.config.callback) {
+                    (Some(DeliveryMode::Webhook), Some(callback)) => {
+                        let delivery = WebhookDelivery::new(
+                            callback.url.clone(),
+                            Some(callback.secret.as_str().to_owned()),
+                        );
+                        let mut params = SubscribeEventsParams::new(
+                            name,
+                            arguments,
+                            delivery,
+                            self.cursor.clone(),
+                        );
+                        params.ttl_ms = Some(millis(LEASE_DEFAULT));
+                        Some(Action::Subscribe(params))
+                    }
+                    _ => {
+                        let mut params = PollParams::new(name, arguments, self.cursor.clone());
+                        params.max_events = Some(POLL_MAX_EVENTS);
+                        Some(Action::Poll(params))
+                    }
+                }
             }
             _ => None,
         }
@@ -508,75 +656,21 @@ impl Binding {
                 return Batch::default();
             }
         };
-        self.count_request("ok");
-        if !self.armed_logged {
-            self.armed_logged = true;
-            self.logs.push_back(Log::Armed {
-                mode: DeliveryMode::Poll,
-                cursor_present: self.cursor.is_some(),
-            });
-        }
-        let target = Target {
-            server: &self.config.server,
-            event: &self.config.event,
-            stream: &self.config.into,
-            subscription: &self.config.key,
-        };
+        self.count_request(mcp_wire::method::EVENTS_POLL, "ok");
+        self.armed(DeliveryMode::Poll);
         let mut records = Vec::new();
-        let mut batch_ids = HashSet::new();
+        let mut in_page = HashSet::new();
         for o in &page.events {
-            if let Err(e) = check(o, self.config.max_value_bytes) {
-                self.stats.rejected += 1;
-                self.logs.push_back(Log::Rejected {
-                    event_id: log_text(&o.event_id),
-                    cause: e.cause(),
-                });
-                continue;
-            }
-            if self.dedup.contains(&o.event_id, now) || !batch_ids.insert(o.event_id.as_str()) {
+            if !in_page.insert(o.event_id.as_str()) {
                 self.stats.duplicate += 1;
                 continue;
             }
-            let schema_ok = self.payload.as_ref().is_none_or(|v| {
-                serde_json::from_str::<Value>(o.data.get()).is_ok_and(|d| v.is_valid(&d))
-            });
-            if !schema_ok {
-                self.stats.schema_mismatch += 1;
-                self.logs.push_back(Log::SchemaMismatch {
-                    event_id: log_text(&o.event_id),
-                });
+            if let Ok(Some(record)) = self.intake(o, now, wall_ms) {
+                records.push(record);
             }
-            if let Some(at) = crate::time::unix_millis(&o.timestamp) {
-                self.stats.lag_ms = Some(wall_ms.saturating_sub(at));
-            }
-            let mut bytes = Vec::with_capacity(o.data.get().len() + 256);
-            stream_event(&target, o, schema_ok, &mut bytes);
-            records.push(Record {
-                event_id: o.event_id.clone(),
-                bytes,
-            });
         }
-        let cursor = match page.cursor {
-            Some(c) if check_cursor(&c).is_err() => {
-                // Not storable: the next poll starts from now.
-                self.stats.rejected += 1;
-                self.logs.push_back(Log::Rejected {
-                    event_id: page
-                        .events
-                        .last()
-                        .map_or_else(String::new, |o| log_text(&o.event_id)),
-                    cause: "oversize",
-                });
-                None
-            }
-            Some(c) => Some(c),
-            None => {
-                if !std::mem::replace(&mut self.no_replay_logged, true) {
-                    self.gap("no_replay");
-                }
-                None
-            }
-        };
+        let last = page.events.last().map(|o| o.event_id.clone());
+        let cursor = self.next_cursor(Some(page.cursor.clone()), last.as_deref());
         if page.truncated {
             self.gap("truncated");
         }
@@ -594,6 +688,149 @@ impl Binding {
         self.committing_cursor = cursor.clone();
         self.state = State::Committing(next);
         Batch { records, cursor }
+    }
+
+    /// `events/subscribe` answered. On success, the batch holding the cursor to store
+    /// (then [`Binding::on_committed`]); the lease is refreshed at 80% of what the server
+    /// granted (`refreshBefore`, against `wall_ms`, the Unix time in milliseconds), or of
+    /// the 1 h asked for when it granted no expiry.
+    pub fn on_subscribed(
+        &mut self,
+        answer: Result<SubscribeEventsResult, Failure>,
+        now: Instant,
+        wall_ms: i64,
+        random: u32,
+    ) -> Batch {
+        if self.state != State::InFlight {
+            return Batch::default();
+        }
+        let result = match answer {
+            Ok(result) => result,
+            Err(failure) => {
+                self.on_failure(&failure, now, random);
+                return Batch::default();
+            }
+        };
+        self.count_request(mcp_wire::method::EVENTS_SUBSCRIBE, "ok");
+        self.callback_failures = 0;
+        self.refused_since = None;
+        self.subscription = Some(result.id);
+        self.armed(DeliveryMode::Webhook);
+        if result.truncated {
+            self.gap("truncated");
+        }
+        let granted = result
+            .refresh_before
+            .as_deref()
+            .and_then(crate::time::unix_millis)
+            .map_or(LEASE_DEFAULT, |until| {
+                Duration::from_millis(u64::try_from(until.saturating_sub(wall_ms)).unwrap_or(0))
+            });
+        let mut next = now + granted * LEASE_REFRESH_PERCENT / 100;
+        if let Some(status) = result.delivery_status {
+            if !status.active {
+                self.logs.push_back(Log::DeliverySuspended {
+                    last_error: status
+                        .last_error
+                        .as_deref()
+                        .map(log_text)
+                        .unwrap_or_default(),
+                    active: false,
+                });
+                // Asked for again from the stored cursor, on the retry schedule.
+                next = now + jitter(self.retry.next_failure(false), random);
+            }
+            if status.throttled && !self.throttled {
+                self.logs.push_back(Log::Throttled {
+                    retry_after_ms: status.retry_after_ms,
+                });
+            }
+            self.throttled = status.throttled;
+        }
+        let cursor = self.next_cursor(Some(result.cursor), None);
+        self.committing_cursor = cursor.clone();
+        self.state = State::Committing(next);
+        Batch {
+            records: Vec::new(),
+            cursor,
+        }
+    }
+
+    /// A webhook delivery whose signature the receiver checked (its `X-MCP-Subscription-Id`
+    /// is the binding's, or the subscription is being armed).
+    pub fn on_delivery(&mut self, body: WebhookBody, now: Instant, wall_ms: i64) -> Delivery {
+        if self.mode != Some(DeliveryMode::Webhook) || self.subscription.is_none() {
+            return Delivery::NotNow;
+        }
+        match body {
+            WebhookBody::Occurrence(o) => {
+                if self.delivering.contains(&o.event_id) {
+                    return Delivery::NotNow;
+                }
+                let record = match self.intake(&o, now, wall_ms) {
+                    Err(()) => return Delivery::Gone,
+                    Ok(None) => return Delivery::Taken,
+                    Ok(Some(record)) => record,
+                };
+                let cursor = self.next_cursor(o.cursor, Some(&o.event_id));
+                self.delivering.insert(o.event_id);
+                Delivery::Commit(Batch {
+                    records: vec![record],
+                    cursor,
+                })
+            }
+            WebhookBody::Gap { cursor } => {
+                self.gap("truncated");
+                let cursor = self.next_cursor(Some(cursor), None);
+                Delivery::Commit(Batch {
+                    records: Vec::new(),
+                    cursor,
+                })
+            }
+            WebhookBody::Terminated { error } => {
+                self.logs.push_back(Log::Terminated { code: error.code });
+                self.subscription = None;
+                match error.code {
+                    code::EVENTS_FORBIDDEN => {
+                        self.refuse(Refusal::Forbidden, log_text(&error.message));
+                    }
+                    code::EVENTS_NOT_FOUND | code::EVENTS_UNSUPPORTED => {
+                        let changed = error
+                            .data
+                            .as_ref()
+                            .and_then(|d| d.get("reason"))
+                            .and_then(Value::as_str)
+                            == Some("schema_changed");
+                        if changed {
+                            self.gap("schema_changed");
+                        }
+                        self.state = State::Relist;
+                    }
+                    _ => {
+                        self.armed_logged = false;
+                        self.state = State::Due(now + self.retry.next_failure(false));
+                    }
+                }
+                Delivery::Taken
+            }
+            // The receiver answers the challenge itself.
+            _ => Delivery::Taken,
+        }
+    }
+
+    /// The driver committed a delivery's batch (`true`: answer 200), or the store did not
+    /// take it (answer 503; the server delivers it again).
+    pub fn on_delivered(&mut self, batch: &Batch, committed: bool, now: Instant) {
+        for record in &batch.records {
+            self.delivering.remove(&record.event_id);
+            if committed {
+                self.dedup.insert(&record.event_id, now);
+                self.stats.appended += 1;
+            }
+        }
+        if committed {
+            self.cursor = batch.cursor.clone();
+        }
     }
 
     /// The driver committed the last batch (`true`), or the store did not take it: then
@@ -645,52 +882,211 @@ impl Binding {
         }
     }
 
+    /// A request failed: refused for good, listed again, or asked again on the retry
+    /// schedule (with the webhook rules: `callback_failed`, the next mode, the 5 minute
+    /// pause).
     fn on_failure(&mut self, failure: &Failure, now: Instant, random: u32) {
-        let data_reason = |e: &ErrorObject| {
+        let method = match self.mode {
+            Some(DeliveryMode::Webhook) => mcp_wire::method::EVENTS_SUBSCRIBE,
+            _ => mcp_wire::method::EVENTS_POLL,
+        };
+        let webhook = method == mcp_wire::method::EVENTS_SUBSCRIBE;
+        let data = |e: &ErrorObject, key: &str| {
             e.data
                 .as_ref()
-                .and_then(|d| d.get("reason"))
+                .and_then(|d| d.get(key))
                 .and_then(Value::as_str)
-                .map(str::to_owned)
+                .map(log_text)
         };
-        let refusal = match failure {
-            Failure::Rpc(e) => match e.code {
+        if let Failure::Rpc(e) = failure {
+            let refusal = match e.code {
                 mcp_wire::code::METHOD_NOT_FOUND => Some(Refusal::MethodNotFound),
                 mcp_wire::code::INVALID_PARAMS => Some(Refusal::InvalidArguments),
                 code::EVENTS_FORBIDDEN => Some(Refusal::Forbidden),
-                code::EVENTS_UNSUPPORTED if data_reason(e).as_deref() == Some("schema_changed") => {
-                    self.count_request("failed");
-                    self.gap("schema_changed");
-                    self.state = State::Relist;
-                    return;
-                }
-                code::EVENTS_UNSUPPORTED => Some(Refusal::NotSupported),
-                code::EVENTS_NOT_FOUND => {
-                    self.count_request("failed");
-                    self.state = State::Relist;
-                    return;
+                code::EVENTS_UNSUPPORTED
+                    if data(e, "reason").as_deref() != Some("schema_changed") =>
+                {
+                    Some(Refusal::NotSupported)
                 }
                 _ => None,
-            },
-            _ => None,
-        };
-        if let Some(reason) = refusal {
-            self.count_request("refused");
-            let detail = match failure {
-                Failure::Rpc(e) => log_text(&e.message),
-                _ => String::new(),
             };
-            return self.refuse(reason, detail);
+            if let Some(reason) = refusal {
+                self.count_request(method, "refused");
+                return self.refuse(reason, log_text(&e.message));
+            }
+            if matches!(e.code, code::EVENTS_NOT_FOUND | code::EVENTS_UNSUPPORTED) {
+                self.count_request(method, "failed");
+                if e.code == code::EVENTS_UNSUPPORTED {
+                    self.gap("schema_changed");
+                }
+                self.state = State::Relist;
+                return;
+            }
+            if webhook && e.code == code::EVENTS_CALLBACK_ENDPOINT {
+                self.callback_failures += 1;
+                self.logs.push_back(Log::CallbackFailed {
+                    reason: data(e, "reason").unwrap_or_default(),
+                    url: self
+                        .config
+                        .callback
+                        .as_ref()
+                        .map(|c| c.url.clone())
+                        .unwrap_or_default(),
+                });
+                if self.callback_failures >= CALLBACK_FAILURES_MAX {
+                    self.left.push(DeliveryMode::Webhook);
+                    if let Some(to) = self.choose_mode() {
+                        self.count_request(method, "failed");
+                        self.logs.push_back(Log::ModeChanged {
+                            from: DeliveryMode::Webhook,
+                            to,
+                            cause: "callback_failed",
+                        });
+                        self.switch(to, now);
+                        return;
+                    }
+                    self.left.pop();
+                }
+            }
         }
-        self.count_request("failed");
+        self.count_request(method, "failed");
         let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
         let wait = jitter(self.retry.next_failure(exhausted), random);
-        self.logs.push_back(Log::PollFailed {
-            code: failure.code(),
-            err: log_text(&failure.text()),
-            retry_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        let (code, err, retry_ms) = (failure.code(), log_text(&failure.text()), millis(wait));
+        if !webhook {
+            self.logs.push_back(Log::PollFailed {
+                code,
+                err,
+                retry_ms,
+            });
+            self.state = State::Due(now + wait);
+            return;
+        }
+        self.logs.push_back(Log::ArmFailed {
+            code,
+            err: err.clone(),
+            retry_ms,
         });
+        // A refusal that may pass, still outstanding after 5 minutes, pauses the binding.
+        if code.is_some() {
+            let since = *self.refused_since.get_or_insert(now);
+            if now.saturating_duration_since(since) >= REFUSAL_PAUSE_AFTER {
+                self.logs.push_back(Log::Paused {
+                    cause: Pause::Refusal,
+                    detail: err,
+                });
+                self.state = State::Paused(Pause::Refusal, None);
+                return;
+            }
+        }
         self.state = State::Due(now + wait);
+    }
+
+    /// The first mode the operator lists that the type offers, agentd can use, and the
+    /// binding has not left.
+    fn choose_mode(&self) -> Option<DeliveryMode> {
+        self.config.delivery.iter().copied().find(|m| {
+            self.offered.contains(m)
+                && !self.left.contains(m)
+                && match m {
+                    DeliveryMode::Poll => true,
+                    DeliveryMode::Webhook => self.config.callback.is_some(),
+                    DeliveryMode::Push => false,
+                }
+        })
+    }
+
+    fn switch(&mut self, mode: DeliveryMode, now: Instant) {
+        self.mode = Some(mode);
+        self.armed_logged = false;
+        self.callback_failures = 0;
+        self.refused_since = None;
+        self.retry.reset();
+        self.state = State::Due(now);
+    }
+
+    fn armed(&mut self, mode: DeliveryMode) {
+        if !std::mem::replace(&mut self.armed_logged, true) {
+            self.logs.push_back(Log::Armed {
+                mode,
+                cursor_present: self.cursor.is_some(),
+            });
+        }
+    }
+
+    /// The cursor to store after a page, an answer or a delivery that carried `sent`
+    /// (`None`: it carried no cursor member; `Some(None)`: the type has no replay). A cursor
+    /// past 4 KiB is not stored: the occurrence that carried it is rejected, and the binding
+    /// goes on from now.
+    fn next_cursor(
+        &mut self,
+        sent: Option<Option<String>>,
+        carrier: Option<&str>,
+    ) -> Option<String> {
+        match sent {
+            None => self.cursor.clone(),
+            Some(Some(c)) if check_cursor(&c).is_err() => {
+                self.stats.rejected += 1;
+                self.logs.push_back(Log::Rejected {
+                    event_id: carrier.map(log_text).unwrap_or_default(),
+                    cause: "oversize",
+                });
+                None
+            }
+            Some(Some(c)) => Some(c),
+            Some(None) => {
+                if !std::mem::replace(&mut self.no_replay_logged, true) {
+                    self.gap("no_replay");
+                }
+                None
+            }
+        }
+    }
+
+    /// One occurrence: `Err` when rejected (logged), `Ok(None)` when seen already, else its
+    /// record.
+    fn intake(
+        &mut self,
+        o: &EventOccurrence,
+        now: Instant,
+        wall_ms: i64,
+    ) -> Result<Option<Record>, ()> {
+        if let Err(e) = check(o, self.config.max_value_bytes) {
+            self.stats.rejected += 1;
+            self.logs.push_back(Log::Rejected {
+                event_id: log_text(&o.event_id),
+                cause: e.cause(),
+            });
+            return Err(());
+        }
+        if self.dedup.contains(&o.event_id, now) {
+            self.stats.duplicate += 1;
+            return Ok(None);
+        }
+        let schema_ok = self.payload.as_ref().is_none_or(|v| {
+            serde_json::from_str::<Value>(o.data.get()).is_ok_and(|d| v.is_valid(&d))
+        });
+        if !schema_ok {
+            self.stats.schema_mismatch += 1;
+            self.logs.push_back(Log::SchemaMismatch {
+                event_id: log_text(&o.event_id),
+            });
+        }
+        if let Some(at) = crate::time::unix_millis(&o.timestamp) {
+            self.stats.lag_ms = Some(wall_ms.saturating_sub(at));
+        }
+        let target = Target {
+            server: &self.config.server,
+            event: &self.config.event,
+            stream: &self.config.into,
+            subscription: &self.config.key,
+        };
+        let mut bytes = Vec::with_capacity(o.data.get().len() + 256);
+        stream_event(&target, o, schema_ok, &mut bytes);
+        Ok(Some(Record {
+            event_id: o.event_id.clone(),
+            bytes,
+        }))
     }
 
     fn refuse(&mut self, reason: Refusal, detail: String) {
@@ -706,12 +1102,8 @@ impl Binding {
         self.logs.push_back(Log::Gap { cause });
     }
 
-    fn count_request(&mut self, outcome: &'static str) {
-        *self
-            .stats
-            .requests
-            .entry((mcp_wire::method::EVENTS_POLL, outcome))
-            .or_default() += 1;
+    fn count_request(&mut self, method: &'static str, outcome: &'static str) {
+        *self.stats.requests.entry((method, outcome)).or_default() += 1;
     }
 }
 
@@ -725,4 +1117,8 @@ fn check_arguments(schema: &str, arguments: &Map<String, Value>) -> Result<(), S
         None => Ok(()),
         Some(e) => Err(log_text(&e.to_string())),
     }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -17,9 +17,9 @@
 
 pub mod binding;
 mod dedup;
-pub mod listing;
 mod error;
 pub mod limits;
+pub mod listing;
 pub mod occurrence;
 pub mod schedule;
 pub mod time;

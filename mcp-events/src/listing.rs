@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(l.poll_request(now), Some(Some(Cursor(String::new()))));
         assert!(matches!(l.on_page(page(1, None), now), Step::Done(t) if t.len() == 2));
         assert_eq!(l.poll_timeout(), Some(now + RELIST_EVERY));
-        assert_eq!(l.poll_request(now + RELIST_EVERY - Duration::from_millis(1)), None);
+        assert_eq!(
+            l.poll_request(now + RELIST_EVERY - Duration::from_millis(1)),
+            None
+        );
         l.again(now);
         assert_eq!(l.poll_request(now), Some(None), "asked for again");
     }

@@ -507,3 +507,353 @@ fn the_dedup_window_spans_pages_and_expires() {
     let batch = b.on_poll(Ok(page(&["a"], Some("c3"))), expired, WALL, MID);
     assert_eq!(ids(&batch), ["a"], "seen 35 minutes ago: out of the window");
 }
+
+mod webhook {
+    use mcp_events::binding::{Callback, Delivery};
+    use mcp_events::webhook::Secret;
+    use mcp_wire::events::{DeliveryStatus, SubscribeEventsResult, WebhookBody};
+
+    use super::*;
+
+    const URL: &str = "https://agent.example.com/hooks/_mcp/b1";
+
+    fn config(delivery: &[DeliveryMode]) -> Config {
+        let mut c = Config::new("s", "ticket.created", "in");
+        c.delivery = delivery.to_vec();
+        c.callback = Some(Callback {
+            url: URL.into(),
+            secret: Secret::from_bytes(&[9; 32]).unwrap(),
+        });
+        c
+    }
+
+    fn both() -> EventType {
+        ty(&[DeliveryMode::Webhook, DeliveryMode::Poll])
+    }
+
+    fn arming(delivery: &[DeliveryMode], cursor: Option<&str>) -> (Binding, Instant) {
+        let now = Instant::now();
+        let mut b = Binding::new(config(delivery), cursor.map(str::to_owned));
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&[both()]), now);
+        (b, now)
+    }
+
+    fn subscribe(b: &mut Binding, now: Instant) -> mcp_wire::events::SubscribeEventsParams {
+        match b.poll_action(now) {
+            Some(Action::Subscribe(p)) => p,
+            other => panic!("not a subscribe: {other:?}"),
+        }
+    }
+
+    fn granted(
+        id: &str,
+        refresh_in_ms: Option<i64>,
+        cursor: Option<&str>,
+    ) -> SubscribeEventsResult {
+        let mut r: SubscribeEventsResult = serde_json::from_value(json!({
+            "id": id,
+            "refreshBefore": null,
+            "cursor": cursor,
+        }))
+        .unwrap();
+        r.refresh_before = refresh_in_ms.map(|ms| rfc3339(WALL + ms));
+        r
+    }
+
+    fn rfc3339(ms: i64) -> String {
+        // WALL is 2026-11-30T06:00:01.500Z.
+        let from = ms - (WALL - 1500);
+        assert!((0..86_400_000).contains(&from));
+        let secs = from / 1000;
+        format!(
+            "2026-11-30T{:02}:{:02}:{:02}.{:03}Z",
+            6 + secs / 3600,
+            secs / 60 % 60,
+            secs % 60,
+            from % 1000
+        )
+    }
+
+    fn armed_webhook(cursor: Option<&str>) -> (Binding, Instant) {
+        let (mut b, now) = arming(&[DeliveryMode::Webhook, DeliveryMode::Poll], cursor);
+        subscribe(&mut b, now);
+        b.on_subscribed(
+            Ok(granted("sub_1", Some(3_600_000), cursor)),
+            now,
+            WALL,
+            MID,
+        );
+        b.on_committed(true, now);
+        logs(&mut b);
+        (b, now)
+    }
+
+    fn occurrence_body(id: &str, cursor: Option<&str>) -> WebhookBody {
+        let mut o = occurrence(id, json!({"id": id}));
+        o.cursor = cursor.map(|c| Some(c.to_owned()));
+        WebhookBody::Occurrence(o)
+    }
+
+    #[test]
+    fn a_subscription_is_armed_with_the_callback_and_refreshed_at_80_percent_of_its_lease() {
+        let (mut b, now) = arming(&[DeliveryMode::Webhook, DeliveryMode::Poll], Some("c0"));
+        assert_eq!(b.mode(), Some(DeliveryMode::Webhook));
+        let p = subscribe(&mut b, now);
+        assert_eq!(p.delivery.url, URL);
+        assert!(p.delivery.secret.as_deref().unwrap().starts_with("whsec_"));
+        assert_eq!(
+            (p.cursor.as_deref(), p.ttl_ms),
+            (Some("c0"), Some(3_600_000))
+        );
+        let batch = b.on_subscribed(
+            Ok(granted("sub_1", Some(600_000), Some("c1"))),
+            now,
+            WALL,
+            MID,
+        );
+        assert_eq!(batch.cursor.as_deref(), Some("c1"));
+        b.on_committed(true, now);
+        assert_eq!(b.subscription(), Some("sub_1"));
+        assert_eq!(b.cursor(), Some("c1"));
+        assert_eq!(b.poll_timeout(), Some(now + Duration::from_secs(480)));
+        assert_eq!(
+            logs(&mut b),
+            [Log::Armed {
+                mode: DeliveryMode::Webhook,
+                cursor_present: true
+            }]
+        );
+        // The refresh: the same subscription from the stored cursor; no expiry granted → 80%
+        // of the hour asked for.
+        let at = now + Duration::from_secs(480);
+        assert_eq!(subscribe(&mut b, at).cursor.as_deref(), Some("c1"));
+        b.on_subscribed(Ok(granted("sub_1", None, Some("c1"))), at, WALL, MID);
+        b.on_committed(true, at);
+        assert_eq!(b.poll_timeout(), Some(at + Duration::from_secs(2880)));
+        assert!(logs(&mut b).is_empty(), "armed is logged once");
+        assert_eq!(b.stats().requests[&("events/subscribe", "ok")], 2);
+    }
+
+    #[test]
+    fn without_a_callback_webhook_is_not_a_mode_agentd_can_use() {
+        let now = Instant::now();
+        let mut c = config(&[DeliveryMode::Webhook, DeliveryMode::Poll]);
+        c.callback = None;
+        let mut b = Binding::new(c.clone(), None);
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(b.mode(), Some(DeliveryMode::Poll));
+        c.delivery = vec![DeliveryMode::Webhook];
+        let mut b = Binding::new(c, None);
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(b.refusal(), Some(Refusal::NoCommonMode));
+    }
+
+    #[test]
+    fn deliveries_are_taken_once_and_answered_by_what_became_of_them() {
+        let now = Instant::now();
+        let mut unarmed = Binding::new(config(&[DeliveryMode::Webhook]), None);
+        assert_eq!(
+            unarmed.on_delivery(occurrence_body("e1", None), now, WALL),
+            Delivery::NotNow
+        );
+
+        let (mut b, now) = armed_webhook(Some("c0"));
+        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL)
+        else {
+            panic!()
+        };
+        assert_eq!(ids(&batch), ["e1"]);
+        assert_eq!(batch.cursor.as_deref(), Some("c5"));
+        // The same occurrence again while the first is being committed: not now.
+        assert_eq!(
+            b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL),
+            Delivery::NotNow
+        );
+        b.on_delivered(&batch, true, now);
+        assert_eq!(b.cursor(), Some("c5"));
+        assert_eq!(
+            b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL),
+            Delivery::Taken,
+            "a duplicate"
+        );
+        // The store did not take one: the server delivers it again, and it is new again.
+        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e2", None), now, WALL) else {
+            panic!()
+        };
+        assert_eq!(
+            batch.cursor.as_deref(),
+            Some("c5"),
+            "no cursor: the stored one"
+        );
+        b.on_delivered(&batch, false, now);
+        assert!(matches!(
+            b.on_delivery(occurrence_body("e2", None), now, WALL),
+            Delivery::Commit(_)
+        ));
+        let mut bad = occurrence("e3", json!({}));
+        bad.data = RawJson::from_text("[]").unwrap();
+        assert_eq!(
+            b.on_delivery(WebhookBody::Occurrence(bad), now, WALL),
+            Delivery::Gone
+        );
+        let Delivery::Commit(gap) = b.on_delivery(
+            WebhookBody::Gap {
+                cursor: Some("c9".into()),
+            },
+            now,
+            WALL,
+        ) else {
+            panic!()
+        };
+        assert_eq!((gap.records.len(), gap.cursor.as_deref()), (0, Some("c9")));
+        let logged = logs(&mut b);
+        assert!(
+            logged.contains(&Log::Gap { cause: "truncated" }),
+            "{logged:?}"
+        );
+        assert!(logged.contains(&Log::Rejected {
+            event_id: "e3".into(),
+            cause: "malformed"
+        }));
+    }
+
+    #[test]
+    fn a_terminated_subscription_is_refused_listed_again_or_armed_again() {
+        let terminated = |code: i64, data: Option<Value>| {
+            let mut error = ErrorObject::new(code, "ended");
+            error.data = data;
+            WebhookBody::Terminated { error }
+        };
+        let (mut b, now) = armed_webhook(None);
+        assert_eq!(
+            b.on_delivery(terminated(-32024, None), now, WALL),
+            Delivery::Taken
+        );
+        assert_eq!(b.refusal(), Some(Refusal::Forbidden));
+        assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);
+
+        let (mut b, now) = armed_webhook(None);
+        let changed = json!({"feature": "payloadSchema", "reason": "schema_changed"});
+        b.on_delivery(terminated(-32026, Some(changed)), now, WALL);
+        assert_eq!(b.poll_action(now), Some(Action::Relist));
+        assert!(logs(&mut b).contains(&Log::Gap {
+            cause: "schema_changed"
+        }));
+
+        let (mut b, now) = armed_webhook(Some("c3"));
+        b.on_delivery(terminated(-32603, None), now, WALL);
+        assert_eq!(logs(&mut b), [Log::Terminated { code: -32603 }]);
+        assert_eq!(b.poll_action(now), None);
+        let at = now + Duration::from_secs(1);
+        assert_eq!(subscribe(&mut b, at).cursor.as_deref(), Some("c3"));
+    }
+
+    #[test]
+    fn five_callback_failures_in_a_row_move_to_the_next_mode() {
+        let (mut b, mut now) = arming(&[DeliveryMode::Webhook, DeliveryMode::Poll], None);
+        let failed = || rpc(-32027, Some(json!({"reason": "connection_refused"})));
+        for i in 0..5 {
+            subscribe(&mut b, now);
+            b.on_subscribed(Err(failed()), now, WALL, MID);
+            if i < 4 {
+                now = b.poll_timeout().unwrap();
+            }
+        }
+        let logged = logs(&mut b);
+        let callback_failed = logged
+            .iter()
+            .filter(|l| {
+                **l == Log::CallbackFailed {
+                    reason: "connection_refused".into(),
+                    url: URL.into(),
+                }
+            })
+            .count();
+        assert_eq!(callback_failed, 5);
+        assert_eq!(
+            logged.last(),
+            Some(&Log::ModeChanged {
+                from: DeliveryMode::Webhook,
+                to: DeliveryMode::Poll,
+                cause: "callback_failed"
+            })
+        );
+        assert_eq!(b.mode(), Some(DeliveryMode::Poll));
+        assert!(matches!(b.poll_action(now), Some(Action::Poll(_))));
+        // A periodic listing keeps the choice; a re-dial decides afresh.
+        b.on_committed(true, now);
+        b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(b.mode(), Some(DeliveryMode::Poll));
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(b.mode(), Some(DeliveryMode::Webhook));
+    }
+
+    #[test]
+    fn a_refusal_outstanding_for_five_minutes_pauses_until_a_listing() {
+        let (mut b, mut now) = arming(&[DeliveryMode::Webhook], Some("c0"));
+        let start = now;
+        let mut attempts = 0;
+        while b.poll_timeout().is_some() || attempts == 0 {
+            subscribe(&mut b, now);
+            b.on_subscribed(Err(rpc(-32025, None)), now, WALL, MID);
+            attempts += 1;
+            match b.poll_timeout() {
+                Some(at) => now = at,
+                None => break,
+            }
+        }
+        assert!(now - start >= Duration::from_secs(300), "{:?}", now - start);
+        assert_eq!(attempts, 10, "1+2+4+…+256 s passes 5 minutes at the tenth");
+        let logged = logs(&mut b);
+        assert!(matches!(
+            logged.last(),
+            Some(Log::Paused {
+                cause: Pause::Refusal,
+                ..
+            })
+        ));
+        assert_eq!(b.cursor(), Some("c0"));
+        assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);
+        b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(subscribe(&mut b, now).cursor.as_deref(), Some("c0"));
+    }
+
+    #[test]
+    fn a_suspended_delivery_is_armed_again_and_throttling_is_logged_once() {
+        let (mut b, now) = arming(&[DeliveryMode::Webhook], Some("c0"));
+        subscribe(&mut b, now);
+        let mut r = granted("sub_1", Some(3_600_000), Some("c1"));
+        let mut status = DeliveryStatus::default();
+        status.active = false;
+        status.last_error = Some("http_5xx\u{1b}".into());
+        status.throttled = true;
+        status.retry_after_ms = Some(60_000);
+        r.delivery_status = Some(status.clone());
+        b.on_subscribed(Ok(r.clone()), now, WALL, MID);
+        b.on_committed(true, now);
+        let logged = logs(&mut b);
+        assert!(logged.contains(&Log::DeliverySuspended {
+            last_error: "http_5xx".into(),
+            active: false
+        }));
+        assert!(logged.contains(&Log::Throttled {
+            retry_after_ms: Some(60_000)
+        }));
+        let again = b.poll_timeout().unwrap();
+        assert!(
+            again - now < Duration::from_secs(2),
+            "re-armed soon, not at 48 min"
+        );
+        assert_eq!(subscribe(&mut b, again).cursor.as_deref(), Some("c1"));
+        b.on_subscribed(Ok(r), again, WALL, MID);
+        let logged = logs(&mut b);
+        assert!(
+            !logged.iter().any(|l| matches!(l, Log::Throttled { .. })),
+            "once"
+        );
+    }
+}
