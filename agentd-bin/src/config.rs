@@ -156,7 +156,8 @@ pub(crate) fn parse(
                 Some(v.span()),
                 key,
                 format!(
-                    "{:?} is not a duration like \"500ms\", \"60s\" or \"10m\"",
+                    "{:?} is not a duration like \"500ms\", \"60s\" or \"10m\", more than 0 \
+                     and at most 30 days",
                     v.get_ref()
                 ),
             )
@@ -179,7 +180,12 @@ pub(crate) fn parse(
             ));
         }
         let url = s.url.get_ref();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
+        let parsed = url.parse::<hyper::Uri>().ok();
+        let http = parsed.as_ref().is_some_and(|u| {
+            matches!(u.scheme_str(), Some("http" | "https"))
+                && u.authority().is_some_and(|a| !a.host().is_empty())
+        });
+        if !http {
             return Err(at(
                 Some(s.url.span()),
                 &key("url"),
@@ -198,6 +204,20 @@ pub(crate) fn parse(
                     format!("environment variable {var} is not set"),
                 )
             })?;
+            if hyper::header::HeaderName::from_bytes(header.get_ref().as_bytes()).is_err() {
+                return Err(at(
+                    Some(header.span()),
+                    &hkey,
+                    format!("{:?} is not a valid HTTP header name", header.get_ref()),
+                ));
+            }
+            if hyper::header::HeaderValue::from_str(&value).is_err() {
+                return Err(at(
+                    Some(header.span()),
+                    &hkey,
+                    "the value is not a valid HTTP header value".to_owned(),
+                ));
+            }
             headers.push((header.get_ref().clone(), value));
         }
         servers.push(Server {
@@ -248,18 +268,22 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// `"500ms"`, `"60s"`, `"10m"`, `"1h"`.
+/// The longest duration a configuration may give.
+const DURATION_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `"500ms"`, `"60s"`, `"10m"`, `"1h"`: more than 0, at most 30 days.
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let digits = text.find(|c: char| !c.is_ascii_digit())?;
     let (n, unit) = text.split_at(digits);
     let n: u64 = n.parse().ok()?;
-    Some(match unit {
+    let d = match unit {
         "ms" => Duration::from_millis(n),
         "s" => Duration::from_secs(n),
         "m" => Duration::from_secs(n.checked_mul(60)?),
         "h" => Duration::from_secs(n.checked_mul(3600)?),
         _ => return None,
-    })
+    };
+    (!d.is_zero() && d <= DURATION_MAX).then_some(d)
 }
 
 /// Replaces every `${VAR}` with the variable's value; the name of a missing one.
@@ -348,9 +372,24 @@ step_timeout = "600s"
         let e = err("[mcp]\ndefault_timeout = \"sixty\"\n");
         assert_eq!(e.key, "mcp.default_timeout");
         assert_eq!((e.line, e.column), (2, 19));
-        for bad in ["60", "1.5s", "-1s", "10 s", "5d"] {
+        for bad in [
+            "60",
+            "1.5s",
+            "-1s",
+            "10 s",
+            "5d",
+            "0s",
+            "0ms",
+            "2592001s",
+            "9300000000000000000s",
+        ] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
+        assert_eq!(
+            parse_duration("720h"),
+            Some(Duration::from_secs(2_592_000)),
+            "30 days is the bound"
+        );
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("10m"), Some(Duration::from_secs(600)));
     }
@@ -390,10 +429,34 @@ step_timeout = "600s"
 
     #[test]
     fn a_url_that_is_not_http_is_refused() {
-        for url in ["ftp://x/mcp", "x/mcp", "unix:///tmp/s"] {
+        for url in [
+            "ftp://x/mcp",
+            "x/mcp",
+            "unix:///tmp/s",
+            "http://",
+            "http://a b/",
+            "https:///mcp",
+        ] {
             let e = err(&format!("[[mcp.servers]]\nname = \"a\"\nurl = \"{url}\"\n"));
             assert_eq!(e.key, "mcp.servers[0].url", "{url}");
         }
+    }
+
+    #[test]
+    fn headers_that_are_not_http_are_refused() {
+        let e = err(
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { \"X Bad\" = \"v\" }\n",
+        );
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("mcp.servers[0].headers.X Bad", 4)
+        );
+        assert!(e.message.contains("header name"), "{e}");
+        let e = err(
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { X-Ok = \"a\\nb\" }\n",
+        );
+        assert_eq!(e.key, "mcp.servers[0].headers.X-Ok");
+        assert!(e.message.contains("header value"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,24 @@ use crate::config::Server;
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
 
+/// Why a dial did not end with a connection.
+#[derive(Debug)]
+pub(crate) enum DialError {
+    /// No negotiated connection: the server could not be reached or refused, or the
+    /// configuration cannot make a request.
+    Handshake(Error),
+    /// It negotiated, but its tools could not be listed.
+    Catalogue(Error),
+}
+
+impl std::fmt::Display for DialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Handshake(e) | Self::Catalogue(e) => e.fmt(f),
+        }
+    }
+}
+
 /// Dials one configured server with the supervisor's `clientInfo` and the server's timeout
 /// and headers, and lists its tools. A lost legacy session is dialed again as `recovery`
 /// says.
@@ -15,7 +33,7 @@ pub(crate) async fn connect(
     instance: &str,
     server: &Server,
     recovery: Recovery,
-) -> Result<Connection, Error> {
+) -> Result<Connection, DialError> {
     let mut transport = TransportConfig::default();
     transport.headers = server.headers.clone();
     transport.silence = server.timeout;
@@ -23,9 +41,12 @@ pub(crate) async fn connect(
         instance: instance.to_owned(),
     };
     let dialer = Dialer::new(&server.url, transport, kind)
-        .map_err(Error::Transport)?
+        .map_err(|e| DialError::Handshake(Error::Transport(e)))?
         .with_recovery(recovery);
-    Connection::connect(dialer).await
+    Connection::connect(dialer).await.map_err(|e| match e {
+        e @ Error::Negotiation(_) => DialError::Handshake(e),
+        e => DialError::Catalogue(e),
+    })
 }
 
 /// `mcp.connect` (with `reason` when it is not the first dial), then `mcp.tool.dropped` for

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::config::Server;
-use crate::dial;
+use crate::dial::{self, DialError};
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
 use crate::subscriptions::{Answer, Owned};
@@ -119,6 +119,11 @@ impl Shared {
     fn log(&self, level: Level, name: &str, fields: &[(&str, Value)]) {
         event(&self.instance, level, name, fields);
     }
+}
+
+/// Resolves once the task is told to stop.
+async fn stopped(mut stop: watch::Receiver<Stop>) {
+    let _ = stop.wait_for(|s| *s != Stop::Running).await;
 }
 
 /// An owner's order about a subscription, answered once it was tried.
@@ -274,7 +279,11 @@ impl Task {
         let mut joining = false;
         loop {
             let why = reason.or(joining.then_some("joined"));
-            match dial::connect(&instance, &self.server, Recovery::ByOwner).await {
+            let dialed = tokio::select! {
+                dialed = dial::connect(&instance, &self.server, Recovery::ByOwner) => dialed,
+                _ = self.stop.changed() => return None,
+            };
+            match dialed {
                 Ok(connection) => {
                     dial::connected(&instance, &self.server.name, &connection, why);
                     if joining {
@@ -287,7 +296,7 @@ impl Task {
                     return Some(Arc::new(connection));
                 }
                 // It answered the handshake; its tools could not be listed.
-                Err(e) if joining && !matches!(e, Error::Negotiation(_)) => {
+                Err(e @ DialError::Catalogue(_)) if joining => {
                     self.shared.log(
                         Level::Warn,
                         "mcp.join.refused",
@@ -334,11 +343,8 @@ impl Task {
                         self.on_change(change);
                     }
                     Ok(None) => pushing = false,
-                    Err(Error::Transport(mcp_transport::Error::SessionLost)) => {
-                        if !self.redial(connection).await {
-                            return;
-                        }
-                    }
+                    // Met by the stream; `session_lost` below takes it.
+                    Err(Error::Transport(mcp_transport::Error::SessionLost)) => {}
                     Err(e) => {
                         let wait = stream.fail();
                         if !std::mem::replace(&mut stream_logged, true) {
@@ -360,8 +366,20 @@ impl Task {
                     Order::Release { uri, owner, answer } => {
                         let _ = answer.send(owned.release(&mut watch, &uri, &owner, &log).await);
                     }
-                    Order::Relist => self.relist(connection).await,
+                    Order::Relist => {
+                        let stop = self.stop.clone();
+                        tokio::select! {
+                            () = self.relist(connection) => {}
+                            () = stopped(stop) => {}
+                        }
+                    }
                 },
+                () = connection.session_lost() => {
+                    if !self.redial(connection).await {
+                        return;
+                    }
+                    owned.restore(&mut watch, &log).await;
+                }
                 () = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
                     owned.retry(&mut watch, &log).await;
                 }
@@ -530,7 +548,73 @@ impl Task {
 
 #[cfg(test)]
 mod tests {
+    use agentd_tests::reference::{Options, ReferenceServer};
+
     use super::*;
+
+    fn server_config(url: String) -> Server {
+        Server {
+            name: "old".into(),
+            url,
+            timeout: Duration::from_secs(5),
+            headers: Vec::new(),
+            tags: Default::default(),
+        }
+    }
+
+    /// A legacy server without a GET stream loses the session: the next request meets the
+    /// 404, the session is dialed again on its schedule, and the subscription it failed to
+    /// make is asked for on the new session.
+    #[tokio::test]
+    async fn a_loss_met_by_a_request_is_dialed_again_and_subscriptions_restored() {
+        let mut options = Options::default();
+        options.modern = false;
+        options.get_stream = false;
+        let server = ReferenceServer::start(options).await;
+        let shared = Shared::new("t", Arc::default());
+        let held = Held::start(&shared, server_config(server.url()), None);
+        held.connection().await.expect("connected");
+        assert_eq!(held.subscribe("demo://counter", "a").await, Ok(()));
+        server.expire_sessions();
+        assert!(
+            held.subscribe("demo://other", "b").await.is_err(),
+            "met the 404"
+        );
+        let sessions = || {
+            let log = server.log();
+            let subscribed: Vec<(String, String)> = log
+                .iter()
+                .filter(|l| l.method.as_deref() == Some("resources/subscribe"))
+                .map(|l| {
+                    let uri = l.body["params"]["uri"].as_str().unwrap_or("").to_owned();
+                    (l.header("mcp-session-id").unwrap_or("").to_owned(), uri)
+                })
+                .collect();
+            subscribed
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let all = sessions();
+            let first = all[0].0.clone();
+            let restored: Vec<&str> = all
+                .iter()
+                .filter(|(s, _)| *s != first)
+                .map(|(_, u)| u.as_str())
+                .collect();
+            if restored.contains(&"demo://counter") && restored.contains(&"demo://other") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{all:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let initializes = server
+            .methods()
+            .iter()
+            .filter(|m| *m == "initialize")
+            .count();
+        assert_eq!(initializes, 2);
+        drop(held.stop(Stop::Shutdown));
+    }
 
     #[test]
     fn schedules_double_to_their_ceilings() {

@@ -21,6 +21,8 @@ pub(crate) async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::R
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
+                // Out of descriptors, most likely: give the others a moment to close.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
             let metrics = metrics.clone();

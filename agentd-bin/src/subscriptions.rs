@@ -102,6 +102,20 @@ impl Owned {
         self.release_once(watch, uri, log).await
     }
 
+    /// After a lost session was dialed again: every subscription an owner wants is asked
+    /// for again on the new session (each bounded; one that fails is tried again on the
+    /// schedule).
+    pub(crate) async fn restore(
+        &mut self,
+        watch: &mut Watch,
+        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
+    ) {
+        let wanted: Vec<String> = self.owners.keys().cloned().collect();
+        self.subscribe.extend(wanted);
+        self.backoff = RETRY;
+        self.retry(watch, log).await;
+    }
+
     /// Tries again what failed; the next try is scheduled if something still does.
     pub(crate) async fn retry(
         &mut self,

@@ -79,8 +79,12 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             _ = hup.recv() => {
                 match config::load(&path, &|name| std::env::var(name).ok()) {
                     Ok(new) => {
+                        // Every connection says who it is: a new name dials them all again.
                         if new.instance != config.instance {
                             shared = Shared::new(&new.instance, metrics.clone());
+                            for (_, h) in std::mem::take(&mut held) {
+                                drop(h.stop(Stop::Reload));
+                            }
                         }
                         reload(&mut held, &new, &shared);
                         config = new;

@@ -228,8 +228,52 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
     assert!(agentd.terminate().success());
 }
 
+/// Two legacy servers forget their sessions at once; each leaves its first re-dial
+/// unanswered. The re-dials take turns: the second server's starts when the first's ended,
+/// so their failures are the length of one unanswered dial apart, not simultaneous.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_sessions_are_dialed_again_one_server_at_a_time() {
+    let mut legacy = Options::default();
+    legacy.modern = false;
+    legacy.keepalive = Some(Duration::from_millis(100));
+    let a = ReferenceServer::start(legacy.clone()).await;
+    let b = ReferenceServer::start(legacy).await;
+    let file = TempFile::new(&config(
+        "instance = \"turns\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
+        &[("a", a.url()), ("b", b.url())],
+    ));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("a"));
+    agentd.wait_for("mcp.connect", Some("b"));
+    let get = |s: &ReferenceServer| s.log().iter().any(|l| l.http == http::Method::GET);
+    while !(get(&a) && get(&b)) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let silent = Fault::Silence(Duration::from_millis(1500));
+    a.script("initialize", silent.clone(), Times::Once);
+    b.script("initialize", silent, Times::Once);
+    a.expire_sessions();
+    b.expire_sessions();
+    let fail_a = agentd.wait_for("mcp.connect.fail", Some("a"));
+    let fail_b = agentd.wait_for("mcp.connect.fail", Some("b"));
+    assert_eq!(
+        (fail_a["reason"].as_str(), fail_b["reason"].as_str()),
+        (Some("session_lost"), Some("session_lost"))
+    );
+    let (ta, tb) = (
+        agentd.when("mcp.connect.fail", Some("a")),
+        agentd.when("mcp.connect.fail", Some("b")),
+    );
+    let apart = if ta > tb { ta - tb } else { tb - ta };
+    assert!(apart >= Duration::from_millis(1300), "{apart:?} apart");
+    agentd.wait_for_nth("mcp.connect", Some("a"), 2);
+    agentd.wait_for_nth("mcp.connect", Some("b"), 2);
+    assert!(agentd.terminate().success());
+}
+
 /// SIGHUP reloads: a removed server is closed and a new one dialed, both with reason
-/// `reload`; an invalid file is refused and the supervisor keeps running on the old one.
+/// `reload`; a server whose address changed is closed and dialed again; an invalid file is
+/// refused and the supervisor keeps running on the old one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     let a = ReferenceServer::start(Options::default()).await;
@@ -247,6 +291,16 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     let added = agentd.wait_for("mcp.connect", Some("b"));
     assert_eq!(added["reason"], "reload");
 
+    // The same name at another address: closed and dialed again, both for the reload.
+    let c = ReferenceServer::start(Options::default()).await;
+    file.write(&config(head, &[("b", c.url())]));
+    agentd.signal("HUP");
+    let moved = agentd.wait_for_nth("mcp.disconnect", Some("b"), 1);
+    assert_eq!(moved["reason"], "reload");
+    let again = agentd.wait_for_nth("mcp.connect", Some("b"), 2);
+    assert_eq!(again["reason"], "reload");
+    assert!(c.methods().iter().any(|m| m == "server/discover"));
+
     file.write("instance = \"reload\"\nnot toml at all [\n");
     agentd.signal("HUP");
     let refused = agentd.wait_for("reload.refused", None);
@@ -260,7 +314,7 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     assert!(status.success(), "{status:?}");
     assert_eq!(
         agentd.matching("mcp.disconnect", Some("b")).count(),
-        0,
+        1,
         "b was kept through the refused reload"
     );
 }

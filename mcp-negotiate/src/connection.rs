@@ -136,6 +136,8 @@ pub struct Connection {
     dialer: Dialer,
     current: RwLock<Arc<Current>>,
     redial: Mutex<()>,
+    /// The session is lost and waits for its owner's re-dial ([`Recovery::ByOwner`]).
+    lost: tokio::sync::watch::Sender<bool>,
     catalog: RwLock<Arc<Catalog>>,
     elicitor: Option<Arc<dyn Elicitor>>,
 }
@@ -168,6 +170,7 @@ impl Connection {
                 generation: 0,
             })),
             redial: Mutex::new(()),
+            lost: tokio::sync::watch::Sender::new(false),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             elicitor,
         };
@@ -180,6 +183,21 @@ impl Connection {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Resolves once the legacy session is lost and waits for [`Connection::redial`] (with
+    /// [`Recovery::ByOwner`]; whichever request or stream met the 404). Cancel-safe.
+    pub async fn session_lost(&self) {
+        let mut lost = self.lost.subscribe();
+        // The sender lives as long as `self`.
+        let _ = lost.wait_for(|lost| *lost).await;
+    }
+
+    /// Records that the session was lost, for [`Connection::session_lost`].
+    pub(crate) fn mark_lost(&self) {
+        if self.dialer.recovery() == Recovery::ByOwner {
+            self.lost.send_replace(true);
+        }
     }
 
     /// How the connection recovers a lost legacy session.
@@ -525,6 +543,10 @@ impl Connection {
                     redialed = true;
                     self.redial_from(current.generation).await?;
                 }
+                Err(e @ Error::Transport(mcp_transport::Error::SessionLost)) => {
+                    self.mark_lost();
+                    return Err(e);
+                }
                 Err(e) => return Err(e),
                 Ok(response) => return response.outcome.map_err(Error::Rpc),
             }
@@ -609,6 +631,7 @@ impl Connection {
             dialed,
             generation: generation + 1,
         });
+        self.lost.send_replace(false);
         Ok(())
     }
 }

@@ -238,8 +238,9 @@ impl Listener {
             self.retry_at = None;
             self.due = true;
         }
+        // An idle limit too far to reach is never reached.
         if let (Some(heard), Some(_)) = (self.last_heard, &self.held)
-            && now >= heard + self.idle
+            && heard.checked_add(self.idle).is_some_and(|at| now >= at)
         {
             self.events.push_back(ListenEvent::Ended {
                 reason: "idle",
@@ -268,7 +269,7 @@ impl Listener {
             return None;
         }
         let idle = match (&self.held, self.last_heard) {
-            (Some(_), Some(heard)) => Some(heard + self.idle),
+            (Some(_), Some(heard)) => heard.checked_add(self.idle),
             _ => None,
         };
         [self.retry_at, idle].into_iter().flatten().min()

@@ -191,8 +191,9 @@ impl Watch {
     /// again, when the connection recovers [`Recovery::AtOnce`](crate::Recovery::AtOnce).
     /// With [`Recovery::ByOwner`](crate::Recovery::ByOwner) the loss is the transport's
     /// `SessionLost` error; once the owner has called
-    /// [`Connection::redial`](crate::Connection::redial), the next call asks again for the
-    /// held subscriptions and opens the stream again. Any other failure of the stream is
+    /// [`Connection::redial`](crate::Connection::redial) and asked again for what it holds
+    /// ([`Watch::subscribe`] with each of [`Watch::held`], each bounded as the owner sees
+    /// fit), the next call opens the stream again. Any other failure of the stream is
     /// returned too, and the next call opens it again.
     ///
     /// Cancel-safe: a call dropped before it returns (a `select!` branch that lost) loses no
@@ -211,16 +212,21 @@ impl Watch {
                 Step::Change(Some(change)) => return Ok(Some(change)),
                 Step::Change(None) | Step::Nothing => {}
                 Step::Refused => return Ok(None),
-                Step::Lost => {
-                    // Marked first, so that a call cancelled from here on still asks again.
-                    if let Era::Legacy { resubscribe, .. } = &mut self.era {
-                        *resubscribe = true;
+                Step::Lost => match self.connection.recovery() {
+                    Recovery::AtOnce => {
+                        // Marked first, so that a call cancelled from here on still asks
+                        // again.
+                        if let Era::Legacy { resubscribe, .. } = &mut self.era {
+                            *resubscribe = true;
+                        }
+                        self.connection.redial().await?;
                     }
-                    match self.connection.recovery() {
-                        Recovery::AtOnce => self.connection.redial().await?,
-                        _ => return Err(mcp_transport::Error::SessionLost.into()),
+                    // The owner re-dials, and asks again for what it holds, on its schedule.
+                    _ => {
+                        self.connection.mark_lost();
+                        return Err(mcp_transport::Error::SessionLost.into());
                     }
-                }
+                },
             }
         }
     }
@@ -434,7 +440,7 @@ impl Connection {
         )
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
         let mut routing = Routing::default();
-        routing.silence = Some(idle_limit(self.timeout()) * 2);
+        routing.silence = Some(idle_limit(self.timeout()).saturating_mul(2));
         Ok(transport
             .call::<Value>(id, method::SUBSCRIPTIONS_LISTEN, Bytes::from(body), routing)
             .await?)

@@ -222,8 +222,8 @@ async fn a_legacy_watch_recovers_a_lost_session() {
 }
 
 /// With [`Recovery::ByOwner`] a lost session is reported, not dialed again: the watch and
-/// every request fail with `SessionLost` (nothing sent), until the owner re-dials; then the
-/// held subscription is asked for again and changes keep coming.
+/// every request fail with `SessionLost` (nothing sent) and `session_lost` resolves, until
+/// the owner re-dials and asks again for its subscription; then changes keep coming.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_redials_a_lost_session_when_it_chooses() {
     let mut options = Options::default();
@@ -266,7 +266,21 @@ async fn an_owner_redials_a_lost_session_when_it_chooses() {
         1
     );
 
+    tokio::time::timeout(Duration::from_secs(1), connection.session_lost())
+        .await
+        .expect("the loss is signalled");
     connection.redial().await.expect("dialed again");
+    // The owner asks again for what it holds.
+    let held: Vec<String> = watch.held().map(str::to_owned).collect();
+    for uri in held {
+        watch.subscribe(&uri).await.expect("subscribed again");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), connection.session_lost())
+            .await
+            .is_err(),
+        "no longer lost"
+    );
     let toucher = tokio::spawn({
         let server = server.clone();
         async move {
