@@ -39,9 +39,18 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
         data: None,
     };
     late.script("tools/list", unlisted, Times::Once);
+    // A port nothing listens on.
+    let gone = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    };
     let file = TempFile::new(&config(
         "instance = \"run\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
-        &[("steady", steady.url()), ("late", late.url())],
+        &[
+            ("steady", steady.url()),
+            ("late", late.url()),
+            ("gone", gone),
+        ],
     ));
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.connect", Some("steady"));
@@ -124,6 +133,17 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     assert_eq!(ended["reason"], "server");
     assert_eq!(ended["retry_ms"], 250);
     agentd.wait_for("mcp.listen.resumed", Some("late"));
+
+    // A tool list change on the modern server's listen is logged too.
+    late.change_tools().await;
+    agentd.wait_for("mcp.tools_changed", Some("late"));
+
+    // A server nothing listens on: refused at every dial, counted.
+    assert!(agentd.matching("mcp.connect.fail", Some("gone")).count() >= 1);
+    assert!(
+        get(&addr, "/metrics").contains("agent_mcp_connect_failures_total{server=\"gone\"}"),
+        "counted"
+    );
 
     let status = agentd.terminate();
     assert!(status.success(), "{status:?}");
@@ -308,6 +328,18 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
         refused["err"].as_str().unwrap().contains(":2:"),
         "{refused}"
     );
+    // Valid TOML, refused by validation: a header the client sets itself.
+    let reserved = format!(
+        "{head}[[mcp.servers]]\nname = \"b\"\nurl = \"{}\"\nheaders = {{ Mcp-Session-Id = \"x\" }}\n",
+        c.url()
+    );
+    file.write(&reserved);
+    agentd.signal("HUP");
+    let refused = agentd.wait_for_nth("reload.refused", None, 2);
+    assert!(
+        refused["err"].as_str().unwrap().contains("Mcp-Session-Id"),
+        "{refused}"
+    );
     assert!(agentd.is_running());
 
     let status = agentd.terminate();
@@ -357,4 +389,33 @@ async fn the_python_sdk_server_is_held_reloaded_and_drained() {
     );
     assert_eq!(agentd.matching("mcp.disconnect", None).count(), 0);
     drop((stateful, stateless));
+}
+
+/// A server that does not answer the close: the drain gives up at `lifecycle.drain_timeout`
+/// and the process exits 0 all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_is_bounded_by_its_timeout() {
+    let mut legacy = Options::default();
+    legacy.modern = false;
+    let server = ReferenceServer::start(legacy).await;
+    server.script(
+        "DELETE",
+        Fault::Silence(Duration::from_secs(30)),
+        Times::Once,
+    );
+    let file = TempFile::new(&config(
+        "instance = \"drain\"\n[lifecycle]\ndrain_timeout = \"1s\"\n",
+        &[("slow", server.url())],
+    ));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("slow"));
+    let started = Instant::now();
+    let status = agentd.terminate();
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(server.log().iter().any(|l| l.http == http::Method::DELETE));
 }

@@ -213,7 +213,8 @@ impl ReferenceServer {
         self.addr
     }
 
-    /// Makes `method` answer with `fault`, `times` times.
+    /// Makes `method` answer with `fault`, `times` times. `"DELETE"` scripts the legacy
+    /// session's DELETE (`Silence` and `Status` apply).
     pub fn script(&self, method: &str, fault: Fault, times: Times) {
         self.state.script.add(method, fault, times);
     }
@@ -369,7 +370,17 @@ async fn serve(state: Arc<State>, request: http::Request<Incoming>) -> Response<
     });
     match parts.method {
         Method::GET => return legacy::get(&state, &parts.headers).await,
-        Method::DELETE => return legacy::delete(&state, &parts.headers),
+        Method::DELETE => {
+            // `DELETE` can be scripted like a method: held back, or answered a status.
+            match state.script.take("DELETE") {
+                Some(Fault::Silence(d)) => {
+                    tokio::time::sleep(d).await;
+                    return status(504);
+                }
+                Some(Fault::Status(code, _)) => return status(code),
+                _ => return legacy::delete(&state, &parts.headers),
+            }
+        }
         Method::POST => {}
         _ => return status(405),
     }
