@@ -18,6 +18,24 @@ pub(crate) struct Config {
     pub(crate) step_timeout: Duration,
     /// The daemon's HTTP listener (`webhooks.listen`), if configured.
     pub(crate) listen: Option<std::net::SocketAddr>,
+    /// The public base URL webhook deliveries come to (`webhooks.url`), if configured.
+    pub(crate) hooks_url: Option<String>,
+    /// Where durable state is kept (`store.path`).
+    pub(crate) store_path: std::path::PathBuf,
+    /// The largest value the store keeps (`store.max_value_bytes`).
+    pub(crate) max_value_bytes: usize,
+    /// MCP Events bindings (`events.bindings`).
+    pub(crate) bindings: Vec<Binding>,
+}
+
+/// One MCP Events binding: a server's event type appended into a stream.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Binding {
+    pub(crate) server: String,
+    pub(crate) event: String,
+    pub(crate) into: String,
+    pub(crate) arguments: serde_json::Map<String, serde_json::Value>,
+    pub(crate) delivery: Vec<mcp_wire::events::DeliveryMode>,
 }
 
 /// One MCP server.
@@ -52,16 +70,14 @@ impl fmt::Display for ConfigError {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(
-    dead_code,
-    reason = "webhooks and store are validated now and read by what comes next"
-)]
 struct File {
     instance: Option<Spanned<String>>,
     #[serde(default)]
     mcp: Mcp,
     webhooks: Option<Webhooks>,
     store: Option<Store>,
+    #[serde(default)]
+    events: Events,
     #[serde(default)]
     lifecycle: Lifecycle,
     #[serde(default)]
@@ -90,18 +106,34 @@ struct ServerFile {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code, reason = "validated now, read by what comes next")]
 struct Webhooks {
-    url: Option<String>,
+    url: Option<Spanned<String>>,
     listen: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code, reason = "validated now, read by what comes next")]
 struct Store {
     path: Option<String>,
-    max_value_bytes: Option<u64>,
+    max_value_bytes: Option<Spanned<u64>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Events {
+    #[serde(default)]
+    bindings: Vec<BindingFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BindingFile {
+    server: Spanned<String>,
+    event: String,
+    into: String,
+    #[serde(default)]
+    arguments: serde_json::Map<String, serde_json::Value>,
+    delivery: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -180,12 +212,7 @@ pub(crate) fn parse(
             ));
         }
         let url = s.url.get_ref();
-        let parsed = url.parse::<hyper::Uri>().ok();
-        let http = parsed.as_ref().is_some_and(|u| {
-            matches!(u.scheme_str(), Some("http" | "https"))
-                && u.authority().is_some_and(|a| !a.host().is_empty())
-        });
-        if !http {
+        if !is_http_url(url) {
             return Err(at(
                 Some(s.url.span()),
                 &key("url"),
@@ -241,8 +268,90 @@ pub(crate) fn parse(
             )
         })?),
     };
+    let hooks_url = match raw.webhooks.as_ref().and_then(|w| w.url.as_ref()) {
+        None => None,
+        Some(url) => {
+            if !is_http_url(url.get_ref()) {
+                return Err(at(
+                    Some(url.span()),
+                    "webhooks.url",
+                    format!("{:?} is not an http(s) URL", url.get_ref()),
+                ));
+            }
+            Some(url.get_ref().trim_end_matches('/').to_owned())
+        }
+    };
+    let max_value_bytes = match raw.store.as_ref().and_then(|s| s.max_value_bytes.as_ref()) {
+        None => 262_144,
+        Some(v) if *v.get_ref() >= 1024 => usize::try_from(*v.get_ref()).unwrap_or(usize::MAX),
+        Some(v) => {
+            return Err(at(
+                Some(v.span()),
+                "store.max_value_bytes",
+                "must be at least 1024".to_owned(),
+            ));
+        }
+    };
+    let mut bindings: Vec<Binding> = Vec::new();
+    for (i, b) in raw.events.bindings.iter().enumerate() {
+        let key = |k: &str| format!("events.bindings[{i}].{k}");
+        let server = b.server.get_ref();
+        if !servers.iter().any(|s| s.name == *server) {
+            return Err(at(
+                Some(b.server.span()),
+                &key("server"),
+                format!("{server:?} is not one of mcp.servers"),
+            ));
+        }
+        let per_server = bindings.iter().filter(|o| o.server == *server).count();
+        if per_server >= mcp_events::limits::BINDINGS_PER_SERVER
+            || bindings.len() >= mcp_events::limits::BINDINGS_PER_INSTANCE
+        {
+            return Err(at(
+                Some(b.server.span()),
+                &key("server"),
+                "past 64 bindings for the server or 256 for the instance".to_owned(),
+            ));
+        }
+        let delivery = match &b.delivery {
+            None => vec![mcp_wire::events::DeliveryMode::Poll],
+            Some(list) => {
+                let modes: Option<Vec<_>> = list
+                    .get_ref()
+                    .iter()
+                    .map(|m| mcp_wire::events::DeliveryMode::parse(m))
+                    .collect();
+                match modes {
+                    Some(modes) if !modes.is_empty() => modes,
+                    _ => {
+                        return Err(at(
+                            Some(list.span()),
+                            &key("delivery"),
+                            "a list of \"webhook\", \"poll\" or \"push\"".to_owned(),
+                        ));
+                    }
+                }
+            }
+        };
+        bindings.push(Binding {
+            server: server.clone(),
+            event: b.event.clone(),
+            into: b.into.clone(),
+            arguments: b.arguments.clone(),
+            delivery,
+        });
+    }
     Ok(Config {
         listen,
+        hooks_url,
+        store_path: raw
+            .store
+            .as_ref()
+            .and_then(|s| s.path.clone())
+            .unwrap_or_else(|| "agentd-data".to_owned())
+            .into(),
+        max_value_bytes,
+        bindings,
         instance: raw
             .instance
             .map_or_else(|| "agentd".to_owned(), Spanned::into_inner),
@@ -257,6 +366,14 @@ pub(crate) fn parse(
             "limits.step_timeout",
             Duration::from_secs(600),
         )?,
+    })
+}
+
+/// Whether `url` is an http(s) URL with a host.
+fn is_http_url(url: &str) -> bool {
+    url.parse::<hyper::Uri>().is_ok_and(|u| {
+        matches!(u.scheme_str(), Some("http" | "https"))
+            && u.authority().is_some_and(|a| !a.host().is_empty())
     })
 }
 
@@ -440,6 +557,69 @@ step_timeout = "600s"
             let e = err(&format!("[[mcp.servers]]\nname = \"a\"\nurl = \"{url}\"\n"));
             assert_eq!(e.key, "mcp.servers[0].url", "{url}");
         }
+    }
+
+    #[test]
+    fn bindings_name_a_server_known_modes_and_stay_within_their_limits() {
+        let server = "[[mcp.servers]]\nname = \"t\"\nurl = \"http://x/mcp\"\n";
+        let binding = |event: usize| {
+            format!("[[events.bindings]]\nserver = \"t\"\nevent = \"e{event}\"\ninto = \"s\"\n")
+        };
+        let c = parse(
+            "agentd.toml",
+            &format!("{server}{}delivery = [\"webhook\", \"poll\"]\n", binding(0)),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            c.bindings[0].delivery,
+            [
+                mcp_wire::events::DeliveryMode::Webhook,
+                mcp_wire::events::DeliveryMode::Poll
+            ]
+        );
+        assert_eq!(c.max_value_bytes, 262_144);
+        assert_eq!(c.store_path, std::path::PathBuf::from("agentd-data"));
+        let e = err(&format!(
+            "{server}[[events.bindings]]\nserver = \"nope\"\nevent = \"e\"\ninto = \"s\"\n"
+        ));
+        assert_eq!((e.key.as_str(), e.line), ("events.bindings[0].server", 5));
+        let e = err(&format!(
+            "{server}{}delivery = [\"carrier-pigeon\"]\n",
+            binding(0)
+        ));
+        assert_eq!(e.key, "events.bindings[0].delivery");
+        let e = err(&format!("{server}{}delivery = []\n", binding(0)));
+        assert_eq!(e.key, "events.bindings[0].delivery");
+        // 64 bindings of one server load; the 65th is refused.
+        let sixty_four: String = (0..64).map(binding).collect();
+        assert_eq!(
+            parse("agentd.toml", &format!("{server}{sixty_four}"), &env)
+                .unwrap()
+                .bindings
+                .len(),
+            64
+        );
+        let e = err(&format!("{server}{sixty_four}{}", binding(64)));
+        assert_eq!(e.key, "events.bindings[64].server");
+        // 256 for the instance: four servers of 64 load; one more anywhere is refused.
+        let servers: String = (0..5)
+            .map(|i| format!("[[mcp.servers]]\nname = \"t{i}\"\nurl = \"http://x/mcp\"\n"))
+            .collect();
+        let on = |server: usize, event: usize| {
+            format!(
+                "[[events.bindings]]\nserver = \"t{server}\"\nevent = \"e{event}\"\ninto = \"s\"\n"
+            )
+        };
+        let full: String = (0..256).map(|n| on(n / 64, n)).collect();
+        let c = parse("agentd.toml", &format!("{servers}{full}"), &env).unwrap();
+        assert_eq!(c.bindings.len(), 256);
+        let e = err(&format!("{servers}{full}{}", on(4, 256)));
+        assert_eq!(e.key, "events.bindings[256].server");
+        let e = err("[store]\nmax_value_bytes = 10\n");
+        assert_eq!(e.key, "store.max_value_bytes");
+        let e = err("[webhooks]\nurl = \"agent.example.com\"\n");
+        assert_eq!(e.key, "webhooks.url");
     }
 
     #[test]

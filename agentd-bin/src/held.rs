@@ -179,6 +179,11 @@ impl Held {
         }
     }
 
+    /// The connection as it stands (`None` until the server is connected), to wait on.
+    pub(crate) fn connections(&self) -> watch::Receiver<Option<Arc<Connection>>> {
+        self.connection.clone()
+    }
+
     /// The connection, once the server is connected; `None` when it was let go first.
     pub(crate) async fn connection(&self) -> Option<Arc<Connection>> {
         let mut connection = self.connection.clone();

@@ -12,6 +12,7 @@ use serde_json::Value;
 pub(crate) enum Level {
     Info,
     Warn,
+    Error,
 }
 
 /// Writes one event to stderr. Text from a server must already be made safe
@@ -20,6 +21,7 @@ pub(crate) fn event(instance: &str, level: Level, event: &str, fields: &[(&str, 
     let level = match level {
         Level::Info => "info",
         Level::Warn => "warn",
+        Level::Error => "error",
     };
     let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let envelope = [

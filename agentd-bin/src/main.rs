@@ -8,10 +8,12 @@ mod commands;
 mod config;
 mod demo;
 mod dial;
+mod events;
 mod held;
 mod http;
 mod log;
 mod metrics;
+mod store;
 mod subscriptions;
 mod supervisor;
 
@@ -76,6 +78,24 @@ enum Command {
     },
     /// Print the MCP revisions agentd speaks.
     Revisions,
+    /// MCP Events: what arrived.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum EventsCommand {
+    /// Print every event of a stream (a binding's `into`), oldest first, one JSON object per
+    /// line.
+    Tail {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The stream.
+        stream: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -109,6 +129,18 @@ fn main() -> ExitCode {
         } => with_config(&config, |c| async move {
             commands::call(c, &server, &tool, arguments.as_deref()).await
         }),
+        Command::Events {
+            command: EventsCommand::Tail { config, stream },
+        } => match commands::load(&config) {
+            Err(code) => code,
+            Ok(config) => match events::tail(&config, &stream) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("agentd: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+        },
         Command::Demo => {
             let Some(runtime) = runtime() else {
                 return ExitCode::FAILURE;

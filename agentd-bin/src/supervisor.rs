@@ -31,6 +31,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
 
 use crate::config::{self, Config};
+use crate::events::Events;
 use crate::held::{Held, Shared, Stop};
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
@@ -72,6 +73,13 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             )
         })
         .collect();
+    let mut events = match Events::start(&config, &held, metrics.clone()) {
+        Ok(events) => events,
+        Err(e) => {
+            eprintln!("agentd: cannot start MCP Events: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     loop {
         tokio::select! {
             _ = term.recv() => break,
@@ -87,6 +95,16 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                             }
                         }
                         reload(&mut held, &new, &shared);
+                        // Bindings start again on the new configuration, from their cursors.
+                        if let Some(events) = events.take() {
+                            events.stop();
+                        }
+                        match Events::start(&new, &held, metrics.clone()) {
+                            Ok(started) => events = started,
+                            Err(e) => event(&new.instance, Level::Warn, "reload.refused", &[
+                                ("err", json!(format!("MCP Events: {e}"))),
+                            ]),
+                        }
                         config = new;
                     }
                     Err(e) => event(&config.instance, Level::Warn, "reload.refused", &[
@@ -95,6 +113,9 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                 }
             }
         }
+    }
+    if let Some(events) = events {
+        events.stop();
     }
     drain(
         held.into_values().map(|h| h.stop(Stop::Shutdown)),

@@ -98,11 +98,11 @@ impl PartialEq for Callback {
 }
 
 impl Config {
-    /// A poll binding of `event` on `server` into `into`, keyed `<server>/<event>/<into>`,
-    /// without arguments, with the reference's default value bound (256 KiB).
+    /// A poll binding of `event` on `server` into `into` without arguments, keyed by
+    /// [`key_of`], with the reference's default value bound (256 KiB).
     pub fn new(server: &str, event: &str, into: &str) -> Self {
         Self {
-            key: format!("{server}/{event}/{into}"),
+            key: key_of(server, event, into, &Map::new()),
             server: server.to_owned(),
             event: event.to_owned(),
             into: into.to_owned(),
@@ -112,6 +112,21 @@ impl Config {
             max_value_bytes: crate::limits::OCCURRENCE_MAX,
         }
     }
+}
+
+/// The key agentd gives a binding: `b` and 16 hex digits of the SHA-256 of what it is (its
+/// server, type, stream and arguments), so the same binding keeps its key, its stored cursor
+/// and its webhook route (`/hooks/_mcp/<key>`) across restarts and reloads.
+pub fn key_of(server: &str, event: &str, into: &str, arguments: &Map<String, Value>) -> String {
+    let what = serde_json::json!([server, event, into, arguments]).to_string();
+    let hash = ring::digest::digest(&ring::digest::SHA256, what.as_bytes());
+    let mut key = String::with_capacity(17);
+    key.push('b');
+    for byte in &hash.as_ref()[..8] {
+        key.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        key.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    key
 }
 
 /// Why a binding cannot work (`mcp.events.refused`, `reason`).
@@ -362,6 +377,8 @@ pub struct Stats {
 /// One occurrence written as its Stream event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// The Stream event's `id` (unique in its stream).
+    pub id: String,
     /// The server's `eventId`.
     pub event_id: String,
     /// The Stream event, JSON.
@@ -1082,8 +1099,9 @@ impl Binding {
             subscription: &self.config.key,
         };
         let mut bytes = Vec::with_capacity(o.data.get().len() + 256);
-        stream_event(&target, o, schema_ok, &mut bytes);
+        let id = stream_event(&target, o, schema_ok, &mut bytes);
         Ok(Some(Record {
+            id,
             event_id: o.event_id.clone(),
             bytes,
         }))

@@ -8,6 +8,7 @@
 //! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
 //! - [`occurrence`]: an occurrence checked against the bounds and written once as the
 //!   reference's Stream event.
+//! - [`store`]: the trait a durable store of cursors, secrets and streams implements.
 //! - [`schedule`]: the retry and poll waits, with their jitter.
 //! - [`time`]: the RFC 3339 timestamps the wire carries.
 //! - [`limits`]: every bound and schedule the reference names.
@@ -22,6 +23,7 @@ pub mod limits;
 pub mod listing;
 pub mod occurrence;
 pub mod schedule;
+pub mod store;
 pub mod time;
 pub mod webhook;
 

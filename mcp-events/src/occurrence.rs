@@ -101,8 +101,13 @@ pub fn stream_id(server: &str, event: &str, event_id: &str) -> String {
 
 /// Writes the reference's Stream event for `o` into `out`, once: `id`, `source`, `stream`,
 /// `subject`, and `data` with the server, the type, the `eventId`, the timestamp, whether the
-/// payload passed its schema, the binding's key, and the payload verbatim.
-pub fn stream_event(target: &Target<'_>, o: &EventOccurrence, schema_ok: bool, out: &mut Vec<u8>) {
+/// payload passed its schema, the binding's key, and the payload verbatim. Its `id`.
+pub fn stream_event(
+    target: &Target<'_>,
+    o: &EventOccurrence,
+    schema_ok: bool,
+    out: &mut Vec<u8>,
+) -> String {
     #[derive(serde::Serialize)]
     struct Record<'a> {
         id: String,
@@ -121,8 +126,9 @@ pub fn stream_event(target: &Target<'_>, o: &EventOccurrence, schema_ok: bool, o
         subscription: &'a str,
         payload: &'a RawValue,
     }
+    let id = stream_id(target.server, target.event, &o.event_id);
     let record = Record {
-        id: stream_id(target.server, target.event, &o.event_id),
+        id: id.clone(),
         source: format!("mcp:{}", target.server),
         stream: target.stream,
         subject: target.stream,
@@ -138,6 +144,7 @@ pub fn stream_event(target: &Target<'_>, o: &EventOccurrence, schema_ok: bool, o
     };
     // Strings and verbatim JSON always serialize.
     let _ = serde_json::to_writer(out, &record);
+    id
 }
 
 /// Counts the bytes written.

@@ -457,6 +457,41 @@ impl Connection {
         .await
     }
 
+    /// One page of the server's MCP Events types (`events/list`); the caller pages, within
+    /// its bounds.
+    pub async fn list_events(
+        &self,
+        cursor: Option<Cursor>,
+    ) -> Result<mcp_wire::events::ListEventsResult, Error> {
+        self.raw_request(method::EVENTS_LIST, &PageParams::new(cursor, None))
+            .await
+    }
+
+    /// `events/poll`.
+    pub async fn poll_events(
+        &self,
+        params: &mcp_wire::events::PollParams,
+    ) -> Result<mcp_wire::events::PollResult, Error> {
+        self.raw_request(method::EVENTS_POLL, params).await
+    }
+
+    /// `events/subscribe`: a webhook subscription made, or its lease refreshed.
+    pub async fn subscribe_events(
+        &self,
+        params: &mcp_wire::events::SubscribeEventsParams,
+    ) -> Result<mcp_wire::events::SubscribeEventsResult, Error> {
+        self.raw_request(method::EVENTS_SUBSCRIBE, params).await
+    }
+
+    /// `events/unsubscribe`.
+    pub async fn unsubscribe_events(
+        &self,
+        params: &mcp_wire::events::UnsubscribeEventsParams,
+    ) -> Result<(), Error> {
+        let _: serde_json::Value = self.raw_request(method::EVENTS_UNSUBSCRIBE, params).await?;
+        Ok(())
+    }
+
     /// Sends a request that may be answered `input_required`, answering every round through
     /// the elicitation handler (each answer bounded by [`crate::ELICITATION_TIMEOUT`]), echoing
     /// `requestState`, with a new id each round.

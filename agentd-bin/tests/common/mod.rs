@@ -130,6 +130,12 @@ impl Daemon {
         assert!(sent.success());
     }
 
+    /// SIGKILL: no drain, no goodbye.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }

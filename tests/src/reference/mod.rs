@@ -26,6 +26,7 @@
 
 mod body;
 mod catalog;
+mod events;
 mod legacy;
 mod modern;
 mod script;
@@ -75,6 +76,11 @@ pub struct Options {
     /// Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with a certificate for 127.0.0.1 signed by a
     /// CA made at start ([`ReferenceServer::ca_der`]).
     pub tls: bool,
+    /// Declare and serve MCP Events at 2026-07-28 (`events/list`, `events/poll`; see
+    /// [`ReferenceServer::emit`]).
+    pub events: bool,
+    /// The `nextPollMs` its polls answer.
+    pub poll_ms: u64,
 }
 
 impl Default for Options {
@@ -89,6 +95,8 @@ impl Default for Options {
             keepalive: Some(Duration::from_secs(15)),
             replay_whole_session: false,
             tls: false,
+            events: false,
+            poll_ms: 1000,
         }
     }
 }
@@ -126,6 +134,7 @@ pub(crate) struct State {
     counter: AtomicU64,
     legacy: legacy::Sessions,
     listens: Mutex<Vec<modern::Listen>>,
+    events: events::Log,
 }
 
 impl State {
@@ -211,6 +220,12 @@ impl ReferenceServer {
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Emits an MCP Events occurrence of `name` (`ticket.created` or `build.finished`) with
+    /// `data`; its `eventId`.
+    pub fn emit(&self, name: &str, data: Value) -> String {
+        self.state.events.emit(name, data)
     }
 
     /// Makes `method` answer with `fault`, `times` times. `"DELETE"` scripts the legacy

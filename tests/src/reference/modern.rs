@@ -228,18 +228,37 @@ pub(crate) async fn post(
             | "resources/read"
     );
     let result = match method.as_str() {
-        "server/discover" => Ok(json!({
-            "supportedVersions": state.options.modern_versions,
-            "capabilities": {
+        "server/discover" => {
+            let mut capabilities = json!({
                 "tools": {"listChanged": true},
                 "resources": {"subscribe": true, "listChanged": true},
                 "prompts": {"listChanged": false},
                 "completions": {},
-            },
-        })),
+            });
+            if state.options.events {
+                capabilities["extensions"] =
+                    json!({mcp_wire::events::EXTENSION: {"listChanged": true}});
+            }
+            Ok(json!({
+                "supportedVersions": state.options.modern_versions,
+                "capabilities": capabilities,
+            }))
+        }
         "subscriptions/listen" => return listen(state, id, &params).await,
         "tools/call" if params["name"] == "slow" => return slow(id, &params),
         "tools/call" if params["name"] == "ask" => Ok(ask(&params)),
+        other if state.options.events && other.starts_with("events/") => {
+            match super::events::answer(&state.events, state.options.poll_ms, other, &params) {
+                Some(result) => result,
+                None => {
+                    let error = ErrorObject::new(
+                        code::METHOD_NOT_FOUND,
+                        format!("Method not found: {other}"),
+                    );
+                    return rpc_error(404, Some(&id), error);
+                }
+            }
+        }
         other => match common(state, other, &params) {
             Some(result) => result,
             None => {

@@ -1,0 +1,487 @@
+//! MCP Events in the daemon: the configured bindings, each server's driven by a task on a
+//! runtime of four worker threads of its own (never the supervisor's), over the server's
+//! held connection. The pure machines are `mcp_events`' (`Lister`, `Binding`); this file
+//! sends what they ask for (each `events/*` request bounded at 30 s), commits what they hand
+//! over to the store, and turns what they report into log lines and metrics.
+//!
+//! Poll delivery only, so far: webhook delivery needs the receiver on the daemon's listener,
+//! which is not built yet; a binding that lists `webhook` first uses the next mode it lists.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use mcp_events::binding::{
+    Action, Batch, Binding, Config as BindingConfig, Failure, Listing, Log, Stats, key_of,
+};
+use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
+use mcp_events::listing::{Lister, Step};
+use mcp_events::store::Store;
+use mcp_negotiate::{Connection, Error};
+use mcp_wire::events::DeliveryMode;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until, timeout};
+
+use crate::config::Config;
+use crate::held::Held;
+use crate::log::{Level, event};
+use crate::metrics::{Metric, Metrics};
+use crate::store::Sqlite;
+
+/// The bindings at work.
+#[derive(Debug)]
+pub(crate) struct Events {
+    runtime: tokio::runtime::Runtime,
+    stop: watch::Sender<bool>,
+}
+
+/// What every server's task shares.
+#[derive(Clone)]
+struct Ctx {
+    instance: Arc<str>,
+    metrics: Arc<Metrics>,
+    store: Arc<Mutex<Sqlite>>,
+}
+
+impl Events {
+    /// Starts the bindings of `config` on the connections of `held`; `None` when there are
+    /// none. Fails when the store cannot be opened.
+    pub(crate) fn start(
+        config: &Config,
+        held: &BTreeMap<String, Held>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Option<Self>, String> {
+        if config.bindings.is_empty() {
+            return Ok(None);
+        }
+        let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+        let mut by_server: BTreeMap<&str, Vec<Binding>> = BTreeMap::new();
+        for b in &config.bindings {
+            let mut c = BindingConfig::new(&b.server, &b.event, &b.into);
+            c.key = key_of(&b.server, &b.event, &b.into, &b.arguments);
+            c.arguments = b.arguments.clone();
+            c.delivery = b.delivery.clone();
+            c.max_value_bytes = config.max_value_bytes;
+            let stored = store.load(&c.key).map_err(|e| e.to_string())?;
+            by_server
+                .entry(&b.server)
+                .or_default()
+                .push(Binding::new(c, stored.cursor));
+        }
+        // Built last: a runtime must not be dropped on an async thread.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKER_THREADS)
+            .thread_name("agentd-events")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let ctx = Ctx {
+            instance: config.instance.as_str().into(),
+            metrics,
+            store: Arc::new(Mutex::new(store)),
+        };
+        let (stop, stopped) = watch::channel(false);
+        for (server, bindings) in by_server {
+            let Some(h) = held.get(server) else { continue };
+            runtime.spawn(serve(
+                ctx.clone(),
+                server.to_owned(),
+                h.connections(),
+                bindings,
+                stopped.clone(),
+            ));
+        }
+        Ok(Some(Self { runtime, stop }))
+    }
+
+    /// Stops every binding. Subscriptions are not released: the next start goes on from the
+    /// stored cursors. A commit under way finishes (it is one transaction either way).
+    pub(crate) fn stop(self) {
+        let _ = self.stop.send(true);
+        self.runtime.shutdown_background();
+    }
+}
+
+/// One server's bindings, for as long as the daemon runs.
+async fn serve(
+    ctx: Ctx,
+    server: String,
+    mut connections: watch::Receiver<Option<Arc<Connection>>>,
+    mut bindings: Vec<Binding>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let connection = tokio::select! {
+        c = connections.wait_for(Option::is_some) => match c {
+            Ok(c) => c.clone().expect("waited for a connection"),
+            Err(_) => return,
+        },
+        _ = stop.wait_for(|s| *s) => return,
+    };
+    let modern = connection.revision().era() == mcp_wire::Era::Modern;
+    let capability = connection.capabilities().events().is_some();
+    let mut seen: Vec<Stats> = vec![Stats::default(); bindings.len()];
+    let mut evicted: Vec<u64> = vec![0; bindings.len()];
+    for b in &mut bindings {
+        b.on_connection(modern, capability);
+    }
+    let mut lister = Lister::new(std::time::Instant::now());
+    let usable = modern && capability;
+    loop {
+        let now = std::time::Instant::now();
+        if usable {
+            while let Some(cursor) = lister.poll_request(now) {
+                let page = request(connection.list_events(cursor)).await;
+                count(&ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
+                match page {
+                    Ok(page) => match lister.on_page(page, now) {
+                        Step::More => {}
+                        Step::Done(types) => {
+                            log(
+                                &ctx,
+                                Level::Info,
+                                "mcp.events.listed",
+                                &[("server", json!(server)), ("types", json!(types.len()))],
+                            );
+                            for b in &mut bindings {
+                                b.on_listing(Listing::Types(&types), now);
+                            }
+                        }
+                        _ => {
+                            for b in &mut bindings {
+                                b.on_listing(Listing::TooLarge, now);
+                            }
+                        }
+                    },
+                    Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
+                        let _ = lister.on_failure(now, false);
+                        for b in &mut bindings {
+                            b.on_listing(Listing::MethodNotFound, now);
+                        }
+                    }
+                    Err(failure) => {
+                        let exhausted = matches!(&failure, Failure::Rpc(e)
+                            if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
+                        let wait = lister.on_failure(now, exhausted);
+                        log(
+                            &ctx,
+                            Level::Warn,
+                            "mcp.events.list.fail",
+                            &[
+                                ("server", json!(server)),
+                                ("err", json!(mcp_wire::log_text(&failure_text(&failure)))),
+                                (
+                                    "retry_ms",
+                                    json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+                                ),
+                            ],
+                        );
+                    }
+                }
+            }
+        }
+        for (i, b) in bindings.iter_mut().enumerate() {
+            while let Some(action) = b.poll_action(std::time::Instant::now()) {
+                match action {
+                    Action::Poll(params) => {
+                        let answer = request(connection.poll_events(&params)).await;
+                        let at = std::time::Instant::now();
+                        let batch = b.on_poll(answer, at, wall_ms(), random());
+                        let committed = commit(&ctx, b, batch).await;
+                        b.on_committed(committed, std::time::Instant::now());
+                    }
+                    Action::Relist => lister.again(std::time::Instant::now()),
+                    // No receiver yet: webhook is never chosen (the binding has no callback).
+                    _ => {}
+                }
+                report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
+            }
+            report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
+        }
+        let next = bindings
+            .iter()
+            .filter_map(Binding::poll_timeout)
+            .chain(lister.poll_timeout().filter(|_| usable))
+            .min();
+        tokio::select! {
+            () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+fn far() -> Instant {
+    Instant::now() + std::time::Duration::from_secs(86_400)
+}
+
+/// A request bounded at 30 s, its failure in the machine's words.
+async fn request<T>(call: impl Future<Output = Result<T, Error>>) -> Result<T, Failure> {
+    match timeout(REQUEST_TIMEOUT, call).await {
+        Err(_) => Err(Failure::Timeout),
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(Error::Rpc(e))) => Err(Failure::Rpc(e)),
+        Ok(Err(Error::Transport(mcp_transport::Error::Reply(
+            mcp_transport::reply::Failure::Status { status, .. },
+        )))) => Err(Failure::Status(status)),
+        Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
+    }
+}
+
+fn failure_text(failure: &Failure) -> String {
+    match failure {
+        Failure::Transport(e) => e.clone(),
+        Failure::Timeout => "no answer within 30 s".to_owned(),
+        Failure::Status(s) => format!("HTTP {s}"),
+        Failure::Rpc(e) => format!("{} {}", e.code, e.message),
+        _ => "failed".to_owned(),
+    }
+}
+
+/// Commits a batch in one transaction, off the async threads; whether the store took it.
+async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> bool {
+    let store = ctx.store.clone();
+    let (key, into) = (b.config().key.clone(), b.config().into.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+        store.commit(&key, &into, &batch)
+    })
+    .await;
+    match done {
+        Ok(Ok(_)) => true,
+        // The binding logs the pause (`store_degraded`) and tries again.
+        Ok(Err(_)) | Err(_) => false,
+    }
+}
+
+fn count<T>(ctx: &Ctx, server: &str, method: &str, answer: &Result<T, Failure>) {
+    let outcome = match answer {
+        Ok(_) => "ok",
+        Err(Failure::Rpc(_)) => "refused",
+        Err(_) => "failed",
+    };
+    ctx.metrics.add(
+        Metric::EventsRequests,
+        &[("server", server), ("method", method), ("outcome", outcome)],
+        1,
+    );
+}
+
+/// The binding's log lines, and what changed in its counters since `seen`.
+fn report(ctx: &Ctx, server: &str, b: &mut Binding, seen: &mut Stats, evicted: &mut u64) {
+    let event_type = b.config().event.clone();
+    while let Some(line) = b.poll_log() {
+        let (level, name, fields) = line_of(line);
+        let mut all = vec![("server", json!(server)), ("event_type", json!(event_type))];
+        all.extend(fields);
+        log(ctx, level, name, &all);
+    }
+    let stats = b.stats().clone();
+    let mode = b.mode().map_or("poll", DeliveryMode::as_str);
+    let labels = |outcome| {
+        [
+            ("server", server),
+            ("event", event_type.as_str()),
+            ("mode", mode),
+            ("outcome", outcome),
+        ]
+    };
+    let delta = |now: u64, then: u64| i64::try_from(now.saturating_sub(then)).unwrap_or(i64::MAX);
+    for (outcome, now, then) in [
+        ("appended", stats.appended, seen.appended),
+        ("duplicate", stats.duplicate, seen.duplicate),
+        ("rejected", stats.rejected, seen.rejected),
+        (
+            "schema_mismatch",
+            stats.schema_mismatch,
+            seen.schema_mismatch,
+        ),
+    ] {
+        ctx.metrics
+            .add(Metric::Events, &labels(outcome), delta(now, then));
+    }
+    for ((method, outcome), n) in &stats.requests {
+        let then = seen
+            .requests
+            .get(&(*method, *outcome))
+            .copied()
+            .unwrap_or(0);
+        ctx.metrics.add(
+            Metric::EventsRequests,
+            &[("server", server), ("method", method), ("outcome", outcome)],
+            delta(*n, then),
+        );
+    }
+    for (cause, n) in &stats.gaps {
+        let then = seen.gaps.get(cause).copied().unwrap_or(0);
+        ctx.metrics.add(
+            Metric::EventGaps,
+            &[
+                ("server", server),
+                ("event", event_type.as_str()),
+                ("cause", cause),
+            ],
+            delta(*n, then),
+        );
+    }
+    let now_evicted = b.dedup_evicted();
+    ctx.metrics.add(
+        Metric::DedupEvicted,
+        &[("server", server), ("event", event_type.as_str())],
+        delta(now_evicted, *evicted),
+    );
+    *evicted = now_evicted;
+    if let Some(lag) = stats.lag_ms {
+        ctx.metrics.set(
+            Metric::EventLag,
+            &[("server", server), ("event", event_type.as_str())],
+            lag,
+        );
+    }
+    *seen = stats;
+}
+
+/// The reference's MCP Events log table.
+fn line_of(line: Log) -> (Level, &'static str, Vec<(&'static str, Value)>) {
+    match line {
+        Log::Armed {
+            mode,
+            cursor_present,
+        } => (
+            Level::Info,
+            "mcp.events.armed",
+            vec![
+                ("mode", json!(mode.as_str())),
+                ("cursor_present", json!(cursor_present)),
+            ],
+        ),
+        Log::Refused { reason, detail } => (
+            Level::Error,
+            "mcp.events.refused",
+            vec![
+                ("reason", json!(reason.as_str())),
+                ("detail", json!(detail)),
+            ],
+        ),
+        Log::PollFailed {
+            code,
+            err,
+            retry_ms,
+        } => {
+            let level = match code {
+                Some(-32020) => Level::Error,
+                _ => Level::Warn,
+            };
+            (
+                level,
+                "mcp.events.poll.fail",
+                vec![
+                    ("code", json!(code)),
+                    ("err", json!(err)),
+                    ("retry_ms", json!(retry_ms)),
+                ],
+            )
+        }
+        Log::Paused { cause, detail } => (
+            Level::Warn,
+            "mcp.events.paused",
+            vec![("cause", json!(cause.as_str())), ("detail", json!(detail))],
+        ),
+        Log::Resumed { cause } => (
+            Level::Info,
+            "mcp.events.resumed",
+            vec![("cause", json!(cause.as_str()))],
+        ),
+        Log::Gap { cause } => (Level::Warn, "mcp.events.gap", vec![("cause", json!(cause))]),
+        Log::Rejected { event_id, cause } => (
+            Level::Warn,
+            "mcp.events.rejected",
+            vec![("event_id", json!(event_id)), ("cause", json!(cause))],
+        ),
+        Log::SchemaMismatch { event_id } => (
+            Level::Warn,
+            "mcp.events.schema_mismatch",
+            vec![("event_id", json!(event_id))],
+        ),
+        Log::ArmFailed {
+            code,
+            err,
+            retry_ms,
+        } => {
+            let level = match code {
+                Some(_) => Level::Error,
+                None => Level::Warn,
+            };
+            (
+                level,
+                "mcp.events.arm.fail",
+                vec![("err", json!(err)), ("retry_ms", json!(retry_ms))],
+            )
+        }
+        Log::CallbackFailed { reason, url } => (
+            Level::Error,
+            "mcp.events.callback_failed",
+            vec![("reason", json!(reason)), ("url", json!(url))],
+        ),
+        Log::ModeChanged { from, to, cause } => (
+            Level::Warn,
+            "mcp.events.mode_changed",
+            vec![
+                ("from", json!(from.as_str())),
+                ("to", json!(to.as_str())),
+                ("cause", json!(cause)),
+            ],
+        ),
+        Log::DeliverySuspended { last_error, active } => (
+            Level::Warn,
+            "mcp.events.delivery_suspended",
+            vec![("last_error", json!(last_error)), ("active", json!(active))],
+        ),
+        Log::Throttled { retry_after_ms } => (
+            Level::Info,
+            "mcp.events.throttled",
+            vec![("retry_after_ms", json!(retry_after_ms))],
+        ),
+        Log::Terminated { code } => (
+            Level::Error,
+            "mcp.events.terminated",
+            vec![("code", json!(code))],
+        ),
+        _ => (Level::Warn, "mcp.events.unknown", vec![]),
+    }
+}
+
+fn log(ctx: &Ctx, level: Level, name: &str, fields: &[(&str, Value)]) {
+    event(&ctx.instance, level, name, fields);
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A random `u32` for jitter, from the operating system's CSPRNG.
+fn random() -> u32 {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 4];
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    u32::from_le_bytes(bytes)
+}
+
+/// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
+pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
+    let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+    let mut after = 0;
+    let mut printed = 0;
+    loop {
+        let entries = store.read(stream, after, 1000).map_err(|e| e.to_string())?;
+        let Some(last) = entries.last() else {
+            return Ok(printed);
+        };
+        after = last.seq;
+        for entry in &entries {
+            crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
+        }
+        printed += entries.len();
+    }
+}

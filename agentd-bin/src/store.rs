@@ -1,0 +1,223 @@
+//! The embedded store: SQLite (WAL, synchronous commits) in `<store.path>/agentd.sqlite3`,
+//! readable with `sqlite3`.
+//!
+//! ```sql
+//! bindings(key PRIMARY KEY, cursor, secret, subscription)
+//! events(seq INTEGER PRIMARY KEY AUTOINCREMENT, stream, id, binding, body, UNIQUE(stream, id))
+//! ```
+//!
+//! A batch's records and its cursor are written in one transaction; a record whose id its
+//! stream holds already is passed over (`INSERT OR IGNORE`), so a batch committed twice after
+//! a crash appends nothing twice.
+
+use std::path::Path;
+
+use mcp_events::binding::Batch;
+use mcp_events::store::{Entry, Store, StoreError, Stored};
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// The file name of the database inside `store.path`.
+pub(crate) const FILE: &str = "agentd.sqlite3";
+
+/// The SQLite store.
+#[derive(Debug)]
+pub(crate) struct Sqlite {
+    db: Connection,
+}
+
+fn failed(e: rusqlite::Error) -> StoreError {
+    StoreError(e.to_string())
+}
+
+impl Sqlite {
+    /// Opens (creating) the store in directory `dir`.
+    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("{}: {e}", dir.display())))?;
+        let db = Connection::open(dir.join(FILE)).map_err(failed)?;
+        db.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA busy_timeout = 5000;
+             CREATE TABLE IF NOT EXISTS bindings (
+                 key TEXT PRIMARY KEY,
+                 cursor TEXT,
+                 secret TEXT,
+                 subscription TEXT
+             );
+             CREATE TABLE IF NOT EXISTS events (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 stream TEXT NOT NULL,
+                 id TEXT NOT NULL,
+                 binding TEXT NOT NULL,
+                 body BLOB NOT NULL,
+                 UNIQUE (stream, id)
+             );",
+        )
+        .map_err(failed)?;
+        Ok(Self { db })
+    }
+}
+
+impl Store for Sqlite {
+    fn load(&mut self, binding: &str) -> Result<Stored, StoreError> {
+        let row = self
+            .db
+            .query_row(
+                "SELECT cursor, secret, subscription FROM bindings WHERE key = ?1",
+                params![binding],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(failed)?;
+        let mut stored = Stored::default();
+        if let Some((cursor, secret, subscription)) = row {
+            stored.cursor = cursor;
+            stored.secret = secret;
+            stored.subscription = subscription;
+        }
+        Ok(stored)
+    }
+
+    fn save_webhook(
+        &mut self,
+        binding: &str,
+        secret: &str,
+        subscription: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.db
+            .execute(
+                "INSERT INTO bindings (key, secret, subscription) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET secret = ?2, subscription = ?3",
+                params![binding, secret, subscription],
+            )
+            .map(drop)
+            .map_err(failed)
+    }
+
+    fn commit(&mut self, binding: &str, stream: &str, batch: &Batch) -> Result<usize, StoreError> {
+        let tx = self.db.transaction().map_err(failed)?;
+        let mut appended = 0;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO events (stream, id, binding, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(failed)?;
+            for record in &batch.records {
+                appended += insert
+                    .execute(params![stream, record.id, binding, record.bytes])
+                    .map_err(failed)?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO bindings (key, cursor) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET cursor = ?2",
+            params![binding, batch.cursor],
+        )
+        .map_err(failed)?;
+        tx.commit().map_err(failed)?;
+        Ok(appended)
+    }
+
+    fn read(&mut self, stream: &str, after: i64, limit: usize) -> Result<Vec<Entry>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut query = self
+            .db
+            .prepare_cached(
+                "SELECT seq, body FROM events WHERE stream = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(failed)?;
+        let rows = query
+            .query_map(params![stream, after, limit], |r| {
+                Ok(Entry {
+                    seq: r.get(0)?,
+                    bytes: r.get(1)?,
+                })
+            })
+            .map_err(failed)?;
+        rows.collect::<Result<_, _>>().map_err(failed)
+    }
+
+    fn remove(&mut self, binding: &str, stream: &str) -> Result<(), StoreError> {
+        let tx = self.db.transaction().map_err(failed)?;
+        tx.execute(
+            "DELETE FROM events WHERE stream = ?1 AND binding = ?2",
+            params![stream, binding],
+        )
+        .map_err(failed)?;
+        tx.execute("DELETE FROM bindings WHERE key = ?1", params![binding])
+            .map_err(failed)?;
+        tx.commit().map_err(failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_events::binding::Record;
+
+    use super::*;
+
+    fn record(id: &str) -> Record {
+        Record {
+            id: format!("mcp/s/t/{id}"),
+            event_id: id.to_owned(),
+            bytes: format!(r#"{{"id":"{id}"}}"#).into_bytes(),
+        }
+    }
+
+    fn temp() -> std::path::PathBuf {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("agentd-store-{}-{n}", std::process::id()))
+    }
+
+    #[test]
+    fn a_batch_and_its_cursor_commit_together_and_nothing_twice() {
+        let dir = temp();
+        let mut store = Sqlite::open(&dir).unwrap();
+        assert_eq!(store.load("b").unwrap(), Stored::default());
+        let batch = Batch {
+            records: vec![record("a"), record("b")],
+            cursor: Some("c2".into()),
+        };
+        assert_eq!(store.commit("b", "in", &batch).unwrap(), 2);
+        // The same batch again (a crash between the commit and the acknowledgment).
+        assert_eq!(store.commit("b", "in", &batch).unwrap(), 0);
+        drop(store);
+        let mut store = Sqlite::open(&dir).unwrap();
+        assert_eq!(store.load("b").unwrap().cursor.as_deref(), Some("c2"));
+        let read = store.read("in", 0, 10).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read[0].bytes, br#"{"id":"a"}"#);
+        assert_eq!(store.read("in", read[0].seq, 10).unwrap().len(), 1);
+        assert_eq!(store.read("other", 0, 10).unwrap().len(), 0);
+
+        store.save_webhook("b", "whsec_x", Some("sub_1")).unwrap();
+        let stored = store.load("b").unwrap();
+        assert_eq!(
+            (
+                stored.cursor.as_deref(),
+                stored.secret.as_deref(),
+                stored.subscription.as_deref()
+            ),
+            (Some("c2"), Some("whsec_x"), Some("sub_1"))
+        );
+        // A batch with no records still moves the cursor; a null cursor is stored as null.
+        store
+            .commit(
+                "b",
+                "in",
+                &Batch {
+                    records: vec![],
+                    cursor: None,
+                },
+            )
+            .unwrap();
+        assert_eq!(store.load("b").unwrap().cursor, None);
+
+        store.remove("b", "in").unwrap();
+        assert_eq!(store.read("in", 0, 10).unwrap().len(), 0);
+        assert_eq!(store.load("b").unwrap(), Stored::default());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,157 @@
+//! MCP Events in `agentd run`, as a process against the reference server: a poll binding
+//! lists, arms and appends what the server emits (`agentd events tail` shows it), its metrics
+//! on `/metrics`; and a crash: agentd killed with SIGKILL while the server emits and is
+//! polled, started again, and the stream holds every occurrence exactly once.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentd_tests::reference::{Options, ReferenceServer};
+use common::{Daemon, TempFile, get};
+use serde_json::{Value, json};
+
+fn server_options() -> Options {
+    let mut options = Options::default();
+    options.events = true;
+    options.legacy = false;
+    options.poll_ms = 1000;
+    options
+}
+
+fn config(url: &str, store: &std::path::Path) -> String {
+    format!(
+        "instance = \"ev\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"tickets\"\n\
+         arguments = {{ project = \"ops\" }}\n",
+        store.display()
+    )
+}
+
+fn store_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `agentd events tail`: the stream's records.
+fn tail(file: &TempFile, stream: &str) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["events", "tail", "--config", file.to_str().unwrap(), stream])
+        .output()
+        .expect("agentd runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn wait_for_records(file: &TempFile, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let records = tail(file, "tickets");
+        if records.len() >= n {
+            return records;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n}: {records:?}",
+            records.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_binding_appends_what_the_server_emits() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("events");
+    let file = TempFile::new(&config(&server.url(), &dir));
+    let mut agentd = Daemon::run(&file);
+    let listed = agentd.wait_for("mcp.events.listed", Some("ref"));
+    assert_eq!(listed["types"], 2);
+    let armed = agentd.wait_for("mcp.events.armed", Some("ref"));
+    assert_eq!(
+        (
+            &armed["event_type"],
+            &armed["mode"],
+            &armed["cursor_present"]
+        ),
+        (&json!("ticket.created"), &json!("poll"), &json!(false))
+    );
+    server.emit("ticket.created", json!({"id": 1}));
+    server.emit("build.finished", json!({"ok": true}));
+    server.emit("ticket.created", json!({"no_id": 2}));
+    let records = wait_for_records(&file, 2);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["id"], "mcp/ref/ticket.created/evt-1");
+    assert_eq!(records[0]["source"], "mcp:ref");
+    assert_eq!(records[0]["stream"], "tickets");
+    assert_eq!(records[0]["data"]["payload"], json!({"id": 1}));
+    assert_eq!(records[1]["data"]["schema_ok"], false);
+    let mismatch = agentd.wait_for("mcp.events.schema_mismatch", Some("ref"));
+    assert_eq!(mismatch["event_id"], "evt-3");
+    assert_eq!(mismatch["level"], "warn");
+
+    let metrics = get(&agentd.listener(), "/metrics");
+    for line in [
+        "agent_mcp_events_total{server=\"ref\",event=\"ticket.created\",mode=\"poll\",outcome=\"appended\"} 2",
+        "agent_mcp_events_total{server=\"ref\",event=\"ticket.created\",mode=\"poll\",outcome=\"schema_mismatch\"} 1",
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/list\",outcome=\"ok\"} 1",
+        "# TYPE agent_mcp_event_lag_ms gauge",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    assert!(
+        metrics.contains("method=\"events/poll\",outcome=\"ok\"}"),
+        "{metrics}"
+    );
+    assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
+    let server = std::sync::Arc::new(ReferenceServer::start(server_options()).await);
+    let dir = store_dir("crash");
+    let file = TempFile::new(&config(&server.url(), &dir));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    // The server emits on, all through the crash and the restart.
+    let emitter = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            for i in 0..40 {
+                server.emit("ticket.created", json!({"id": i}));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let before = tail(&file, "tickets").len();
+    assert!(before > 0, "something was appended before the crash");
+    agentd.kill();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut again = Daemon::run(&file);
+    let armed = again.wait_for("mcp.events.armed", Some("ref"));
+    assert_eq!(
+        armed["cursor_present"], true,
+        "it goes on from the stored cursor"
+    );
+    emitter.await.unwrap();
+    let records = wait_for_records(&file, 40);
+    let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let expected: Vec<String> = (1..=40)
+        .map(|n| format!("mcp/ref/ticket.created/evt-{n}"))
+        .collect();
+    assert_eq!(ids, expected, "every occurrence once, in order");
+    assert!(again.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}
