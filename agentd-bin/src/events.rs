@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::held::Held;
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
-use crate::store::Sqlite;
+use mcp_events::sqlite::Sqlite;
 
 /// The bindings at work.
 #[derive(Debug)]

@@ -13,7 +13,6 @@ mod held;
 mod http;
 mod log;
 mod metrics;
-mod store;
 mod subscriptions;
 mod supervisor;
 

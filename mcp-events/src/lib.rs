@@ -8,7 +8,8 @@
 //! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
 //! - [`occurrence`]: an occurrence checked against the bounds and written once as the
 //!   reference's Stream event.
-//! - [`store`]: the trait a durable store of cursors, secrets and streams implements.
+//! - [`store`]: the trait a durable store of cursors, secrets and streams implements;
+//!   `sqlite` (feature `sqlite`) is the embedded one.
 //! - [`schedule`]: the retry and poll waits, with their jitter.
 //! - [`time`]: the RFC 3339 timestamps the wire carries.
 //! - [`limits`]: every bound and schedule the reference names.
@@ -23,6 +24,8 @@ pub mod limits;
 pub mod listing;
 pub mod occurrence;
 pub mod schedule;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod store;
 pub mod time;
 pub mod webhook;

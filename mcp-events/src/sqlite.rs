@@ -1,5 +1,5 @@
-//! The embedded store: SQLite (WAL, synchronous commits) in `<store.path>/agentd.sqlite3`,
-//! readable with `sqlite3`.
+//! The embedded store (feature `sqlite`): SQLite (WAL, synchronous commits) in
+//! `<dir>/agentd.sqlite3`, readable with `sqlite3`.
 //!
 //! ```sql
 //! bindings(key PRIMARY KEY, cursor, secret, subscription)
@@ -12,16 +12,17 @@
 
 use std::path::Path;
 
-use mcp_events::binding::Batch;
-use mcp_events::store::{Entry, Store, StoreError, Stored};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::binding::Batch;
+use crate::store::{Entry, Store, StoreError, Stored};
+
 /// The file name of the database inside `store.path`.
-pub(crate) const FILE: &str = "agentd.sqlite3";
+pub const FILE: &str = "agentd.sqlite3";
 
 /// The SQLite store.
 #[derive(Debug)]
-pub(crate) struct Sqlite {
+pub struct Sqlite {
     db: Connection,
 }
 
@@ -31,7 +32,7 @@ fn failed(e: rusqlite::Error) -> StoreError {
 
 impl Sqlite {
     /// Opens (creating) the store in directory `dir`.
-    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("{}: {e}", dir.display())))?;
         let db = Connection::open(dir.join(FILE)).map_err(failed)?;
         db.execute_batch(
@@ -153,7 +154,7 @@ impl Store for Sqlite {
 
 #[cfg(test)]
 mod tests {
-    use mcp_events::binding::Record;
+    use crate::binding::Record;
 
     use super::*;
 
