@@ -4,27 +4,34 @@
 //! sends what they ask for (each `events/*` request bounded at 30 s), commits what they hand
 //! over to the store, and turns what they report into log lines and metrics.
 //!
-//! Poll delivery only, so far: webhook delivery needs the receiver on the daemon's listener,
-//! which is not built yet; a binding that lists `webhook` first uses the next mode it lists.
+//! A binding can take webhook deliveries when `webhooks.url` is set (or, without it, when the
+//! listener is on loopback: `http://<its address>`): its callback is
+//! `<webhooks.url>/hooks/_mcp/<key>`, its secret made once from the CSPRNG and kept in the
+//! store; the receiver ([`hooks`](crate::hooks)) hands each checked delivery to the server's
+//! task, which takes it as the binding says and answers once the store has it.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use mcp_events::binding::{
-    Action, Batch, Binding, Config as BindingConfig, Failure, Listing, Log, Stats, key_of,
+    Action, Batch, Binding, Callback, Config as BindingConfig, Delivery, Failure, Listing, Log,
+    Stats, key_of,
 };
 use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
 use mcp_events::listing::{Lister, Step};
 use mcp_events::store::Store;
+use mcp_events::webhook::Secret;
 use mcp_negotiate::{Connection, Error};
 use mcp_wire::events::DeliveryMode;
 use serde_json::{Value, json};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::config::Config;
 use crate::held::Held;
+use crate::hooks::{Answer, Hook, PREFIX, Route, Routes};
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
 use mcp_events::sqlite::Sqlite;
@@ -34,6 +41,7 @@ use mcp_events::sqlite::Sqlite;
 pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
     stop: watch::Sender<bool>,
+    routes: Routes,
 }
 
 /// What every server's task shares.
@@ -49,13 +57,22 @@ impl Events {
     /// none. Fails when the store cannot be opened.
     pub(crate) fn start(
         config: &Config,
+        listening: Option<SocketAddr>,
         held: &BTreeMap<String, Held>,
         metrics: Arc<Metrics>,
+        routes: &Routes,
     ) -> Result<Option<Self>, String> {
         if config.bindings.is_empty() {
             return Ok(None);
         }
         let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+        // Without `webhooks.url`, a listener on loopback is its own public address: servers
+        // on the same host can deliver to it.
+        let hooks_base = config.hooks_url.clone().or_else(|| {
+            listening
+                .filter(|a| a.ip().is_loopback())
+                .map(|a| format!("http://{a}"))
+        });
         let mut by_server: BTreeMap<&str, Vec<Binding>> = BTreeMap::new();
         for b in &config.bindings {
             let mut c = BindingConfig::new(&b.server, &b.event, &b.into);
@@ -64,6 +81,25 @@ impl Events {
             c.delivery = b.delivery.clone();
             c.max_value_bytes = config.max_value_bytes;
             let stored = store.load(&c.key).map_err(|e| e.to_string())?;
+            if let Some(base) = &hooks_base
+                && b.delivery.contains(&DeliveryMode::Webhook)
+            {
+                let secret = match stored.secret.as_deref().map(Secret::parse) {
+                    Some(Ok(secret)) => secret,
+                    _ => {
+                        let fresh = Secret::random(&ring::rand::SystemRandom::new())
+                            .map_err(|e| e.to_string())?;
+                        store
+                            .save_webhook(&c.key, fresh.as_str(), None)
+                            .map_err(|e| e.to_string())?;
+                        fresh
+                    }
+                };
+                c.callback = Some(Callback {
+                    url: format!("{base}{PREFIX}{}", c.key),
+                    secret,
+                });
+            }
             by_server
                 .entry(&b.server)
                 .or_default()
@@ -82,22 +118,46 @@ impl Events {
             store: Arc::new(Mutex::new(store)),
         };
         let (stop, stopped) = watch::channel(false);
+        let mut table = routes.write().unwrap_or_else(|e| e.into_inner());
+        table.clear();
         for (server, bindings) in by_server {
             let Some(h) = held.get(server) else { continue };
+            let (hooks, delivered) = mpsc::channel(64);
+            for b in &bindings {
+                if let Some(callback) = &b.config().callback {
+                    let route = Route {
+                        server: server.to_owned(),
+                        event: b.config().event.clone(),
+                        secrets: vec![callback.secret.clone()],
+                        hooks: hooks.clone(),
+                    };
+                    table.insert(b.config().key.clone(), route);
+                }
+            }
             runtime.spawn(serve(
                 ctx.clone(),
                 server.to_owned(),
                 h.connections(),
                 bindings,
+                delivered,
                 stopped.clone(),
             ));
         }
-        Ok(Some(Self { runtime, stop }))
+        drop(table);
+        Ok(Some(Self {
+            runtime,
+            stop,
+            routes: routes.clone(),
+        }))
     }
 
     /// Stops every binding. Subscriptions are not released: the next start goes on from the
     /// stored cursors. A commit under way finishes (it is one transaction either way).
     pub(crate) fn stop(self) {
+        self.routes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         let _ = self.stop.send(true);
         self.runtime.shutdown_background();
     }
@@ -109,6 +169,7 @@ async fn serve(
     server: String,
     mut connections: watch::Receiver<Option<Arc<Connection>>>,
     mut bindings: Vec<Binding>,
+    mut delivered: mpsc::Receiver<Hook>,
     mut stop: watch::Receiver<bool>,
 ) {
     let connection = tokio::select! {
@@ -116,7 +177,7 @@ async fn serve(
             Ok(c) => c.clone().expect("waited for a connection"),
             Err(_) => return,
         },
-        _ = stop.wait_for(|s| *s) => return,
+        () = stopping(&mut stop) => return,
     };
     let modern = connection.revision().era() == mcp_wire::Era::Modern;
     let capability = connection.capabilities().events().is_some();
@@ -190,8 +251,24 @@ async fn serve(
                         let committed = commit(&ctx, b, batch).await;
                         b.on_committed(committed, std::time::Instant::now());
                     }
+                    Action::Subscribe(params) => {
+                        let answer = request(connection.subscribe_events(&params)).await;
+                        let at = std::time::Instant::now();
+                        let batch = b.on_subscribed(answer, at, wall_ms(), random());
+                        let committed = commit(&ctx, b, batch).await;
+                        b.on_committed(committed, std::time::Instant::now());
+                        if let (Some(id), Some(callback)) = (b.subscription(), &b.config().callback)
+                        {
+                            let (store, key) = (ctx.store.clone(), b.config().key.clone());
+                            let (secret, id) = (callback.secret.as_str().to_owned(), id.to_owned());
+                            let _ = tokio::task::spawn_blocking(move || {
+                                let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+                                store.save_webhook(&key, &secret, Some(&id))
+                            })
+                            .await;
+                        }
+                    }
                     Action::Relist => lister.again(std::time::Instant::now()),
-                    // No receiver yet: webhook is never chosen (the binding has no callback).
                     _ => {}
                 }
                 report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
@@ -205,9 +282,21 @@ async fn serve(
             .min();
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            Some(hook) = delivered.recv() => {
+                if let Some(i) = bindings.iter().position(|b| b.config().key == hook.key) {
+                    let answer = deliver(&ctx, &mut bindings[i], hook.body).await;
+                    let _ = hook.answer.send(answer);
+                    report(&ctx, &server, &mut bindings[i], &mut seen[i], &mut evicted[i]);
+                }
+            }
+            () = stopping(&mut stop) => return,
         }
     }
+}
+
+/// Resolves once the bindings are told to stop.
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 fn far() -> Instant {
@@ -234,6 +323,23 @@ fn failure_text(failure: &Failure) -> String {
         Failure::Status(s) => format!("HTTP {s}"),
         Failure::Rpc(e) => format!("{} {}", e.code, e.message),
         _ => "failed".to_owned(),
+    }
+}
+
+/// Takes one checked delivery: committed when it is new, and answered by what became of it.
+async fn deliver(ctx: &Ctx, b: &mut Binding, body: mcp_wire::events::WebhookBody) -> Answer {
+    match b.on_delivery(body, std::time::Instant::now(), wall_ms()) {
+        Delivery::Commit(batch) => {
+            let committed = commit(ctx, b, batch.clone()).await;
+            b.on_delivered(&batch, committed, std::time::Instant::now());
+            match committed {
+                true => Answer::Taken,
+                false => Answer::NotNow,
+            }
+        }
+        Delivery::Taken => Answer::Taken,
+        Delivery::Gone => Answer::Gone,
+        _ => Answer::NotNow,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The daemon's HTTP listener: `GET /metrics` (the webhook routes of MCP Events come later).
+//! The daemon's HTTP listener: `GET /metrics`, and the webhook routes of MCP Events
+//! (`POST …/hooks/_mcp/<binding>`, see [`hooks`](crate::hooks)).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -6,16 +7,23 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use crate::hooks::{PREFIX, Routes, receive};
 use crate::metrics::Metrics;
 
 /// Binds `addr` and serves on the current runtime; the address bound (the port when 0 was
 /// asked for).
-pub(crate) async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::Result<SocketAddr> {
+pub(crate) async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    routes: Routes,
+    instance: Arc<str>,
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
@@ -25,11 +33,22 @@ pub(crate) async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> std::io::R
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
-            let metrics = metrics.clone();
+            let _ = tcp.set_nodelay(true);
+            let (metrics, routes, instance) = (metrics.clone(), routes.clone(), instance.clone());
             tokio::spawn(async move {
-                let service = service_fn(move |req| {
-                    let metrics = metrics.clone();
-                    async move { Ok::<_, Infallible>(answer(&req, &metrics)) }
+                let service = service_fn(move |req: Request<Incoming>| {
+                    let (metrics, routes, instance) =
+                        (metrics.clone(), routes.clone(), instance.clone());
+                    async move {
+                        let path = req.uri().path().to_owned();
+                        let response = match path.find(PREFIX) {
+                            Some(at) => {
+                                receive(req, &path[at + PREFIX.len()..], &routes, &instance).await
+                            }
+                            None => answer(&req, &metrics),
+                        };
+                        Ok::<_, Infallible>(response)
+                    }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(tcp), service)

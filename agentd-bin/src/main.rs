@@ -10,6 +10,7 @@ mod demo;
 mod dial;
 mod events;
 mod held;
+mod hooks;
 mod http;
 mod log;
 mod metrics;

@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 use crate::config::{self, Config};
 use crate::events::Events;
 use crate::held::{Held, Shared, Stop};
+use crate::hooks::Routes;
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
 
@@ -48,14 +49,20 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     };
     let mut config = config;
     let metrics = Arc::new(Metrics::default());
+    let routes = Routes::default();
+    let mut listening = None;
     if let Some(addr) = config.listen {
-        match crate::http::serve(addr, metrics.clone()).await {
-            Ok(bound) => event(
-                &config.instance,
-                Level::Info,
-                "http.listening",
-                &[("addr", json!(bound.to_string()))],
-            ),
+        let instance: Arc<str> = config.instance.as_str().into();
+        match crate::http::serve(addr, metrics.clone(), routes.clone(), instance).await {
+            Ok(bound) => {
+                listening = Some(bound);
+                event(
+                    &config.instance,
+                    Level::Info,
+                    "http.listening",
+                    &[("addr", json!(bound.to_string()))],
+                );
+            }
             Err(e) => {
                 eprintln!("agentd: cannot listen on {addr}: {e}");
                 return ExitCode::FAILURE;
@@ -73,7 +80,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             )
         })
         .collect();
-    let mut events = match Events::start(&config, &held, metrics.clone()) {
+    let mut events = match Events::start(&config, listening, &held, metrics.clone(), &routes) {
         Ok(events) => events,
         Err(e) => {
             eprintln!("agentd: cannot start MCP Events: {e}");
@@ -99,7 +106,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                         if let Some(events) = events.take() {
                             events.stop();
                         }
-                        match Events::start(&new, &held, metrics.clone()) {
+                        match Events::start(&new, listening, &held, metrics.clone(), &routes) {
                             Ok(started) => events = started,
                             Err(e) => event(&new.instance, Level::Warn, "reload.refused", &[
                                 ("err", json!(format!("MCP Events: {e}"))),

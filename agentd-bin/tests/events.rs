@@ -155,3 +155,107 @@ async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
     assert!(again.terminate().success());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A raw HTTP/1.1 request to the daemon's listener: the status line's code.
+fn send(addr: &str, head: &str, body: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).expect("the listener");
+    tcp.write_all(head.as_bytes()).unwrap();
+    tcp.write_all(body).unwrap();
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("webhook");
+    let text = config(&server.url(), &dir) + "delivery = [\"webhook\", \"poll\"]\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    let armed = agentd.wait_for("mcp.events.armed", Some("ref"));
+    assert_eq!(armed["mode"], "webhook", "{armed}");
+    let delivered = server.delivered();
+    assert_eq!(
+        delivered.first().map(|(id, status)| (id.as_str(), *status)),
+        Some(("msg_verify_sub_1", 200)),
+        "the challenge was answered: {delivered:?}"
+    );
+    server.emit("ticket.created", json!({"id": 7}));
+    server.emit("ticket.created", json!({"id": 8}));
+    // Deliveries race each other: their order is the server's best effort.
+    let records = wait_for_records(&file, 2);
+    let mut ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "mcp/ref/ticket.created/evt-1",
+            "mcp/ref/ticket.created/evt-2"
+        ]
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["data"]["payload"] == json!({"id": 8}))
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.delivered().iter().filter(|(_, s)| *s == 200).count() < 3 {
+        assert!(Instant::now() < deadline, "{:?}", server.delivered());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // What the receiver refuses, before the body is used.
+    let addr = agentd.listener();
+    let key = mcp_events::binding::key_of(
+        "ref",
+        "ticket.created",
+        "tickets",
+        json!({"project": "ops"}).as_object().unwrap(),
+    );
+    let path = format!("/hooks/_mcp/{key}");
+    let body = br#"{"eventId":"evt-9","name":"ticket.created","timestamp":"2026-11-30T06:00:00Z","data":{"id":9}}"#;
+    let post = |path: &str, headers: &str, len: usize| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n{headers}Content-Length: {len}\r\n\r\n"
+        )
+    };
+    let forged = "webhook-id: evt-9\r\nwebhook-timestamp: 1796018400\r\nwebhook-signature: v1,AAAA\r\nX-MCP-Subscription-Id: sub_1\r\n";
+    assert_eq!(send(&addr, &post(&path, forged, body.len()), body), 401);
+    let denied = agentd.wait_for("mcp.events.hook.denied", Some("ref"));
+    assert_eq!(denied["event_type"], "ticket.created");
+    assert_eq!(
+        send(&addr, &post("/hooks/_mcp/bnope", forged, body.len()), body),
+        410
+    );
+    assert_eq!(
+        send(
+            &addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+            b""
+        ),
+        405
+    );
+    // Over 256 KiB: answered 413 from the declared length, the body never sent.
+    assert_eq!(send(&addr, &post(&path, forged, 256 * 1024 + 1), b""), 413);
+
+    let metrics = get(&addr, "/metrics");
+    assert!(
+        metrics.contains(
+            "agent_mcp_events_total{server=\"ref\",event=\"ticket.created\",mode=\"webhook\",outcome=\"appended\"} 2"
+        ),
+        "{metrics}"
+    );
+    assert!(agentd.terminate().success());
+    assert_eq!(
+        tail(&file, "tickets").len(),
+        2,
+        "the forged one was not appended"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,35 +1,114 @@
 //! MCP Events (SEP-3415) on the reference server, 2026-07-28 only: `events/list` with two
-//! types, `events/poll` over a log of occurrences the test emits, the -32023 and -32602
-//! errors.
+//! types, `events/poll` over a log of occurrences the test emits, `events/subscribe` and
+//! `events/unsubscribe` with signed webhook deliveries (a `verification` challenge first,
+//! then every occurrence of the type, replayed from the cursor given), the -32023, -32027
+//! and -32602 errors.
 //!
 //! Cursors are `c<n>`: the position after the `n`th occurrence. `ticket.created` replays;
 //! `build.finished` does not (its polls answer a `null` cursor).
 
-use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use mcp_events::webhook::Secret;
 use mcp_wire::{ErrorObject, code, events};
 use serde_json::{Value, json};
 
-/// The occurrences emitted so far.
+/// A webhook subscription the server holds.
+#[derive(Debug, Clone)]
+struct Subscription {
+    id: String,
+    name: String,
+    url: String,
+    secret: Secret,
+}
+
+/// The occurrences emitted so far, and the webhook subscriptions.
 #[derive(Debug, Default)]
 pub(crate) struct Log {
     occurrences: Mutex<Vec<Value>>,
+    subscriptions: Mutex<Vec<Subscription>>,
+    /// Every delivery made: the `webhook-id` and the receiver's status (0: unreachable).
+    delivered: Arc<Mutex<Vec<(String, u16)>>>,
 }
 
 impl Log {
-    /// Appends an occurrence of `name` with `data`; its `eventId`.
+    /// Appends an occurrence of `name` with `data`, and delivers it to the type's webhook
+    /// subscriptions; its `eventId`.
     pub(crate) fn emit(&self, name: &str, data: Value) -> String {
         let mut all = self.occurrences.lock().expect("events lock");
         let id = format!("evt-{}", all.len() + 1);
-        all.push(json!({
+        let mut occurrence = json!({
             "eventId": id,
             "name": name,
             "timestamp": now_rfc3339(),
             "data": data,
-        }));
+        });
+        all.push(occurrence.clone());
+        occurrence["cursor"] = json!(format!("c{}", all.len()));
+        drop(all);
+        for s in self.subscribed(name) {
+            self.deliver(&s, &id, &occurrence);
+        }
         id
     }
+
+    /// The deliveries made so far: `webhook-id` and status.
+    pub(crate) fn delivered(&self) -> Vec<(String, u16)> {
+        self.delivered.lock().expect("events lock").clone()
+    }
+
+    fn subscribed(&self, name: &str) -> Vec<Subscription> {
+        let all = self.subscriptions.lock().expect("events lock");
+        all.iter().filter(|s| s.name == name).cloned().collect()
+    }
+
+    /// Posts `body`, signed, to the subscription's URL, on a task of its own, again a few
+    /// times while the receiver answers anything but 2xx or 410.
+    fn deliver(&self, s: &Subscription, id: &str, body: &Value) {
+        let (s, id, body) = (s.clone(), id.to_owned(), body.to_string());
+        let delivered = self.delivered.clone();
+        tokio::spawn(async move {
+            for _ in 0..5 {
+                let status = post(&s, &id, &body).await.map_or(0, |(status, _)| status);
+                delivered
+                    .lock()
+                    .expect("events lock")
+                    .push((id.clone(), status));
+                if (200..300).contains(&status) || status == 410 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        });
+    }
+}
+
+/// One signed POST: the status and the body of the answer.
+async fn post(s: &Subscription, id: &str, body: &str) -> Option<(u16, Bytes)> {
+    let client: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
+    let request = hyper::Request::post(&s.url)
+        .header("content-type", "application/json")
+        .header("webhook-id", id)
+        .header("webhook-timestamp", now.to_string())
+        .header("webhook-signature", s.secret.sign(id, now, body.as_bytes()))
+        .header(events::SUBSCRIPTION_HEADER, &s.id)
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .ok()?;
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.request(request))
+        .await
+        .ok()?
+        .ok()?;
+    let status = answer.status().as_u16();
+    let body = answer.into_body().collect().await.ok()?.to_bytes();
+    Some((status, body))
 }
 
 /// The types the server offers.
@@ -58,7 +137,7 @@ fn types() -> Value {
 }
 
 /// The answer to an Events method, or `None` when `method` is not one.
-pub(crate) fn answer(
+pub(crate) async fn answer(
     log: &Log,
     poll_ms: u64,
     method: &str,
@@ -67,8 +146,108 @@ pub(crate) fn answer(
     Some(match method {
         "events/list" => Ok(json!({"resultType": "complete", "events": types()})),
         "events/poll" => poll(log, poll_ms, params),
+        "events/subscribe" => subscribe(log, params).await,
+        "events/unsubscribe" => {
+            let (name, url) = (&params["name"], &params["delivery"]["url"]);
+            let mut all = log.subscriptions.lock().expect("events lock");
+            all.retain(|s| !(s.name == *name && s.url == *url));
+            Ok(json!({}))
+        }
         _ => return None,
     })
+}
+
+/// A webhook subscription made or refreshed. A new one is verified first: the endpoint
+/// must echo a `verification` challenge, else -32027 (`challenge_failed`).
+async fn subscribe(log: &Log, params: &Value) -> Result<Value, ErrorObject> {
+    let invalid = |m: &str| ErrorObject::new(code::INVALID_PARAMS, m);
+    let name = params["name"].as_str().unwrap_or("").to_owned();
+    if name != "ticket.created" {
+        let mut e = ErrorObject::new(events::code::EVENTS_NOT_FOUND, "no such event");
+        e.data = Some(json!({"kind": "event"}));
+        return Err(e);
+    }
+    let url = params["delivery"]["url"].as_str().unwrap_or("").to_owned();
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        return Err(invalid("delivery.url is not a URL"));
+    }
+    let secret = params["delivery"]["secret"]
+        .as_str()
+        .and_then(|s| Secret::parse(s).ok())
+        .ok_or_else(|| invalid("delivery.secret is not whsec_ and base64 of 24 to 64 bytes"))?;
+    let known = log
+        .subscriptions
+        .lock()
+        .expect("events lock")
+        .iter()
+        .position(|s| s.name == name && s.url == url);
+    let id = match known {
+        Some(i) => {
+            let mut all = log.subscriptions.lock().expect("events lock");
+            all[i].secret = secret;
+            all[i].id.clone()
+        }
+        None => {
+            let id = format!(
+                "sub_{}",
+                log.subscriptions.lock().expect("events lock").len() + 1
+            );
+            let s = Subscription {
+                id: id.clone(),
+                name: name.clone(),
+                url,
+                secret,
+            };
+            let challenge = format!("nonce-{id}");
+            let body = json!({"type": "verification", "challenge": challenge}).to_string();
+            let verify_id = format!("msg_verify_{id}");
+            let answered = post(&s, &verify_id, &body).await;
+            let status = answered.as_ref().map_or(0, |(status, _)| *status);
+            log.delivered
+                .lock()
+                .expect("events lock")
+                .push((verify_id, status));
+            let echoed = answered.and_then(|(status, body)| {
+                let v: Value = serde_json::from_slice(&body).ok()?;
+                ((200..300).contains(&status) && v["challenge"] == challenge).then_some(())
+            });
+            if echoed.is_none() {
+                let mut e = ErrorObject::new(
+                    events::code::EVENTS_CALLBACK_ENDPOINT,
+                    "the endpoint did not answer the challenge",
+                );
+                e.data = Some(json!({"reason": "challenge_failed"}));
+                return Err(e);
+            }
+            log.subscriptions.lock().expect("events lock").push(s);
+            id
+        }
+    };
+    // Replay what followed the cursor given.
+    let all = log.occurrences.lock().expect("events lock").clone();
+    let after: usize = params["cursor"]
+        .as_str()
+        .and_then(|c| c.strip_prefix('c'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(all.len());
+    if let Some(s) = log.subscribed(&name).into_iter().find(|s| s.id == id) {
+        for (i, o) in all.iter().enumerate().skip(after) {
+            if o["name"] == name.as_str() {
+                let mut o = o.clone();
+                o["cursor"] = json!(format!("c{}", i + 1));
+                let event_id = o["eventId"].as_str().unwrap_or("").to_owned();
+                log.deliver(&s, &event_id, &o);
+            }
+        }
+    }
+    let ttl = params["ttlMs"].as_u64().unwrap_or(3_600_000);
+    Ok(json!({
+        "resultType": "complete",
+        "id": id,
+        "refreshBefore": rfc3339_at(SystemTime::now() + Duration::from_millis(ttl)),
+        "cursor": format!("c{}", all.len().max(after)),
+        "truncated": false,
+    }))
 }
 
 fn poll(log: &Log, poll_ms: u64, params: &Value) -> Result<Value, ErrorObject> {
@@ -134,9 +313,12 @@ fn poll(log: &Log, poll_ms: u64, params: &Value) -> Result<Value, ErrorObject> {
 
 /// Now, as RFC 3339 in UTC with milliseconds.
 fn now_rfc3339() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    rfc3339_at(SystemTime::now())
+}
+
+/// `at`, as RFC 3339 in UTC with milliseconds.
+fn rfc3339_at(at: SystemTime) -> String {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs() as i64;
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (H. Hinnant).

@@ -228,6 +228,12 @@ impl ReferenceServer {
         self.state.events.emit(name, data)
     }
 
+    /// The webhook deliveries made so far: each `webhook-id` and the status the receiver
+    /// answered (0 when it could not be reached).
+    pub fn delivered(&self) -> Vec<(String, u16)> {
+        self.state.events.delivered()
+    }
+
     /// Makes `method` answer with `fault`, `times` times. `"DELETE"` scripts the legacy
     /// session's DELETE (`Silence` and `Status` apply).
     pub fn script(&self, method: &str, fault: Fault, times: Times) {

@@ -248,7 +248,8 @@ pub(crate) async fn post(
         "tools/call" if params["name"] == "slow" => return slow(id, &params),
         "tools/call" if params["name"] == "ask" => Ok(ask(&params)),
         other if state.options.events && other.starts_with("events/") => {
-            match super::events::answer(&state.events, state.options.poll_ms, other, &params) {
+            match super::events::answer(&state.events, state.options.poll_ms, other, &params).await
+            {
                 Some(result) => result,
                 None => {
                     let error = ErrorObject::new(

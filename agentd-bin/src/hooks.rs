@@ -1,0 +1,165 @@
+//! The webhook receiver of MCP Events: `POST …/hooks/_mcp/<binding>` on the daemon's
+//! listener. The Standard Webhooks check runs before the body is used; then the body goes to
+//! its binding's task, and the answer says what became of it:
+//!
+//! | status | when |
+//! |---|---|
+//! | 200 | durably appended, a duplicate, or a `gap` / `terminated` envelope taken (a `verification` challenge is answered with its `challenge`) |
+//! | 401 | the signature check failed (`mcp.events.hook.denied`) |
+//! | 405 | not a POST |
+//! | 410 | no binding at this path, a body that is not a JSON object, or a malformed occurrence |
+//! | 413 | a body over 256 KiB, answered before it is read |
+//! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use mcp_events::limits::OCCURRENCE_MAX;
+use mcp_events::webhook::{Headers, Secret, verify};
+use mcp_wire::events::WebhookBody;
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::log::{Level, event};
+
+/// The path segment before a binding's key.
+pub(crate) const PREFIX: &str = "/hooks/_mcp/";
+
+/// How long a delivery waits for its binding's task.
+const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
+/// Every binding that takes webhook deliveries, by key.
+pub(crate) type Routes = Arc<RwLock<HashMap<String, Route>>>;
+
+/// Where a binding's deliveries go.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) server: String,
+    pub(crate) event: String,
+    /// The secrets deliveries may be signed with (several while one is rotated).
+    pub(crate) secrets: Vec<Secret>,
+    pub(crate) hooks: mpsc::Sender<Hook>,
+}
+
+/// A delivery that passed the check, on its way to its binding.
+#[derive(Debug)]
+pub(crate) struct Hook {
+    pub(crate) key: String,
+    pub(crate) body: WebhookBody,
+    pub(crate) answer: oneshot::Sender<Answer>,
+}
+
+/// What became of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// 200.
+    Taken,
+    /// 410.
+    Gone,
+    /// 503 with `Retry-After`.
+    NotNow,
+}
+
+/// Answers a request to `…/hooks/_mcp/<key>`.
+pub(crate) async fn receive(
+    req: Request<Incoming>,
+    key: &str,
+    routes: &Routes,
+    instance: &str,
+) -> Response<Full<Bytes>> {
+    if req.method() != Method::POST {
+        return status(405, "");
+    }
+    let route = routes
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .cloned();
+    let Some(route) = route else {
+        return status(410, "no binding at this path\n");
+    };
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > OCCURRENCE_MAX as u64) {
+        return status(413, "");
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(body) = Limited::new(body, OCCURRENCE_MAX).collect().await else {
+        return status(413, "");
+    };
+    let body = body.to_bytes();
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let checked = Headers::read(header).and_then(|headers| {
+        let secrets: Vec<&Secret> = route.secrets.iter().collect();
+        verify(&headers, &body, &secrets, unix_now())
+    });
+    if let Err(e) = checked {
+        event(
+            instance,
+            Level::Warn,
+            "mcp.events.hook.denied",
+            &[
+                ("server", json!(route.server)),
+                ("event_type", json!(route.event)),
+                ("reason", json!(e.to_string())),
+            ],
+        );
+        return status(401, "");
+    }
+    let body = match WebhookBody::decode(&body) {
+        Ok(WebhookBody::Verification { challenge }) => {
+            let answer = json!({ "challenge": challenge }).to_string();
+            return Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(answer)))
+                .unwrap_or_default();
+        }
+        Ok(body) => body,
+        Err(_) => return status(410, "malformed\n"),
+    };
+    let (answer, answered) = oneshot::channel();
+    let hook = Hook {
+        key: key.to_owned(),
+        body,
+        answer,
+    };
+    if route.hooks.send(hook).await.is_err() {
+        return retry_later();
+    }
+    match tokio::time::timeout(ANSWER_WITHIN, answered).await {
+        Ok(Ok(Answer::Taken)) => status(200, ""),
+        Ok(Ok(Answer::Gone)) => status(410, ""),
+        _ => retry_later(),
+    }
+}
+
+fn status(code: u16, text: &'static str) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(code)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .unwrap_or_default()
+}
+
+fn retry_later() -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(503)
+        .header("retry-after", "1")
+        .body(Full::new(Bytes::new()))
+        .unwrap_or_default()
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
