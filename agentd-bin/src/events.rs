@@ -42,10 +42,11 @@ pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
     stop: watch::Sender<bool>,
     routes: Routes,
+    ctx: Ctx,
 }
 
 /// What every server's task shares.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 struct Ctx {
     instance: Arc<str>,
     metrics: Arc<Metrics>,
@@ -144,11 +145,35 @@ impl Events {
             ));
         }
         drop(table);
+        // Counted again from zero by the tasks just started.
+        ctx.metrics.clear(Metric::SubscriptionsActive);
         Ok(Some(Self {
             runtime,
             stop,
             routes: routes.clone(),
+            ctx,
         }))
+    }
+
+    /// Forgets the bindings a reload dropped: their cursors, secrets and records
+    /// (`mcp.events.removed`, reason `reload`).
+    pub(crate) fn remove(&self, gone: &[crate::config::Binding]) {
+        let mut store = self.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+        for b in gone {
+            let key = key_of(&b.server, &b.event, &b.into, &b.arguments);
+            if store.remove(&key, &b.into).is_ok() {
+                log(
+                    &self.ctx,
+                    Level::Info,
+                    "mcp.events.removed",
+                    &[
+                        ("server", json!(b.server)),
+                        ("event_type", json!(b.event)),
+                        ("reason", json!("reload")),
+                    ],
+                );
+            }
+        }
     }
 
     /// Stops every binding. Subscriptions are not released: the next start goes on from the
@@ -183,6 +208,7 @@ async fn serve(
     let capability = connection.capabilities().events().is_some();
     let mut seen: Vec<Stats> = vec![Stats::default(); bindings.len()];
     let mut evicted: Vec<u64> = vec![0; bindings.len()];
+    let mut active: Vec<Option<DeliveryMode>> = vec![None; bindings.len()];
     for b in &mut bindings {
         b.on_connection(modern, capability);
     }
@@ -248,14 +274,16 @@ async fn serve(
                         let answer = request(connection.poll_events(&params)).await;
                         let at = std::time::Instant::now();
                         let batch = b.on_poll(answer, at, wall_ms(), random());
-                        let committed = commit(&ctx, b, batch).await;
+                        // A store that fails pauses the binding (`store_degraded`).
+                        let committed = commit(&ctx, b, batch).await.is_ok();
                         b.on_committed(committed, std::time::Instant::now());
                     }
                     Action::Subscribe(params) => {
                         let answer = request(connection.subscribe_events(&params)).await;
                         let at = std::time::Instant::now();
                         let batch = b.on_subscribed(answer, at, wall_ms(), random());
-                        let committed = commit(&ctx, b, batch).await;
+                        // A store that fails pauses the binding (`store_degraded`).
+                        let committed = commit(&ctx, b, batch).await.is_ok();
                         b.on_committed(committed, std::time::Instant::now());
                         if let (Some(id), Some(callback)) = (b.subscription(), &b.config().callback)
                         {
@@ -274,6 +302,16 @@ async fn serve(
                 report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
             }
             report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
+            let now_active = b.mode().filter(|_| b.refusal().is_none());
+            if now_active != active[i] {
+                for (mode, delta) in [(active[i], -1), (now_active, 1)] {
+                    if let Some(mode) = mode {
+                        let labels = [("kind", "event"), ("mode", mode.as_str())];
+                        ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
+                    }
+                }
+                active[i] = now_active;
+            }
         }
         let next = bindings
             .iter()
@@ -331,10 +369,18 @@ async fn deliver(ctx: &Ctx, b: &mut Binding, body: mcp_wire::events::WebhookBody
     match b.on_delivery(body, std::time::Instant::now(), wall_ms()) {
         Delivery::Commit(batch) => {
             let committed = commit(ctx, b, batch.clone()).await;
-            b.on_delivered(&batch, committed, std::time::Instant::now());
+            b.on_delivered(&batch, committed.is_ok(), std::time::Instant::now());
             match committed {
-                true => Answer::Taken,
-                false => Answer::NotNow,
+                Ok(()) => Answer::Taken,
+                Err(err) => {
+                    log(
+                        ctx,
+                        Level::Warn,
+                        "mcp.events.hook.unsaved",
+                        &[("err", json!(err))],
+                    );
+                    Answer::NotNow
+                }
             }
         }
         Delivery::Taken => Answer::Taken,
@@ -343,8 +389,8 @@ async fn deliver(ctx: &Ctx, b: &mut Binding, body: mcp_wire::events::WebhookBody
     }
 }
 
-/// Commits a batch in one transaction, off the async threads; whether the store took it.
-async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> bool {
+/// Commits a batch in one transaction, off the async threads; why the store did not take it.
+async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> Result<(), String> {
     let store = ctx.store.clone();
     let (key, into) = (b.config().key.clone(), b.config().into.clone());
     let done = tokio::task::spawn_blocking(move || {
@@ -353,9 +399,9 @@ async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> bool {
     })
     .await;
     match done {
-        Ok(Ok(_)) => true,
-        // The binding logs the pause (`store_degraded`) and tries again.
-        Ok(Err(_)) | Err(_) => false,
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -90,6 +90,12 @@ impl Metrics {
         series.insert((metric, render(labels)), value);
     }
 
+    /// Drops every series of `metric` (a gauge counted again from zero).
+    pub(crate) fn clear(&self, metric: Metric) {
+        let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        series.retain(|(m, _), _| *m != metric);
+    }
+
     /// A dial of `server` failed.
     pub(crate) fn connect_failed(&self, server: &str) {
         self.add(Metric::ConnectFailures, &[("server", server)], 1);

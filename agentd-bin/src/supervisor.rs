@@ -102,8 +102,16 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                             }
                         }
                         reload(&mut held, &new, &shared);
-                        // Bindings start again on the new configuration, from their cursors.
+                        // Bindings start again on the new configuration, from their cursors;
+                        // the ones dropped are forgotten with their records.
                         if let Some(events) = events.take() {
+                            let gone: Vec<_> = config
+                                .bindings
+                                .iter()
+                                .filter(|b| !new.bindings.contains(b))
+                                .cloned()
+                                .collect();
+                            events.remove(&gone);
                             events.stop();
                         }
                         match Events::start(&new, listening, &held, metrics.clone(), &routes) {

@@ -113,6 +113,21 @@ async fn a_poll_binding_appends_what_the_server_emits() {
         metrics.contains("method=\"events/poll\",outcome=\"ok\"}"),
         "{metrics}"
     );
+    assert!(
+        metrics.contains("agent_subscriptions_active{kind=\"event\",mode=\"poll\"} 1"),
+        "{metrics}"
+    );
+
+    // A reload without the binding forgets it, and its records.
+    let text = config(&server.url(), &dir);
+    file.write(&text[..text.find("[[events.bindings]]").unwrap()]);
+    agentd.signal("HUP");
+    let removed = agentd.wait_for("mcp.events.removed", Some("ref"));
+    assert_eq!(
+        (&removed["event_type"], &removed["reason"]),
+        (&json!("ticket.created"), &json!("reload"))
+    );
+    assert!(tail(&file, "tickets").is_empty());
     assert!(agentd.terminate().success());
     let _ = std::fs::remove_dir_all(dir);
 }
