@@ -10,6 +10,8 @@
 //!   reference's Stream event.
 //! - [`store`]: the trait a durable store of cursors, secrets and streams implements;
 //!   `sqlite` (feature `sqlite`) is the embedded one.
+//! - [`runtime`]: runtime subscriptions (`events.subscribe` and its kin): grants, lifetimes,
+//!   bounds, and the index kept in the store.
 //! - [`schedule`]: the retry and poll waits, with their jitter.
 //! - [`time`]: the RFC 3339 timestamps the wire carries.
 //! - [`limits`]: every bound and schedule the reference names.
@@ -23,6 +25,7 @@ mod error;
 pub mod limits;
 pub mod listing;
 pub mod occurrence;
+pub mod runtime;
 pub mod schedule;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -4,6 +4,7 @@
 //! ```sql
 //! bindings(key PRIMARY KEY, cursor, secret, subscription)
 //! events(seq INTEGER PRIMARY KEY AUTOINCREMENT, stream, id, binding, body, UNIQUE(stream, id))
+//! meta(key PRIMARY KEY, value)     -- 'subscriptions': the runtime subscriptions' index
 //! ```
 //!
 //! A batch's records and its cursor are written in one transaction; a record whose id its
@@ -52,6 +53,10 @@ impl Sqlite {
                  binding TEXT NOT NULL,
                  body BLOB NOT NULL,
                  UNIQUE (stream, id)
+             );
+             CREATE TABLE IF NOT EXISTS meta (
+                 key TEXT PRIMARY KEY,
+                 value TEXT NOT NULL
              );",
         )
         .map_err(failed)?;
@@ -139,6 +144,28 @@ impl Store for Sqlite {
         rows.collect::<Result<_, _>>().map_err(failed)
     }
 
+    fn save_index(&mut self, index: &str) -> Result<(), StoreError> {
+        self.db
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ('subscriptions', ?1)
+                 ON CONFLICT (key) DO UPDATE SET value = ?1",
+                params![index],
+            )
+            .map(drop)
+            .map_err(failed)
+    }
+
+    fn load_index(&mut self) -> Result<Option<String>, StoreError> {
+        self.db
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'subscriptions'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(failed)
+    }
+
     fn remove(&mut self, binding: &str, stream: &str) -> Result<(), StoreError> {
         let tx = self.db.transaction().map_err(failed)?;
         tx.execute(
@@ -215,6 +242,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!(store.load("b").unwrap().cursor, None);
+
+        assert_eq!(store.load_index().unwrap(), None);
+        store.save_index("[]").unwrap();
+        store.save_index(r#"[{"id":"b1"}]"#).unwrap();
+        assert_eq!(
+            store.load_index().unwrap().as_deref(),
+            Some(r#"[{"id":"b1"}]"#)
+        );
 
         store.remove("b", "in").unwrap();
         assert_eq!(store.read("in", 0, 10).unwrap().len(), 0);

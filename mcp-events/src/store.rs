@@ -63,6 +63,12 @@ pub trait Store: Send {
     /// Up to `limit` records of `stream` after position `after`, oldest first.
     fn read(&mut self, stream: &str, after: i64, limit: usize) -> Result<Vec<Entry>, StoreError>;
 
+    /// Keeps the index of runtime subscriptions ([`Registry::index`](crate::runtime::Registry::index)).
+    fn save_index(&mut self, index: &str) -> Result<(), StoreError>;
+
+    /// The index of runtime subscriptions kept, if any.
+    fn load_index(&mut self) -> Result<Option<String>, StoreError>;
+
     /// Forgets `binding` and deletes its records from `stream` (`mcp.events.removed`).
     fn remove(&mut self, binding: &str, stream: &str) -> Result<(), StoreError>;
 }

@@ -1,0 +1,374 @@
+//! Runtime subscriptions: what `events.subscribe`, `events.unsubscribe` and
+//! `events.subscriptions` (agentd's own tools) do, as a pure registry.
+//!
+//! A grant allows its owner 1 to 64 live subscriptions (8 when it says nothing); each lives
+//! at most 30 days (1 day when it says nothing); its arguments are at most 4 KiB serialized;
+//! a server holds at most 64 bindings and subscriptions, the instance 256. The registry is
+//! kept in the store as its [`Registry::index`], saved after every change.
+//!
+//! ```
+//! use mcp_events::runtime::{Grant, Registry, Wanted};
+//!
+//! let mut registry = Registry::default();
+//! let grant = Grant::new("root", None).unwrap();
+//! let wanted = Wanted::new("tickets", "ticket.created", "inbox");
+//! let made = registry.subscribe(&grant, wanted, 0, 0, 0).unwrap();
+//! assert_eq!(registry.subscriptions("root").len(), 1);
+//! registry.unsubscribe("root", &made.id).unwrap();
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use mcp_wire::events::DeliveryMode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::binding::key_of;
+use crate::limits::{
+    ARGUMENTS_MAX, BINDINGS_PER_INSTANCE, BINDINGS_PER_SERVER, GRANT_DEFAULT, GRANT_MAX,
+    LIFETIME_DEFAULT, LIFETIME_MAX,
+};
+
+/// What a grant allows its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    owner: String,
+    live: u32,
+}
+
+impl Grant {
+    /// A grant to `owner` of `live` subscriptions at once (1 to 64; 8 when `None`).
+    pub fn new(owner: &str, live: Option<u32>) -> Result<Self, Refused> {
+        let live = live.unwrap_or(GRANT_DEFAULT);
+        if !(1..=GRANT_MAX).contains(&live) {
+            return Err(Refused::Grant { live });
+        }
+        Ok(Self {
+            owner: owner.to_owned(),
+            live,
+        })
+    }
+}
+
+/// A subscription asked for.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Wanted {
+    /// The server, by its configured name.
+    pub server: String,
+    /// The event type.
+    pub event: String,
+    /// The stream its occurrences go to.
+    pub into: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The modes, in order of preference.
+    pub delivery: Vec<DeliveryMode>,
+    /// How long it lives (`None`: a day).
+    pub lifetime: Option<Duration>,
+}
+
+impl Wanted {
+    /// A poll subscription of `event` on `server` into `into`, without arguments, for a day.
+    pub fn new(server: &str, event: &str, into: &str) -> Self {
+        Self {
+            server: server.to_owned(),
+            event: event.to_owned(),
+            into: into.to_owned(),
+            arguments: Map::new(),
+            delivery: vec![DeliveryMode::Poll],
+            lifetime: None,
+        }
+    }
+}
+
+/// A live runtime subscription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Subscription {
+    /// Its key (the binding's).
+    pub id: String,
+    /// Who made it.
+    pub owner: String,
+    /// The server.
+    pub server: String,
+    /// The event type.
+    pub event: String,
+    /// The stream.
+    pub into: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The modes, by name.
+    pub delivery: Vec<String>,
+    /// When it ends, in Unix milliseconds.
+    pub expires_ms: i64,
+}
+
+/// Why a subscription was not made or found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refused {
+    /// A grant must allow 1 to 64.
+    Grant {
+        /// What it asked for.
+        live: u32,
+    },
+    /// The owner's grant is spent.
+    GrantSpent {
+        /// What it allows.
+        live: u32,
+    },
+    /// A lifetime past 30 days, or of nothing.
+    Lifetime,
+    /// Arguments past 4 KiB serialized.
+    Arguments {
+        /// Their size.
+        size: usize,
+    },
+    /// The server holds 64 bindings and subscriptions already.
+    ServerFull,
+    /// The instance holds 256 already.
+    InstanceFull,
+    /// The same subscription is live already.
+    Exists,
+    /// No such subscription of this owner.
+    NotFound,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Grant { live } => write!(f, "a grant allows 1 to 64 subscriptions, not {live}"),
+            Self::GrantSpent { live } => write!(f, "the grant's {live} subscriptions are live"),
+            Self::Lifetime => f.write_str("a lifetime is more than 0 and at most 30 days"),
+            Self::Arguments { size } => {
+                write!(f, "arguments of {size} bytes are past 4096")
+            }
+            Self::ServerFull => f.write_str("the server holds 64 bindings and subscriptions"),
+            Self::InstanceFull => f.write_str("the instance holds 256 bindings and subscriptions"),
+            Self::Exists => f.write_str("the same subscription is live"),
+            Self::NotFound => f.write_str("no such subscription"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// The live runtime subscriptions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Registry {
+    live: BTreeMap<String, Subscription>,
+}
+
+impl Registry {
+    /// Makes a subscription for `grant`'s owner at `now_ms` (Unix milliseconds), with
+    /// `configured_on_server` configured bindings on its server and `configured` in all.
+    pub fn subscribe(
+        &mut self,
+        grant: &Grant,
+        wanted: Wanted,
+        configured_on_server: usize,
+        configured: usize,
+        now_ms: i64,
+    ) -> Result<Subscription, Refused> {
+        let lifetime = wanted.lifetime.unwrap_or(LIFETIME_DEFAULT);
+        if lifetime.is_zero() || lifetime > LIFETIME_MAX {
+            return Err(Refused::Lifetime);
+        }
+        let size = Value::Object(wanted.arguments.clone()).to_string().len();
+        if size > ARGUMENTS_MAX {
+            return Err(Refused::Arguments { size });
+        }
+        let owned = self.subscriptions(&grant.owner).len();
+        if owned >= grant.live as usize {
+            return Err(Refused::GrantSpent { live: grant.live });
+        }
+        let on_server = self
+            .live
+            .values()
+            .filter(|s| s.server == wanted.server)
+            .count();
+        if configured_on_server + on_server >= BINDINGS_PER_SERVER {
+            return Err(Refused::ServerFull);
+        }
+        if configured + self.live.len() >= BINDINGS_PER_INSTANCE {
+            return Err(Refused::InstanceFull);
+        }
+        let id = key_of(
+            &wanted.server,
+            &wanted.event,
+            &wanted.into,
+            &wanted.arguments,
+        );
+        if self.live.contains_key(&id) {
+            return Err(Refused::Exists);
+        }
+        let lifetime_ms = i64::try_from(lifetime.as_millis()).unwrap_or(i64::MAX);
+        let made = Subscription {
+            id: id.clone(),
+            owner: grant.owner.clone(),
+            server: wanted.server,
+            event: wanted.event,
+            into: wanted.into,
+            arguments: wanted.arguments,
+            delivery: wanted
+                .delivery
+                .iter()
+                .map(|m| m.as_str().to_owned())
+                .collect(),
+            expires_ms: now_ms.saturating_add(lifetime_ms),
+        };
+        self.live.insert(id, made.clone());
+        Ok(made)
+    }
+
+    /// Ends `owner`'s subscription `id`.
+    pub fn unsubscribe(&mut self, owner: &str, id: &str) -> Result<Subscription, Refused> {
+        match self.live.get(id) {
+            Some(s) if s.owner == owner => Ok(self.live.remove(id).expect("present")),
+            _ => Err(Refused::NotFound),
+        }
+    }
+
+    /// `owner`'s live subscriptions.
+    pub fn subscriptions(&self, owner: &str) -> Vec<&Subscription> {
+        self.live.values().filter(|s| s.owner == owner).collect()
+    }
+
+    /// Every live subscription.
+    pub fn all(&self) -> impl Iterator<Item = &Subscription> {
+        self.live.values()
+    }
+
+    /// Ends every subscription whose lifetime is over at `now_ms`; those ended.
+    pub fn expire(&mut self, now_ms: i64) -> Vec<Subscription> {
+        let over: Vec<String> = self
+            .live
+            .values()
+            .filter(|s| s.expires_ms <= now_ms)
+            .map(|s| s.id.clone())
+            .collect();
+        over.iter().filter_map(|id| self.live.remove(id)).collect()
+    }
+
+    /// The index kept in the store: every live subscription, as JSON.
+    pub fn index(&self) -> String {
+        let all: Vec<&Subscription> = self.live.values().collect();
+        serde_json::to_string(&all).unwrap_or_else(|_| "[]".to_owned())
+    }
+
+    /// The registry an index holds; `None` when it is not one.
+    pub fn from_index(index: &str) -> Option<Self> {
+        let all: Vec<Subscription> = serde_json::from_str(index).ok()?;
+        Some(Self {
+            live: all.into_iter().map(|s| (s.id.clone(), s)).collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn wanted(n: usize) -> Wanted {
+        Wanted::new("s", &format!("e{n}"), "in")
+    }
+
+    #[test]
+    fn grants_allow_1_to_64_and_8_by_default() {
+        assert_eq!(Grant::new("a", Some(0)), Err(Refused::Grant { live: 0 }));
+        assert!(Grant::new("a", Some(1)).is_ok());
+        assert!(Grant::new("a", Some(64)).is_ok());
+        assert_eq!(Grant::new("a", Some(65)), Err(Refused::Grant { live: 65 }));
+        let grant = Grant::new("a", None).unwrap();
+        let mut r = Registry::default();
+        for n in 0..8 {
+            r.subscribe(&grant, wanted(n), 0, 0, 0).unwrap();
+        }
+        assert_eq!(
+            r.subscribe(&grant, wanted(8), 0, 0, 0),
+            Err(Refused::GrantSpent { live: 8 })
+        );
+        // Another owner has a grant of its own.
+        let other = Grant::new("b", Some(1)).unwrap();
+        assert!(r.subscribe(&other, wanted(9), 0, 0, 0).is_ok());
+    }
+
+    #[test]
+    fn lifetimes_are_at_most_30_days_and_a_day_by_default() {
+        let grant = Grant::new("a", Some(64)).unwrap();
+        let mut r = Registry::default();
+        let day = r.subscribe(&grant, wanted(0), 0, 0, 1000).unwrap();
+        assert_eq!(day.expires_ms, 1000 + 86_400_000);
+        let mut w = wanted(1);
+        w.lifetime = Some(LIFETIME_MAX);
+        assert!(r.subscribe(&grant, w, 0, 0, 0).is_ok());
+        let mut w = wanted(2);
+        w.lifetime = Some(LIFETIME_MAX + Duration::from_millis(1));
+        assert_eq!(r.subscribe(&grant, w, 0, 0, 0), Err(Refused::Lifetime));
+        let mut w = wanted(3);
+        w.lifetime = Some(Duration::ZERO);
+        assert_eq!(r.subscribe(&grant, w, 0, 0, 0), Err(Refused::Lifetime));
+        let ended = r.expire(1000 + 86_400_000);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].id, day.id);
+        assert_eq!(r.subscriptions("a").len(), 1);
+    }
+
+    #[test]
+    fn arguments_are_at_most_4_kib_serialized() {
+        let grant = Grant::new("a", Some(64)).unwrap();
+        let mut r = Registry::default();
+        // {"k":"…"} is 8 bytes around the value.
+        let sized = |n: usize| {
+            let mut w = wanted(n);
+            w.arguments = json!({"k": "x".repeat(n - 8)}).as_object().unwrap().clone();
+            w
+        };
+        assert!(r.subscribe(&grant, sized(4096), 0, 0, 0).is_ok());
+        assert_eq!(
+            r.subscribe(&grant, sized(4097), 0, 0, 0),
+            Err(Refused::Arguments { size: 4097 })
+        );
+    }
+
+    #[test]
+    fn servers_hold_64_and_the_instance_256_with_the_configured_bindings() {
+        let grant = Grant::new("a", Some(64)).unwrap();
+        let mut r = Registry::default();
+        assert!(r.subscribe(&grant, wanted(0), 63, 63, 0).is_ok());
+        assert_eq!(
+            r.subscribe(&grant, wanted(1), 63, 63, 0),
+            Err(Refused::ServerFull)
+        );
+        let mut elsewhere = wanted(2);
+        elsewhere.server = "t".into();
+        assert!(r.subscribe(&grant, elsewhere.clone(), 0, 254, 0).is_ok());
+        elsewhere.event = "e3".into();
+        assert_eq!(
+            r.subscribe(&grant, elsewhere, 0, 254, 0),
+            Err(Refused::InstanceFull)
+        );
+        assert_eq!(
+            r.subscribe(&grant, wanted(0), 0, 0, 0),
+            Err(Refused::Exists)
+        );
+    }
+
+    #[test]
+    fn only_the_owner_ends_it_and_the_index_round_trips() {
+        let grant = Grant::new("a", None).unwrap();
+        let mut r = Registry::default();
+        let made = r.subscribe(&grant, wanted(0), 0, 0, 0).unwrap();
+        let index = r.index();
+        assert_eq!(Registry::from_index(&index).as_ref(), Some(&r));
+        assert_eq!(Registry::from_index("not json"), None);
+        assert_eq!(r.unsubscribe("b", &made.id), Err(Refused::NotFound));
+        assert_eq!(r.unsubscribe("a", &made.id).map(|s| s.id), Ok(made.id));
+        assert_eq!(r.all().count(), 0);
+    }
+}
