@@ -138,7 +138,7 @@ impl Events {
             runtime.spawn(serve(
                 ctx.clone(),
                 server.to_owned(),
-                h.connections(),
+                (h.connections(), h.events_changed()),
                 bindings,
                 delivered,
                 stopped.clone(),
@@ -192,7 +192,10 @@ impl Events {
 async fn serve(
     ctx: Ctx,
     server: String,
-    mut connections: watch::Receiver<Option<Arc<Connection>>>,
+    (mut connections, mut changed): (
+        watch::Receiver<Option<Arc<Connection>>>,
+        watch::Receiver<u64>,
+    ),
     mut bindings: Vec<Binding>,
     mut delivered: mpsc::Receiver<Hook>,
     mut stop: watch::Receiver<bool>,
@@ -327,6 +330,8 @@ async fn serve(
                     report(&ctx, &server, &mut bindings[i], &mut seen[i], &mut evicted[i]);
                 }
             }
+            // The server said its types changed (`mcp.events.list_changed`): listed again.
+            Ok(()) = changed.changed() => lister.again(std::time::Instant::now()),
             () = stopping(&mut stop) => return,
         }
     }

@@ -150,6 +150,8 @@ pub(crate) struct Held {
     stop: watch::Sender<Stop>,
     orders: mpsc::Sender<Order>,
     connection: watch::Receiver<Option<Arc<Connection>>>,
+    /// Counts the server's `notifications/events/list_changed`.
+    events_changed: watch::Receiver<u64>,
     task: JoinHandle<()>,
 }
 
@@ -160,6 +162,7 @@ impl Held {
         let (stop, stopped) = watch::channel(Stop::Running);
         let (connected, connection) = watch::channel(None);
         let (orders, ordered) = mpsc::channel(16);
+        let (events_changed_tx, events_changed) = watch::channel(0);
         let task = tokio::spawn(
             Task {
                 shared: shared.clone(),
@@ -167,6 +170,7 @@ impl Held {
                 stop: stopped,
                 orders: ordered,
                 connected,
+                events_changed: events_changed_tx,
             }
             .run(reason),
         );
@@ -175,8 +179,14 @@ impl Held {
             stop,
             orders,
             connection,
+            events_changed,
             task,
         }
+    }
+
+    /// Changes each time the server says its MCP Events types changed.
+    pub(crate) fn events_changed(&self) -> watch::Receiver<u64> {
+        self.events_changed.clone()
     }
 
     /// The connection as it stands (`None` until the server is connected), to wait on.
@@ -242,6 +252,7 @@ struct Task {
     stop: watch::Receiver<Stop>,
     orders: mpsc::Receiver<Order>,
     connected: watch::Sender<Option<Arc<Connection>>>,
+    events_changed: watch::Sender<u64>,
 }
 
 impl Task {
@@ -469,6 +480,14 @@ impl Task {
                 });
             }
             Change::Listen(listen) => self.on_listen(listen),
+            Change::EventsChanged => {
+                self.shared.log(
+                    Level::Info,
+                    "mcp.events.list_changed",
+                    &[("server", json!(self.server.name))],
+                );
+                self.events_changed.send_modify(|n| *n += 1);
+            }
             _ => {}
         }
     }

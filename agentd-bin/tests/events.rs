@@ -118,6 +118,11 @@ async fn a_poll_binding_appends_what_the_server_emits() {
         "{metrics}"
     );
 
+    // The server's types change: listed again.
+    server.change_events().await;
+    agentd.wait_for("mcp.events.list_changed", Some("ref"));
+    agentd.wait_for_nth("mcp.events.listed", Some("ref"), 2);
+
     // A reload without the binding forgets it, and its records.
     let text = config(&server.url(), &dir);
     file.write(&text[..text.find("[[events.bindings]]").unwrap()]);

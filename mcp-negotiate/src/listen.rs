@@ -158,6 +158,10 @@ pub struct Listener {
     unavailable_logged: bool,
     /// The server left the list_changed flag out: the listen goes on without it.
     flags_refused: bool,
+    /// The server declared the events extension's `listChanged`: ask `eventsListChanged`.
+    events_flag: bool,
+    /// The server left `eventsListChanged` out.
+    events_refused: bool,
     refused: bool,
     /// An open is due now (the filter changed, or the listen must come back).
     due: bool,
@@ -182,10 +186,20 @@ impl Listener {
             read_again: None,
             unavailable_logged: false,
             flags_refused: false,
+            events_flag: false,
+            events_refused: false,
             refused: false,
             due: tools,
             events: VecDeque::new(),
         }
+    }
+
+    /// The same listener, asking for `notifications/events/list_changed` too (the server
+    /// declared the MCP Events extension with `listChanged`).
+    pub fn with_events_list_changed(mut self) -> Self {
+        self.events_flag = true;
+        self.due = true;
+        self
     }
 
     /// Sets what the connection wants; a change opens a new listen. URIs are dropped when
@@ -212,6 +226,9 @@ impl Listener {
         if self.tools && !self.flags_refused {
             filter.tools_list_changed = Some(true);
         }
+        if self.events_flag && !self.events_refused {
+            filter.events_list_changed = Some(true);
+        }
         if !self.wanted.uris.is_empty() {
             filter.resource_subscriptions = Some(self.wanted.uris.iter().cloned().collect());
         }
@@ -220,7 +237,9 @@ impl Listener {
 
     fn wants_anything(&self) -> bool {
         let filter = self.filter();
-        filter.tools_list_changed.is_some() || filter.resource_subscriptions.is_some()
+        filter.tools_list_changed.is_some()
+            || filter.events_list_changed.is_some()
+            || filter.resource_subscriptions.is_some()
     }
 
     /// What to do now.
@@ -297,11 +316,17 @@ impl Listener {
             .filter(|u| !granted.contains(u))
             .cloned()
             .collect();
+        let mut flags = Vec::new();
         if asked.tools_list_changed == Some(true) && agreed.tools_list_changed != Some(true) {
             self.flags_refused = true;
-            self.events.push_back(ListenEvent::FlagsRefused {
-                flags: vec!["toolsListChanged"],
-            });
+            flags.push("toolsListChanged");
+        }
+        if asked.events_list_changed == Some(true) && agreed.events_list_changed != Some(true) {
+            self.events_refused = true;
+            flags.push("eventsListChanged");
+        }
+        if !flags.is_empty() {
+            self.events.push_back(ListenEvent::FlagsRefused { flags });
         }
         if std::mem::take(&mut self.gap) {
             self.unavailable_logged = false;

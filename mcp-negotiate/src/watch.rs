@@ -85,11 +85,22 @@ impl Watch {
         let caps = connection.capabilities();
         let era = match connection.revision().era() {
             mcp_wire::Era::Modern => Era::Modern {
-                listener: Box::new(Listener::new(
-                    connection.timeout(),
-                    caps.tools_list_changed(),
-                    caps.resources_subscribe(),
-                )),
+                listener: Box::new({
+                    let listener = Listener::new(
+                        connection.timeout(),
+                        caps.tools_list_changed(),
+                        caps.resources_subscribe(),
+                    );
+                    let events_list_changed = caps
+                        .events()
+                        .and_then(|e| e.get("listChanged"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    match events_list_changed {
+                        true => listener.with_events_list_changed(),
+                        false => listener,
+                    }
+                }),
                 listen: None,
                 acknowledged: false,
                 opening: None,

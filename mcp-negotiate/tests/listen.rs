@@ -252,3 +252,28 @@ fn a_listen_refused_outright_is_reported_once_and_never_asked_for_again() {
         assert!(events(&mut l).is_empty());
     }
 }
+
+#[test]
+fn events_list_changed_is_asked_for_when_declared_and_dropped_when_refused() {
+    let now = Instant::now();
+    // Nothing else wanted: the events flag alone opens a listen.
+    let mut l = Listener::new(TIMEOUT, false, false).with_events_list_changed();
+    let filter = opened(l.poll_action(now));
+    assert_eq!(filter.events_list_changed, Some(true));
+    assert_eq!(filter.tools_list_changed, None);
+
+    let mut l = Listener::new(TIMEOUT, true, true).with_events_list_changed();
+    opened(l.poll_action(now));
+    // The server agrees to tools only.
+    l.on_acknowledged(&agreed(&[], true), now);
+    assert_eq!(
+        events(&mut l),
+        [ListenEvent::FlagsRefused {
+            flags: vec!["eventsListChanged"]
+        }]
+    );
+    l.want(Interest::default().with_uri("a://x"), now);
+    let next = opened(l.poll_action(now));
+    assert_eq!(next.events_list_changed, None, "not asked for again");
+    assert_eq!(next.tools_list_changed, Some(true));
+}

@@ -283,6 +283,17 @@ impl ReferenceServer {
         .await;
     }
 
+    /// Tells every listen that asked for it that the MCP Events types changed.
+    pub async fn change_events(&self) {
+        modern::push(
+            &self.state,
+            |f| f.events,
+            "notifications/events/list_changed",
+            json!({}),
+        )
+        .await;
+    }
+
     /// Ends every modern listen with a final result, as a server does when it lets one go.
     pub async fn end_listens(&self) {
         modern::end_all(&self.state).await;

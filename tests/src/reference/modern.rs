@@ -30,6 +30,7 @@ pub(crate) struct Listen {
 pub(crate) struct Filter {
     pub(crate) tools: bool,
     pub(crate) resources: bool,
+    pub(crate) events: bool,
     pub(crate) uris: Vec<String>,
 }
 
@@ -323,6 +324,7 @@ async fn listen(state: &Arc<State>, id: RequestId, params: &Value) -> Response<A
     let filter = Filter {
         tools: asked["toolsListChanged"] == true,
         resources: asked["resourcesListChanged"] == true,
+        events: asked["eventsListChanged"] == true && state.options.events,
         uris: asked["resourceSubscriptions"]
             .as_array()
             .map(|a| {
@@ -339,6 +341,9 @@ async fn listen(state: &Arc<State>, id: RequestId, params: &Value) -> Response<A
     }
     if filter.resources {
         agreed["resourcesListChanged"] = json!(true);
+    }
+    if filter.events {
+        agreed["eventsListChanged"] = json!(true);
     }
     if !filter.uris.is_empty() {
         agreed["resourceSubscriptions"] = json!(filter.uris);
