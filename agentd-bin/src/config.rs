@@ -36,6 +36,8 @@ pub(crate) struct Binding {
     pub(crate) into: String,
     pub(crate) arguments: serde_json::Map<String, serde_json::Value>,
     pub(crate) delivery: Vec<mcp_wire::events::DeliveryMode>,
+    /// At most this many occurrences appended a minute (`max_per_minute`), if bounded.
+    pub(crate) max_per_minute: Option<u32>,
 }
 
 /// One MCP server.
@@ -134,6 +136,7 @@ struct BindingFile {
     #[serde(default)]
     arguments: serde_json::Map<String, serde_json::Value>,
     delivery: Option<Spanned<Vec<String>>>,
+    max_per_minute: Option<Spanned<u32>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -333,12 +336,22 @@ pub(crate) fn parse(
                 }
             }
         };
+        if let Some(rate) = &b.max_per_minute
+            && *rate.get_ref() == 0
+        {
+            return Err(at(
+                Some(rate.span()),
+                &key("max_per_minute"),
+                "must be at least 1".to_owned(),
+            ));
+        }
         bindings.push(Binding {
             server: server.clone(),
             event: b.event.clone(),
             into: b.into.clone(),
             arguments: b.arguments.clone(),
             delivery,
+            max_per_minute: b.max_per_minute.as_ref().map(|r| *r.get_ref()),
         });
     }
     Ok(Config {

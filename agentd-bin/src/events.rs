@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use mcp_events::binding::{
     Action, Batch, Binding, Callback, Config as BindingConfig, Delivery, Failure, Listing, Log,
-    Stats, key_of,
+    Rate, Stats, key_of,
 };
 use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
 use mcp_events::listing::{Lister, Step};
@@ -81,6 +81,10 @@ impl Events {
             c.arguments = b.arguments.clone();
             c.delivery = b.delivery.clone();
             c.max_value_bytes = config.max_value_bytes;
+            c.rate = b.max_per_minute.map(|max| Rate {
+                max,
+                per: std::time::Duration::from_secs(60),
+            });
             let stored = store.load(&c.key).map_err(|e| e.to_string())?;
             if let Some(base) = &hooks_base
                 && b.delivery.contains(&DeliveryMode::Webhook)
@@ -390,6 +394,7 @@ async fn deliver(ctx: &Ctx, b: &mut Binding, body: mcp_wire::events::WebhookBody
         }
         Delivery::Taken => Answer::Taken,
         Delivery::Gone => Answer::Gone,
+        Delivery::Busy { retry_after } => Answer::Busy(retry_after),
         _ => Answer::NotNow,
     }
 }
@@ -451,6 +456,11 @@ fn report(ctx: &Ctx, server: &str, b: &mut Binding, seen: &mut Stats, evicted: &
             "schema_mismatch",
             stats.schema_mismatch,
             seen.schema_mismatch,
+        ),
+        (
+            "refused_pressure",
+            stats.refused_pressure,
+            seen.refused_pressure,
         ),
     ] {
         ctx.metrics

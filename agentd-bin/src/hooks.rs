@@ -9,6 +9,7 @@
 //! | 405 | not a POST |
 //! | 410 | no binding at this path, a body that is not a JSON object, or a malformed occurrence |
 //! | 413 | a body over 256 KiB, answered before it is read |
+//! | 429 | pressure (the binding's queue is full), or the binding's rate is spent (`Retry-After`) |
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::log::{Level, event};
+use crate::metrics::{Metric, Metrics};
 
 /// The path segment before a binding's key.
 pub(crate) const PREFIX: &str = "/hooks/_mcp/";
@@ -63,6 +65,8 @@ pub(crate) enum Answer {
     Gone,
     /// 503 with `Retry-After`.
     NotNow,
+    /// 429 with `Retry-After` of this.
+    Busy(Duration),
 }
 
 /// Answers a request to `…/hooks/_mcp/<key>`.
@@ -71,6 +75,7 @@ pub(crate) async fn receive(
     key: &str,
     routes: &Routes,
     instance: &str,
+    metrics: &Metrics,
 ) -> Response<Full<Bytes>> {
     if req.method() != Method::POST {
         return status(405, "");
@@ -132,12 +137,25 @@ pub(crate) async fn receive(
         body,
         answer,
     };
-    if route.hooks.send(hook).await.is_err() {
-        return retry_later();
+    match route.hooks.try_send(hook) {
+        Ok(()) => {}
+        // Pressure: the binding's task has deliveries enough waiting.
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            let labels = [
+                ("server", route.server.as_str()),
+                ("event", route.event.as_str()),
+                ("mode", "webhook"),
+                ("outcome", "refused_pressure"),
+            ];
+            metrics.add(Metric::Events, &labels, 1);
+            return too_many(Duration::from_secs(1));
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => return retry_later(),
     }
     match tokio::time::timeout(ANSWER_WITHIN, answered).await {
         Ok(Ok(Answer::Taken)) => status(200, ""),
         Ok(Ok(Answer::Gone)) => status(410, ""),
+        Ok(Ok(Answer::Busy(wait))) => too_many(wait),
         _ => retry_later(),
     }
 }
@@ -147,6 +165,15 @@ fn status(code: u16, text: &'static str) -> Response<Full<Bytes>> {
         .status(code)
         .header("content-type", "text/plain")
         .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .unwrap_or_default()
+}
+
+fn too_many(wait: Duration) -> Response<Full<Bytes>> {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    Response::builder()
+        .status(429)
+        .header("retry-after", secs.max(1).to_string())
+        .body(Full::new(Bytes::new()))
         .unwrap_or_default()
 }
 

@@ -43,7 +43,14 @@ pub(crate) async fn serve(
                         let path = req.uri().path().to_owned();
                         let response = match path.find(PREFIX) {
                             Some(at) => {
-                                receive(req, &path[at + PREFIX.len()..], &routes, &instance).await
+                                receive(
+                                    req,
+                                    &path[at + PREFIX.len()..],
+                                    &routes,
+                                    &instance,
+                                    &metrics,
+                                )
+                                .await
                             }
                             None => answer(&req, &metrics),
                         };

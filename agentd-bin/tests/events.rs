@@ -279,3 +279,38 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A webhook binding bounded at one occurrence a minute: the first is appended, the next are
+/// answered 429 with `Retry-After` (the server delivers them again later), and intake is
+/// logged paused for its rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_rate_is_answered_429() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("rate");
+    let text = config(&server.url(), &dir) + "delivery = [\"webhook\"]\nmax_per_minute = 1\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    server.emit("ticket.created", json!({"id": 1}));
+    wait_for_records(&file, 1);
+    server.emit("ticket.created", json!({"id": 2}));
+    let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
+    assert_eq!(paused["cause"], "rate");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server
+        .delivered()
+        .iter()
+        .any(|(id, s)| id == "evt-2" && *s == 429)
+    {
+        assert!(Instant::now() < deadline, "{:?}", server.delivered());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(tail(&file, "tickets").len(), 1);
+    let metrics = get(&agentd.listener(), "/metrics");
+    assert!(
+        metrics.contains("outcome=\"refused_pressure\"}"),
+        "{metrics}"
+    );
+    assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}

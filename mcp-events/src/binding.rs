@@ -80,6 +80,18 @@ pub struct Config {
     pub callback: Option<Callback>,
     /// `store.max_value_bytes`.
     pub max_value_bytes: usize,
+    /// How many occurrences it may append per window; past that, intake pauses (`rate`)
+    /// until the window ends.
+    pub rate: Option<Rate>,
+}
+
+/// A binding's rate: at most `max` occurrences appended per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Occurrences per window.
+    pub max: u32,
+    /// The window.
+    pub per: Duration,
 }
 
 /// A binding's webhook endpoint: `<webhooks.url>/hooks/_mcp/<binding>`, and its secret.
@@ -110,6 +122,7 @@ impl Config {
             delivery: vec![DeliveryMode::Poll],
             callback: None,
             max_value_bytes: crate::limits::OCCURRENCE_MAX,
+            rate: None,
         }
     }
 }
@@ -372,6 +385,8 @@ pub struct Stats {
     pub gaps: BTreeMap<&'static str, u64>,
     /// The last append's lag: its time minus the server's timestamp, in milliseconds.
     pub lag_ms: Option<i64>,
+    /// Deliveries refused while the binding's rate was spent (`refused_pressure`).
+    pub refused_pressure: u64,
 }
 
 /// One occurrence written as its Stream event.
@@ -409,6 +424,11 @@ pub enum Delivery {
     /// Not now (not armed yet, or the same occurrence is being committed): answer 503 with
     /// `Retry-After`.
     NotNow,
+    /// The binding's rate is spent: answer 429 with `Retry-After` of this.
+    Busy {
+        /// When the window ends.
+        retry_after: Duration,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -461,6 +481,10 @@ pub struct Binding {
     throttled: bool,
     /// The modes the type offers, from the last listing.
     offered: Vec<DeliveryMode>,
+    /// The rate's window: when it started, and what was appended in it.
+    window: Option<(Instant, u32)>,
+    /// A webhook binding is holding deliveries back for its rate.
+    rate_paused: bool,
 }
 
 impl Binding {
@@ -489,6 +513,8 @@ impl Binding {
             left: Vec::new(),
             throttled: false,
             offered: Vec::new(),
+            window: None,
+            rate_paused: false,
         }
     }
 
@@ -784,6 +810,18 @@ impl Binding {
                 if self.delivering.contains(&o.event_id) {
                     return Delivery::NotNow;
                 }
+                if let Some(end) = self.rate_spent(now) {
+                    self.stats.refused_pressure += 1;
+                    if !std::mem::replace(&mut self.rate_paused, true) {
+                        self.logs.push_back(self.rate_pause());
+                    }
+                    return Delivery::Busy {
+                        retry_after: end.saturating_duration_since(now),
+                    };
+                }
+                if std::mem::take(&mut self.rate_paused) {
+                    self.logs.push_back(Log::Resumed { cause: Pause::Rate });
+                }
                 let record = match self.intake(&o, now, wall_ms) {
                     Err(()) => return Delivery::Gone,
                     Ok(None) => return Delivery::Taken,
@@ -847,6 +885,40 @@ impl Binding {
         }
         if committed {
             self.cursor = batch.cursor.clone();
+            self.spend(batch.records.len(), now);
+        }
+    }
+
+    /// Counts `n` appended in the rate's window (a new window once the last one ended).
+    fn spend(&mut self, n: usize, now: Instant) {
+        let Some(rate) = self.config.rate else {
+            return;
+        };
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        self.window = match self.window {
+            Some((start, count)) if now < start + rate.per => {
+                Some((start, count.saturating_add(n)))
+            }
+            _ => Some((now, n)),
+        };
+    }
+
+    /// When the rate's window ends, if the rate is spent at `now`.
+    fn rate_spent(&self, now: Instant) -> Option<Instant> {
+        let rate = self.config.rate?;
+        let (start, count) = self.window?;
+        let end = start + rate.per;
+        (count >= rate.max && now < end).then_some(end)
+    }
+
+    fn rate_pause(&self) -> Log {
+        let (max, per) = self
+            .config
+            .rate
+            .map_or((0, Duration::ZERO), |r| (r.max, r.per));
+        Log::Paused {
+            cause: Pause::Rate,
+            detail: format!("{max} occurrences in {} s", per.as_secs()),
         }
     }
 
@@ -866,7 +938,15 @@ impl Binding {
             }
             self.cursor = cursor;
             self.retry.reset();
-            self.state = State::Due(next);
+            self.spend(ids.len(), now);
+            self.state = match self.rate_spent(now) {
+                // Polls wait for the window to end; the cursor is kept.
+                Some(end) if self.mode == Some(DeliveryMode::Poll) => {
+                    self.logs.push_back(self.rate_pause());
+                    State::Paused(Pause::Rate, Some(end.max(next)))
+                }
+                _ => State::Due(next),
+            };
         } else {
             let wait = self.retry.next_failure(false);
             self.logs.push_back(Log::Paused {

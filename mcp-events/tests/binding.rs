@@ -825,6 +825,52 @@ mod webhook {
     }
 
     #[test]
+    fn a_spent_rate_answers_busy_until_the_window_ends() {
+        let now = Instant::now();
+        let mut c = config(&[DeliveryMode::Webhook]);
+        c.rate = Some(mcp_events::binding::Rate {
+            max: 1,
+            per: Duration::from_secs(60),
+        });
+        let mut b = Binding::new(c, None);
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&[both()]), now);
+        subscribe(&mut b, now);
+        b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
+        b.on_committed(true, now);
+        logs(&mut b);
+        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e1", None), now, WALL) else {
+            panic!()
+        };
+        b.on_delivered(&batch, true, now);
+        let later = now + Duration::from_secs(10);
+        for id in ["e2", "e3"] {
+            assert_eq!(
+                b.on_delivery(occurrence_body(id, None), later, WALL),
+                Delivery::Busy {
+                    retry_after: Duration::from_secs(50)
+                }
+            );
+        }
+        let paused = logs(&mut b);
+        assert_eq!(paused.len(), 1, "logged once: {paused:?}");
+        assert!(matches!(
+            paused[0],
+            Log::Paused {
+                cause: Pause::Rate,
+                ..
+            }
+        ));
+        assert_eq!(b.stats().refused_pressure, 2);
+        let end = now + Duration::from_secs(60);
+        assert!(matches!(
+            b.on_delivery(occurrence_body("e2", None), end, WALL),
+            Delivery::Commit(_)
+        ));
+        assert_eq!(logs(&mut b), [Log::Resumed { cause: Pause::Rate }]);
+    }
+
+    #[test]
     fn a_suspended_delivery_is_armed_again_and_throttling_is_logged_once() {
         let (mut b, now) = arming(&[DeliveryMode::Webhook], Some("c0"));
         subscribe(&mut b, now);
@@ -858,4 +904,33 @@ mod webhook {
             "once"
         );
     }
+}
+
+#[test]
+fn a_spent_rate_pauses_polls_until_the_window_ends() {
+    let mut config = Config::new("s", "ticket.created", "in");
+    config.rate = Some(mcp_events::binding::Rate {
+        max: 3,
+        per: Duration::from_secs(60),
+    });
+    let (mut b, now) = armed(config, None);
+    poll(&mut b, now);
+    let mut p = page(&["a", "b", "c"], Some("c3"));
+    p.has_more = true;
+    b.on_poll(Ok(p), now, WALL, MID);
+    b.on_committed(true, now);
+    assert_eq!(b.cursor(), Some("c3"), "the cursor is kept");
+    assert_eq!(
+        b.poll_timeout(),
+        Some(now + Duration::from_secs(60)),
+        "not at once"
+    );
+    assert_eq!(b.poll_action(now + Duration::from_secs(59)), None);
+    assert!(logs(&mut b).contains(&Log::Paused {
+        cause: Pause::Rate,
+        detail: "3 occurrences in 60 s".into()
+    }));
+    let end = now + Duration::from_secs(60);
+    assert_eq!(poll(&mut b, end).as_deref(), Some("c3"));
+    assert_eq!(b.poll_log(), Some(Log::Resumed { cause: Pause::Rate }));
 }
