@@ -314,3 +314,73 @@ async fn a_spent_rate_is_answered_429() {
     assert!(agentd.terminate().success());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The server's control envelopes and delivery status: a `gap` (logged, counted, its cursor
+/// kept), a `terminated` that may pass (armed again), a suspended and throttled delivery
+/// status (logged, armed again), and a `terminated` -32024 (refused for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("envelopes");
+    let text = config(&server.url(), &dir) + "delivery = [\"webhook\"]\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+
+    server.envelope("ticket.created", json!({"type": "gap", "cursor": "c0"}));
+    let gap = agentd.wait_for("mcp.events.gap", Some("ref"));
+    assert_eq!(
+        (&gap["cause"], &gap["level"]),
+        (&json!("truncated"), &json!("warn"))
+    );
+
+    server.delivery_status(Some(json!({
+        "active": false, "lastError": "http_5xx", "throttled": true, "retryAfterMs": 1000
+    })));
+    let ended = json!({"type": "terminated", "error": {"code": -32603, "message": "restart"}});
+    server.envelope("ticket.created", ended);
+    let terminated = agentd.wait_for("mcp.events.terminated", Some("ref"));
+    assert_eq!(
+        (&terminated["code"], &terminated["level"]),
+        (&json!(-32603), &json!("error"))
+    );
+    let suspended = agentd.wait_for("mcp.events.delivery_suspended", Some("ref"));
+    assert_eq!(suspended["last_error"], "http_5xx");
+    assert_eq!(suspended["active"], false);
+    let throttled = agentd.wait_for("mcp.events.throttled", Some("ref"));
+    assert_eq!(throttled["retry_after_ms"], 1000);
+    server.delivery_status(None);
+    let subscribes = || {
+        server
+            .methods()
+            .iter()
+            .filter(|m| *m == "events/subscribe")
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while subscribes() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "armed again after the suspension"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let revoked = json!({"type": "terminated", "error": {"code": -32024, "message": "revoked"}});
+    server.envelope("ticket.created", revoked);
+    let refused = agentd.wait_for("mcp.events.refused", Some("ref"));
+    assert_eq!(
+        (&refused["reason"], &refused["level"]),
+        (&json!("forbidden"), &json!("error"))
+    );
+    let metrics = get(&agentd.listener(), "/metrics");
+    assert!(
+        metrics.contains(
+            "agent_mcp_event_gaps_total{server=\"ref\",event=\"ticket.created\",cause=\"truncated\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}

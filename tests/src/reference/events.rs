@@ -33,6 +33,8 @@ struct Subscription {
 pub(crate) struct Log {
     occurrences: Mutex<Vec<Value>>,
     subscriptions: Mutex<Vec<Subscription>>,
+    /// The `deliveryStatus` the next `events/subscribe` answers carry, if any.
+    status: Mutex<Option<Value>>,
     /// Every delivery made: the `webhook-id` and the receiver's status (0: unreachable).
     delivered: Arc<Mutex<Vec<(String, u16)>>>,
 }
@@ -56,6 +58,28 @@ impl Log {
             self.deliver(&s, &id, &occurrence);
         }
         id
+    }
+
+    /// Sends a control envelope (`gap`, `terminated`) to every webhook subscription of
+    /// `name`; a `terminated` one also ends them here.
+    pub(crate) fn envelope(&self, name: &str, body: &Value) {
+        let n = self.delivered.lock().expect("events lock").len();
+        for s in self.subscribed(name) {
+            self.deliver(
+                &s,
+                &format!("msg_{}_{n}", body["type"].as_str().unwrap_or("x")),
+                body,
+            );
+        }
+        if body["type"] == "terminated" {
+            let mut all = self.subscriptions.lock().expect("events lock");
+            all.retain(|s| s.name != name);
+        }
+    }
+
+    /// Sets the `deliveryStatus` the next `events/subscribe` answers carry.
+    pub(crate) fn set_status(&self, status: Option<Value>) {
+        *self.status.lock().expect("events lock") = status;
     }
 
     /// The deliveries made so far: `webhook-id` and status.
@@ -241,13 +265,17 @@ async fn subscribe(log: &Log, params: &Value) -> Result<Value, ErrorObject> {
         }
     }
     let ttl = params["ttlMs"].as_u64().unwrap_or(3_600_000);
-    Ok(json!({
+    let mut result = json!({
         "resultType": "complete",
         "id": id,
         "refreshBefore": rfc3339_at(SystemTime::now() + Duration::from_millis(ttl)),
         "cursor": format!("c{}", all.len().max(after)),
         "truncated": false,
-    }))
+    });
+    if let Some(status) = log.status.lock().expect("events lock").clone() {
+        result["deliveryStatus"] = status;
+    }
+    Ok(result)
 }
 
 fn poll(log: &Log, poll_ms: u64, params: &Value) -> Result<Value, ErrorObject> {

@@ -228,6 +228,18 @@ impl ReferenceServer {
         self.state.events.emit(name, data)
     }
 
+    /// Sends a signed control envelope (`{"type":"gap",…}` or `{"type":"terminated",…}`)
+    /// to every webhook subscription of the type `name`; a `terminated` one ends them.
+    pub fn envelope(&self, name: &str, body: Value) {
+        self.state.events.envelope(name, &body);
+    }
+
+    /// Sets the `deliveryStatus` every later `events/subscribe` answer carries (`None`:
+    /// none).
+    pub fn delivery_status(&self, status: Option<Value>) {
+        self.state.events.set_status(status);
+    }
+
     /// The webhook deliveries made so far: each `webhook-id` and the status the receiver
     /// answered (0 when it could not be reached).
     pub fn delivered(&self) -> Vec<(String, u16)> {
