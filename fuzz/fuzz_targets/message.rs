@@ -14,10 +14,14 @@ fuzz_target!(|data: &[u8]| {
         let _ = ServerNotification::decode(n);
     }
     let mut first = Vec::new();
-    message.encode(&mut first).expect("a decoded message encodes");
+    message
+        .encode(&mut first)
+        .expect("a decoded message encodes");
     let again = decode(&first, usize::MAX).expect("an encoded message decodes");
     assert_eq!(again, message);
     let mut second = Vec::new();
-    again.encode(&mut second).expect("a decoded message encodes");
+    again
+        .encode(&mut second)
+        .expect("a decoded message encodes");
     assert_eq!(first, second);
 });

@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     match head.answer(body, Some("Bearer realm=\"x\"")) {
-        Answer::Failure(Failure::Status { status: 401, www_authenticate }) => {
+        Answer::Failure(Failure::Status {
+            status: 401,
+            www_authenticate,
+        }) => {
             assert!(www_authenticate.is_some());
         }
         Answer::Message { status: 401, .. } => panic!("a 401 is never an MCP message"),

@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
     };
     for (name, value) in derived {
         assert!(name.starts_with("Mcp-Param-"));
-        assert!(value.bytes().all(|b| (0x20..=0x7e).contains(&b)), "{value:?}");
+        assert!(
+            value.bytes().all(|b| (0x20..=0x7e).contains(&b)),
+            "{value:?}"
+        );
         decode_value(&value).expect("a derived value decodes");
     }
 });
