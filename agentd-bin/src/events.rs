@@ -41,7 +41,6 @@ use mcp_events::sqlite::Sqlite;
 pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
     stop: watch::Sender<bool>,
-    routes: Routes,
     ctx: Ctx,
 }
 
@@ -64,6 +63,7 @@ impl Events {
         routes: &Routes,
     ) -> Result<Option<Self>, String> {
         if config.bindings.is_empty() {
+            routes.write().unwrap_or_else(|e| e.into_inner()).clear();
             return Ok(None);
         }
         let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
@@ -151,23 +151,20 @@ impl Events {
         drop(table);
         // Counted again from zero by the tasks just started.
         ctx.metrics.clear(Metric::SubscriptionsActive);
-        Ok(Some(Self {
-            runtime,
-            stop,
-            routes: routes.clone(),
-            ctx,
-        }))
+        Ok(Some(Self { runtime, stop, ctx }))
     }
 
-    /// Forgets the bindings a reload dropped: their cursors, secrets and records
-    /// (`mcp.events.removed`, reason `reload`).
-    pub(crate) fn remove(&self, gone: &[crate::config::Binding]) {
-        let mut store = self.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+    /// Stops every binding, then forgets the ones a reload dropped: their cursors, secrets
+    /// and records (`mcp.events.removed`, reason `reload`).
+    pub(crate) fn stop_removing(self, gone: &[crate::config::Binding]) {
+        let ctx = self.ctx.clone();
+        self.stop();
+        let mut store = ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         for b in gone {
             let key = key_of(&b.server, &b.event, &b.into, &b.arguments);
             if store.remove(&key, &b.into).is_ok() {
                 log(
-                    &self.ctx,
+                    &ctx,
                     Level::Info,
                     "mcp.events.removed",
                     &[
@@ -182,11 +179,10 @@ impl Events {
 
     /// Stops every binding. Subscriptions are not released: the next start goes on from the
     /// stored cursors. A commit under way finishes (it is one transaction either way).
+    ///
+    /// The routes stay: a delivery that comes meanwhile finds its binding's task gone and is
+    /// answered 503, so the server delivers it again; the next start replaces them.
     pub(crate) fn stop(self) {
-        self.routes
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
         let _ = self.stop.send(true);
         self.runtime.shutdown_background();
     }
@@ -248,7 +244,7 @@ async fn serve(
                         }
                     },
                     Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
-                        let _ = lister.on_failure(now, false);
+                        lister.hold(now);
                         for b in &mut bindings {
                             b.on_listing(Listing::MethodNotFound, now);
                         }
@@ -256,7 +252,7 @@ async fn serve(
                     Err(failure) => {
                         let exhausted = matches!(&failure, Failure::Rpc(e)
                             if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
-                        let wait = lister.on_failure(now, exhausted);
+                        let wait = lister.on_failure(now, exhausted, random());
                         log(
                             &ctx,
                             Level::Warn,
@@ -329,7 +325,7 @@ async fn serve(
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
             Some(hook) = delivered.recv() => {
                 if let Some(i) = bindings.iter().position(|b| b.config().key == hook.key) {
-                    let answer = deliver(&ctx, &mut bindings[i], hook.body).await;
+                    let answer = deliver(&ctx, &mut bindings[i], hook.body, &hook.webhook_id).await;
                     let _ = hook.answer.send(answer);
                     report(&ctx, &server, &mut bindings[i], &mut seen[i], &mut evicted[i]);
                 }
@@ -374,8 +370,13 @@ fn failure_text(failure: &Failure) -> String {
 }
 
 /// Takes one checked delivery: committed when it is new, and answered by what became of it.
-async fn deliver(ctx: &Ctx, b: &mut Binding, body: mcp_wire::events::WebhookBody) -> Answer {
-    match b.on_delivery(body, std::time::Instant::now(), wall_ms()) {
+async fn deliver(
+    ctx: &Ctx,
+    b: &mut Binding,
+    body: mcp_wire::events::WebhookBody,
+    webhook_id: &str,
+) -> Answer {
+    match b.on_delivery(body, webhook_id, std::time::Instant::now(), wall_ms()) {
         Delivery::Commit(batch) => {
             let committed = commit(ctx, b, batch.clone()).await;
             b.on_delivered(&batch, committed.is_ok(), std::time::Instant::now());

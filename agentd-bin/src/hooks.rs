@@ -52,6 +52,8 @@ pub(crate) struct Route {
 #[derive(Debug)]
 pub(crate) struct Hook {
     pub(crate) key: String,
+    /// The delivery's `webhook-id`.
+    pub(crate) webhook_id: String,
     pub(crate) body: WebhookBody,
     pub(crate) answer: oneshot::Sender<Answer>,
 }
@@ -104,21 +106,24 @@ pub(crate) async fn receive(
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let checked = Headers::read(header).and_then(|headers| {
         let secrets: Vec<&Secret> = route.secrets.iter().collect();
-        verify(&headers, &body, &secrets, unix_now())
+        verify(&headers, &body, &secrets, unix_now()).map(|()| headers.id.to_owned())
     });
-    if let Err(e) = checked {
-        event(
-            instance,
-            Level::Warn,
-            "mcp.events.hook.denied",
-            &[
-                ("server", json!(route.server)),
-                ("event_type", json!(route.event)),
-                ("reason", json!(e.to_string())),
-            ],
-        );
-        return status(401, "");
-    }
+    let webhook_id = match checked {
+        Ok(id) => id,
+        Err(e) => {
+            event(
+                instance,
+                Level::Warn,
+                "mcp.events.hook.denied",
+                &[
+                    ("server", json!(route.server)),
+                    ("event_type", json!(route.event)),
+                    ("reason", json!(e.to_string())),
+                ],
+            );
+            return status(401, "");
+        }
+    };
     let body = match WebhookBody::decode(&body) {
         Ok(WebhookBody::Verification { challenge }) => {
             let answer = json!({ "challenge": challenge }).to_string();
@@ -129,11 +134,32 @@ pub(crate) async fn receive(
                 .unwrap_or_default();
         }
         Ok(body) => body,
-        Err(_) => return status(410, "malformed\n"),
+        Err(_) => {
+            event(
+                instance,
+                Level::Warn,
+                "mcp.events.rejected",
+                &[
+                    ("server", json!(route.server)),
+                    ("event_type", json!(route.event)),
+                    ("event_id", json!(mcp_wire::log_text(&webhook_id))),
+                    ("cause", json!("malformed")),
+                ],
+            );
+            let labels = [
+                ("server", route.server.as_str()),
+                ("event", route.event.as_str()),
+                ("mode", "webhook"),
+                ("outcome", "rejected"),
+            ];
+            metrics.add(Metric::Events, &labels, 1);
+            return status(410, "malformed\n");
+        }
     };
     let (answer, answered) = oneshot::channel();
     let hook = Hook {
         key: key.to_owned(),
+        webhook_id,
         body,
         answer,
     };

@@ -2,7 +2,6 @@
 //! (`POST …/hooks/_mcp/<binding>`, see [`hooks`](crate::hooks)).
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,16 +15,13 @@ use tokio::net::TcpListener;
 use crate::hooks::{PREFIX, Routes, receive};
 use crate::metrics::Metrics;
 
-/// Binds `addr` and serves on the current runtime; the address bound (the port when 0 was
-/// asked for).
-pub(crate) async fn serve(
-    addr: SocketAddr,
+/// Serves `listener` on the current runtime.
+pub(crate) fn serve(
+    listener: TcpListener,
     metrics: Arc<Metrics>,
     routes: Routes,
     instance: Arc<str>,
-) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
+) {
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
@@ -63,7 +59,6 @@ pub(crate) async fn serve(
             });
         }
     });
-    Ok(bound)
 }
 
 fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {

@@ -50,25 +50,19 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     let mut config = config;
     let metrics = Arc::new(Metrics::default());
     let routes = Routes::default();
-    let mut listening = None;
-    if let Some(addr) = config.listen {
-        let instance: Arc<str> = config.instance.as_str().into();
-        match crate::http::serve(addr, metrics.clone(), routes.clone(), instance).await {
-            Ok(bound) => {
-                listening = Some(bound);
-                event(
-                    &config.instance,
-                    Level::Info,
-                    "http.listening",
-                    &[("addr", json!(bound.to_string()))],
-                );
-            }
+    // Bound first, served once the webhook routes are in place: a delivery that comes
+    // early waits in the backlog instead of meeting an empty table.
+    let listener = match config.listen {
+        None => None,
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => Some(listener),
             Err(e) => {
                 eprintln!("agentd: cannot listen on {addr}: {e}");
                 return ExitCode::FAILURE;
             }
-        }
-    }
+        },
+    };
+    let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
     let mut shared = Shared::new(&config.instance, metrics.clone());
     let mut held: BTreeMap<String, Held> = config
         .servers
@@ -87,6 +81,16 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let (Some(listener), Some(bound)) = (listener, listening) {
+        let instance: Arc<str> = config.instance.as_str().into();
+        crate::http::serve(listener, metrics.clone(), routes.clone(), instance);
+        event(
+            &config.instance,
+            Level::Info,
+            "http.listening",
+            &[("addr", json!(bound.to_string()))],
+        );
+    }
     loop {
         tokio::select! {
             _ = term.recv() => break,
@@ -111,8 +115,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                                 .filter(|b| !new.bindings.contains(b))
                                 .cloned()
                                 .collect();
-                            events.remove(&gone);
-                            events.stop();
+                            events.stop_removing(&gone);
                         }
                         match Events::start(&new, listening, &held, metrics.clone(), &routes) {
                             Ok(started) => events = started,

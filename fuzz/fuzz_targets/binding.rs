@@ -148,7 +148,7 @@ fuzz_target!(|data: &[u8]| {
                     },
                     _ => WebhookBody::Occurrence(occurrence(x, y)),
                 };
-                if let Delivery::Commit(batch) = b.on_delivery(body, now, 0) {
+                if let Delivery::Commit(batch) = b.on_delivery(body, &format!("msg_{y}"), now, 0) {
                     check(&batch, &b);
                     b.on_delivered(&batch, !x.is_multiple_of(5), now);
                 }

@@ -485,6 +485,15 @@ pub struct Binding {
     window: Option<(Instant, u32)>,
     /// A webhook binding is holding deliveries back for its rate.
     rate_paused: bool,
+    /// The refusal came from the server's answer: a listing does not lift it, a re-dial or
+    /// a reload does.
+    refused_by_server: bool,
+    /// The last subscribe answer said deliveries are suspended: the retry schedule is not
+    /// reset, and the next subscribe asks for `active: true`.
+    suspended: bool,
+    /// The next subscribe is on the retry schedule (a suspension, a lease too short): the
+    /// schedule is not reset by the commit of this answer.
+    backing_off: bool,
 }
 
 impl Binding {
@@ -515,6 +524,9 @@ impl Binding {
             offered: Vec::new(),
             window: None,
             rate_paused: false,
+            refused_by_server: false,
+            suspended: false,
+            backing_off: false,
         }
     }
 
@@ -566,6 +578,7 @@ impl Binding {
         self.callback_failures = 0;
         self.refused_since = None;
         self.armed_logged = false;
+        self.refused_by_server = false;
         match (modern, capability) {
             (false, _) => self.refuse(Refusal::Revision, String::new()),
             (true, false) => self.refuse(Refusal::NoCapability, String::new()),
@@ -576,10 +589,11 @@ impl Binding {
     /// The server's event types were listed (again). A refusal the listing can lift is
     /// lifted; a binding already polling goes on.
     pub fn on_listing(&mut self, listing: Listing<'_>, now: Instant) {
-        if matches!(
+        let held = matches!(
             self.state,
             State::Refused(Refusal::Revision | Refusal::NoCapability)
-        ) {
+        ) || (self.refused_by_server && matches!(self.state, State::Refused(_)));
+        if held {
             return;
         }
         let ty = match listing {
@@ -653,6 +667,8 @@ impl Binding {
                             self.cursor.clone(),
                         );
                         params.ttl_ms = Some(millis(LEASE_DEFAULT));
+                        // Deliveries were suspended: ask for them again.
+                        params.active = self.suspended.then_some(true);
                         Some(Action::Subscribe(params))
                     }
                     _ => {
@@ -769,9 +785,17 @@ impl Binding {
             .map_or(LEASE_DEFAULT, |until| {
                 Duration::from_millis(u64::try_from(until.saturating_sub(wall_ms)).unwrap_or(0))
             });
-        let mut next = now + granted * LEASE_REFRESH_PERCENT / 100;
+        let refresh = granted * LEASE_REFRESH_PERCENT / 100;
+        // A lease too short to hold is asked for again on the retry schedule, not at once.
+        self.backing_off = refresh < crate::limits::POLL_MIN;
+        let mut next = match self.backing_off {
+            true => now + jitter(self.retry.next_failure(false), random),
+            false => now + refresh,
+        };
+        self.suspended = false;
         if let Some(status) = result.delivery_status {
             if !status.active {
+                self.suspended = true;
                 self.logs.push_back(Log::DeliverySuspended {
                     last_error: status
                         .last_error
@@ -781,7 +805,10 @@ impl Binding {
                     active: false,
                 });
                 // Asked for again from the stored cursor, on the retry schedule.
-                next = now + jitter(self.retry.next_failure(false), random);
+                if !self.backing_off {
+                    self.backing_off = true;
+                    next = now + jitter(self.retry.next_failure(false), random);
+                }
             }
             if status.throttled && !self.throttled {
                 self.logs.push_back(Log::Throttled {
@@ -801,9 +828,25 @@ impl Binding {
 
     /// A webhook delivery whose signature the receiver checked (its `X-MCP-Subscription-Id`
     /// is the binding's, or the subscription is being armed).
-    pub fn on_delivery(&mut self, body: WebhookBody, now: Instant, wall_ms: i64) -> Delivery {
+    pub fn on_delivery(
+        &mut self,
+        body: WebhookBody,
+        webhook_id: &str,
+        now: Instant,
+        wall_ms: i64,
+    ) -> Delivery {
+        if let State::Refused(_) = self.state {
+            return Delivery::Gone;
+        }
         if self.mode != Some(DeliveryMode::Webhook) || self.subscription.is_none() {
             return Delivery::NotNow;
+        }
+        // An envelope is taken once: a replay of the same `webhook-id` changes nothing.
+        if !matches!(body, WebhookBody::Occurrence(_)) {
+            if self.dedup.contains(webhook_id, now) {
+                return Delivery::Taken;
+            }
+            self.dedup.insert(webhook_id, now);
         }
         match body {
             WebhookBody::Occurrence(o) => {
@@ -937,7 +980,9 @@ impl Binding {
                 self.dedup.insert(id, now);
             }
             self.cursor = cursor;
-            self.retry.reset();
+            if !std::mem::take(&mut self.backing_off) {
+                self.retry.reset();
+            }
             self.spend(ids.len(), now);
             self.state = match self.rate_spent(now) {
                 // Polls wait for the window to end; the cursor is kept.
@@ -1009,6 +1054,7 @@ impl Binding {
             };
             if let Some(reason) = refusal {
                 self.count_request(method, "refused");
+                self.refused_by_server = true;
                 return self.refuse(reason, log_text(&e.message));
             }
             if matches!(e.code, code::EVENTS_NOT_FOUND | code::EVENTS_UNSUPPORTED) {
@@ -1189,6 +1235,7 @@ impl Binding {
 
     fn refuse(&mut self, reason: Refusal, detail: String) {
         self.state = State::Refused(reason);
+        self.subscription = None;
         if self.refusal_logged != Some(reason) {
             self.refusal_logged = Some(reason);
             self.logs.push_back(Log::Refused { reason, detail });

@@ -117,13 +117,26 @@ impl Lister {
     }
 
     /// The listing failed (the page is asked for again, from the first, on the retry
-    /// schedule); the wait before it, before jitter.
-    pub fn on_failure(&mut self, now: Instant, exhausted: bool) -> std::time::Duration {
+    /// schedule, moved by up to ±10% by `random`); the wait before it.
+    pub fn on_failure(
+        &mut self,
+        now: Instant,
+        exhausted: bool,
+        random: u32,
+    ) -> std::time::Duration {
         self.in_flight = false;
         self.partial = None;
-        let wait = self.retry.next_failure(exhausted);
+        let wait = crate::schedule::jitter(self.retry.next_failure(exhausted), random);
         self.due = Some(now + wait);
         wait
+    }
+
+    /// The server does not list events at all (-32601): not asked again before the next
+    /// periodic listing.
+    pub fn hold(&mut self, now: Instant) {
+        self.in_flight = false;
+        self.partial = None;
+        self.finish(now);
     }
 
     fn finish(&mut self, now: Instant) {
@@ -192,10 +205,20 @@ mod tests {
         l.poll_request(now);
         assert_eq!(l.on_page(page(1, Some("c")), now), Step::More);
         l.poll_request(now);
-        assert_eq!(l.on_failure(now, false), Duration::from_secs(1));
+        assert_eq!(
+            l.on_failure(now, false, u32::MAX / 2),
+            Duration::from_nanos(999_999_999)
+        );
         assert_eq!(l.poll_request(now), None);
         let at = now + Duration::from_secs(1);
         assert_eq!(l.poll_request(at), Some(None), "from the first page");
-        assert_eq!(l.on_failure(at, false), Duration::from_secs(2));
+        assert_eq!(
+            l.on_failure(at, false, 0),
+            Duration::from_millis(1800),
+            "2 s, -10%"
+        );
+        l.poll_request(at + Duration::from_secs(2));
+        l.hold(at);
+        assert_eq!(l.poll_timeout(), Some(at + RELIST_EVERY));
     }
 }

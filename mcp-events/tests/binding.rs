@@ -510,6 +510,15 @@ fn the_dedup_window_spans_pages_and_expires() {
     assert_eq!(ids(&batch), ["a"], "seen 35 minutes ago: out of the window");
 }
 
+/// A fresh `webhook-id` for a delivery.
+fn next_id() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!(
+        "msg_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 mod webhook {
     use mcp_events::binding::{Callback, Delivery};
     use mcp_events::webhook::Secret;
@@ -658,12 +667,13 @@ mod webhook {
         let now = Instant::now();
         let mut unarmed = Binding::new(config(&[DeliveryMode::Webhook]), None);
         assert_eq!(
-            unarmed.on_delivery(occurrence_body("e1", None), now, WALL),
+            unarmed.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL),
             Delivery::NotNow
         );
 
         let (mut b, now) = armed_webhook(Some("c0"));
-        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL)
+        let Delivery::Commit(batch) =
+            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL)
         else {
             panic!()
         };
@@ -671,18 +681,20 @@ mod webhook {
         assert_eq!(batch.cursor.as_deref(), Some("c5"));
         // The same occurrence again while the first is being committed: not now.
         assert_eq!(
-            b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL),
+            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL),
             Delivery::NotNow
         );
         b.on_delivered(&batch, true, now);
         assert_eq!(b.cursor(), Some("c5"));
         assert_eq!(
-            b.on_delivery(occurrence_body("e1", Some("c5")), now, WALL),
+            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL),
             Delivery::Taken,
             "a duplicate"
         );
         // The store did not take one: the server delivers it again, and it is new again.
-        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e2", None), now, WALL) else {
+        let Delivery::Commit(batch) =
+            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL)
+        else {
             panic!()
         };
         assert_eq!(
@@ -692,19 +704,20 @@ mod webhook {
         );
         b.on_delivered(&batch, false, now);
         assert!(matches!(
-            b.on_delivery(occurrence_body("e2", None), now, WALL),
+            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL),
             Delivery::Commit(_)
         ));
         let mut bad = occurrence("e3", json!({}));
         bad.data = RawJson::from_text("[]").unwrap();
         assert_eq!(
-            b.on_delivery(WebhookBody::Occurrence(bad), now, WALL),
+            b.on_delivery(WebhookBody::Occurrence(bad), &next_id(), now, WALL),
             Delivery::Gone
         );
         let Delivery::Commit(gap) = b.on_delivery(
             WebhookBody::Gap {
                 cursor: Some("c9".into()),
             },
+            &next_id(),
             now,
             WALL,
         ) else {
@@ -731,7 +744,7 @@ mod webhook {
         };
         let (mut b, now) = armed_webhook(None);
         assert_eq!(
-            b.on_delivery(terminated(-32024, None), now, WALL),
+            b.on_delivery(terminated(-32024, None), &next_id(), now, WALL),
             Delivery::Taken
         );
         assert_eq!(b.refusal(), Some(Refusal::Forbidden));
@@ -739,14 +752,14 @@ mod webhook {
 
         let (mut b, now) = armed_webhook(None);
         let changed = json!({"feature": "payloadSchema", "reason": "schema_changed"});
-        b.on_delivery(terminated(-32026, Some(changed)), now, WALL);
+        b.on_delivery(terminated(-32026, Some(changed)), &next_id(), now, WALL);
         assert_eq!(b.poll_action(now), Some(Action::Relist));
         assert!(logs(&mut b).contains(&Log::Gap {
             cause: "schema_changed"
         }));
 
         let (mut b, now) = armed_webhook(Some("c3"));
-        b.on_delivery(terminated(-32603, None), now, WALL);
+        b.on_delivery(terminated(-32603, None), &next_id(), now, WALL);
         assert_eq!(logs(&mut b), [Log::Terminated { code: -32603 }]);
         assert_eq!(b.poll_action(now), None);
         let at = now + Duration::from_secs(1);
@@ -839,14 +852,16 @@ mod webhook {
         b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
         b.on_committed(true, now);
         logs(&mut b);
-        let Delivery::Commit(batch) = b.on_delivery(occurrence_body("e1", None), now, WALL) else {
+        let Delivery::Commit(batch) =
+            b.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL)
+        else {
             panic!()
         };
         b.on_delivered(&batch, true, now);
         let later = now + Duration::from_secs(10);
         for id in ["e2", "e3"] {
             assert_eq!(
-                b.on_delivery(occurrence_body(id, None), later, WALL),
+                b.on_delivery(occurrence_body(id, None), &next_id(), later, WALL),
                 Delivery::Busy {
                     retry_after: Duration::from_secs(50)
                 }
@@ -864,10 +879,95 @@ mod webhook {
         assert_eq!(b.stats().refused_pressure, 2);
         let end = now + Duration::from_secs(60);
         assert!(matches!(
-            b.on_delivery(occurrence_body("e2", None), end, WALL),
+            b.on_delivery(occurrence_body("e2", None), &next_id(), end, WALL),
             Delivery::Commit(_)
         ));
         assert_eq!(logs(&mut b), [Log::Resumed { cause: Pause::Rate }]);
+    }
+
+    #[test]
+    fn a_lease_in_the_past_or_a_suspension_is_asked_again_on_the_retry_schedule() {
+        let (mut b, mut now) = arming(&[DeliveryMode::Webhook], None);
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            assert!(subscribe(&mut b, now).active.is_none());
+            b.on_subscribed(Ok(granted("sub_1", Some(-1000), None)), now, WALL, MID);
+            b.on_committed(true, now);
+            let at = b.poll_timeout().unwrap();
+            waits.push((at - now).as_secs_f64().round() as u64);
+            now = at;
+        }
+        assert_eq!(waits, [1, 2, 4, 8], "not a loop");
+
+        let (mut b, mut now) = arming(&[DeliveryMode::Webhook], None);
+        let mut suspended = granted("sub_1", Some(3_600_000), None);
+        let mut status = DeliveryStatus::default();
+        status.active = false;
+        suspended.delivery_status = Some(status);
+        let mut waits = Vec::new();
+        for i in 0..4 {
+            let p = subscribe(&mut b, now);
+            assert_eq!(
+                p.active,
+                (i > 0).then_some(true),
+                "asks for deliveries again"
+            );
+            b.on_subscribed(Ok(suspended.clone()), now, WALL, MID);
+            b.on_committed(true, now);
+            let at = b.poll_timeout().unwrap();
+            waits.push((at - now).as_secs_f64().round() as u64);
+            now = at;
+        }
+        assert_eq!(waits, [1, 2, 4, 8]);
+        // Active again: the lease's own schedule.
+        subscribe(&mut b, now);
+        b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
+        b.on_committed(true, now);
+        assert_eq!(b.poll_timeout(), Some(now + Duration::from_secs(2880)));
+    }
+
+    #[test]
+    fn envelopes_are_taken_once_and_a_refused_binding_takes_nothing() {
+        let (mut b, now) = armed_webhook(Some("c1"));
+        let gap = || WebhookBody::Gap {
+            cursor: Some("c0".into()),
+        };
+        assert!(matches!(
+            b.on_delivery(gap(), "msg_gap_7", now, WALL),
+            Delivery::Commit(_)
+        ));
+        assert_eq!(
+            b.on_delivery(gap(), "msg_gap_7", now, WALL),
+            Delivery::Taken,
+            "a replay of the same webhook-id"
+        );
+        assert_eq!(
+            logs(&mut b)
+                .iter()
+                .filter(|l| matches!(l, Log::Gap { .. }))
+                .count(),
+            1
+        );
+        let mut error = ErrorObject::new(-32024, "revoked");
+        error.data = None;
+        b.on_delivery(WebhookBody::Terminated { error }, "msg_t_1", now, WALL);
+        assert_eq!(b.refusal(), Some(Refusal::Forbidden));
+        let other = ErrorObject::new(-32603, "again");
+        assert_eq!(
+            b.on_delivery(
+                WebhookBody::Terminated { error: other },
+                "msg_t_2",
+                now,
+                WALL
+            ),
+            Delivery::Gone
+        );
+        assert_eq!(b.refusal(), Some(Refusal::Forbidden), "still refused");
+        assert_eq!(
+            b.on_delivery(occurrence_body("e9", None), "e9", now, WALL),
+            Delivery::Gone
+        );
+        assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);
     }
 
     #[test]
@@ -933,4 +1033,33 @@ fn a_spent_rate_pauses_polls_until_the_window_ends() {
     let end = now + Duration::from_secs(60);
     assert_eq!(poll(&mut b, end).as_deref(), Some("c3"));
     assert_eq!(b.poll_log(), Some(Log::Resumed { cause: Pause::Rate }));
+}
+
+#[test]
+fn a_refusal_the_server_answered_holds_through_listings_until_a_redial() {
+    let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), Some("c"));
+    poll(&mut b, now);
+    b.on_poll(Err(rpc(-32024, None)), now, WALL, MID);
+    assert_eq!(b.refusal(), Some(Refusal::Forbidden));
+    for minutes in [15, 30, 45] {
+        let later = now + Duration::from_secs(minutes * 60);
+        b.on_listing(Listing::Types(&[ty(&[DeliveryMode::Poll])]), later);
+        assert_eq!(
+            b.poll_action(later),
+            None,
+            "nothing sent after listing {minutes}"
+        );
+    }
+    let refused = logs(&mut b)
+        .into_iter()
+        .filter(|l| matches!(l, Log::Refused { .. }))
+        .count();
+    assert_eq!(refused, 1, "logged once");
+    b.on_connection(true, true);
+    b.on_listing(Listing::Types(&[ty(&[DeliveryMode::Poll])]), now);
+    assert_eq!(
+        poll(&mut b, now).as_deref(),
+        Some("c"),
+        "a re-dial decides afresh"
+    );
 }

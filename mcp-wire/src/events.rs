@@ -365,6 +365,9 @@ pub struct SubscribeEventsParams {
     /// The lease asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
+    /// `true` asks a server that suspended deliveries to make them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
 }
 
 impl SubscribeEventsParams {
@@ -382,6 +385,7 @@ impl SubscribeEventsParams {
             cursor,
             max_age_ms: None,
             ttl_ms: None,
+            active: None,
         }
     }
 }
