@@ -1,6 +1,6 @@
-//! MCP Events in the daemon: the configured bindings, each server's driven by a task on a
-//! runtime of four worker threads of its own (never the supervisor's), over the server's
-//! held connection. The pure machines are `mcp_events`' (`Lister`, `Binding`); this file
+//! MCP Events in the daemon: the configured bindings, on a runtime of four worker threads of
+//! its own (never the supervisor's): a task per server lists its types over the server's
+//! held connection, and a task per binding sends its requests and takes its deliveries. The pure machines are `mcp_events`' (`Lister`, `Binding`); this file
 //! sends what they ask for (each `events/*` request bounded at 30 s), commits what they hand
 //! over to the store, and turns what they report into log lines and metrics.
 //!
@@ -127,24 +127,27 @@ impl Events {
         table.clear();
         for (server, bindings) in by_server {
             let Some(h) = held.get(server) else { continue };
-            let (hooks, delivered) = mpsc::channel(64);
-            for b in &bindings {
+            let mut with_hooks = Vec::with_capacity(bindings.len());
+            for b in bindings {
+                // Each binding's deliveries wait in a queue of their own; a full one is
+                // answered 429 (pressure).
+                let (hooks, delivered) = mpsc::channel(64);
                 if let Some(callback) = &b.config().callback {
                     let route = Route {
                         server: server.to_owned(),
                         event: b.config().event.clone(),
                         secrets: vec![callback.secret.clone()],
-                        hooks: hooks.clone(),
+                        hooks,
                     };
                     table.insert(b.config().key.clone(), route);
                 }
+                with_hooks.push((b, delivered));
             }
             runtime.spawn(serve(
                 ctx.clone(),
                 server.to_owned(),
                 (h.connections(), h.events_changed()),
-                bindings,
-                delivered,
+                with_hooks,
                 stopped.clone(),
             ));
         }
@@ -188,7 +191,26 @@ impl Events {
     }
 }
 
-/// One server's bindings, for as long as the daemon runs.
+/// What listing a server's types last came to, shared with its bindings.
+#[derive(Debug)]
+enum Listed {
+    Types(Vec<mcp_wire::events::EventType>),
+    MethodNotFound,
+    TooLarge,
+}
+
+impl Listed {
+    fn as_listing(&self) -> Listing<'_> {
+        match self {
+            Self::Types(types) => Listing::Types(types),
+            Self::MethodNotFound => Listing::MethodNotFound,
+            Self::TooLarge => Listing::TooLarge,
+        }
+    }
+}
+
+/// One server: its types listed (and listed again when asked), and a task per binding, so
+/// that a slow request of one binding holds up no other.
 async fn serve(
     ctx: Ctx,
     server: String,
@@ -196,8 +218,7 @@ async fn serve(
         watch::Receiver<Option<Arc<Connection>>>,
         watch::Receiver<u64>,
     ),
-    mut bindings: Vec<Binding>,
-    mut delivered: mpsc::Receiver<Hook>,
+    bindings: Vec<(Binding, mpsc::Receiver<Hook>)>,
     mut stop: watch::Receiver<bool>,
 ) {
     let connection = tokio::select! {
@@ -209,131 +230,168 @@ async fn serve(
     };
     let modern = connection.revision().era() == mcp_wire::Era::Modern;
     let capability = connection.capabilities().events().is_some();
-    let mut seen: Vec<Stats> = vec![Stats::default(); bindings.len()];
-    let mut evicted: Vec<u64> = vec![0; bindings.len()];
-    let mut active: Vec<Option<DeliveryMode>> = vec![None; bindings.len()];
-    for b in &mut bindings {
-        b.on_connection(modern, capability);
+    let (listed, listings) = watch::channel::<Option<Arc<Listed>>>(None);
+    let (relist, mut relists) = mpsc::channel::<()>(16);
+    for (b, hooks) in bindings {
+        let on = On {
+            ctx: ctx.clone(),
+            server: server.clone(),
+            connection: connection.clone(),
+            relist: relist.clone(),
+        };
+        tokio::spawn(run_binding(
+            on,
+            b,
+            hooks,
+            listings.clone(),
+            stop.clone(),
+            (modern, capability),
+        ));
     }
-    let mut lister = Lister::new(std::time::Instant::now());
     let usable = modern && capability;
+    let mut lister = Lister::new(std::time::Instant::now());
     loop {
         let now = std::time::Instant::now();
-        if usable {
-            while let Some(cursor) = lister.poll_request(now) {
-                let page = request(connection.list_events(cursor)).await;
-                count(&ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
-                match page {
-                    Ok(page) => match lister.on_page(page, now) {
-                        Step::More => {}
-                        Step::Done(types) => {
-                            log(
-                                &ctx,
-                                Level::Info,
-                                "mcp.events.listed",
-                                &[("server", json!(server)), ("types", json!(types.len()))],
-                            );
-                            for b in &mut bindings {
-                                b.on_listing(Listing::Types(&types), now);
-                            }
-                        }
-                        _ => {
-                            for b in &mut bindings {
-                                b.on_listing(Listing::TooLarge, now);
-                            }
-                        }
-                    },
-                    Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
-                        lister.hold(now);
-                        for b in &mut bindings {
-                            b.on_listing(Listing::MethodNotFound, now);
-                        }
-                    }
-                    Err(failure) => {
-                        let exhausted = matches!(&failure, Failure::Rpc(e)
-                            if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
-                        let wait = lister.on_failure(now, exhausted, random());
+        while let Some(cursor) = lister.poll_request(now).filter(|_| usable) {
+            let page = request(connection.list_events(cursor)).await;
+            count(&ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
+            let outcome = match page {
+                Ok(page) => match lister.on_page(page, now) {
+                    Step::More => continue,
+                    Step::Done(types) => {
                         log(
                             &ctx,
-                            Level::Warn,
-                            "mcp.events.list.fail",
-                            &[
-                                ("server", json!(server)),
-                                ("err", json!(mcp_wire::log_text(&failure_text(&failure)))),
-                                (
-                                    "retry_ms",
-                                    json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
-                                ),
-                            ],
+                            Level::Info,
+                            "mcp.events.listed",
+                            &[("server", json!(server)), ("types", json!(types.len()))],
                         );
+                        Listed::Types(types)
                     }
+                    _ => Listed::TooLarge,
+                },
+                Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
+                    lister.hold(now);
+                    Listed::MethodNotFound
                 }
-            }
+                Err(failure) => {
+                    let exhausted = matches!(&failure, Failure::Rpc(e)
+                        if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
+                    let wait = lister.on_failure(now, exhausted, random());
+                    log(
+                        &ctx,
+                        Level::Warn,
+                        "mcp.events.list.fail",
+                        &[
+                            ("server", json!(server)),
+                            ("err", json!(mcp_wire::log_text(&failure_text(&failure)))),
+                            (
+                                "retry_ms",
+                                json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
+                            ),
+                        ],
+                    );
+                    continue;
+                }
+            };
+            listed.send_replace(Some(Arc::new(outcome)));
         }
-        for (i, b) in bindings.iter_mut().enumerate() {
-            while let Some(action) = b.poll_action(std::time::Instant::now()) {
-                match action {
-                    Action::Poll(params) => {
-                        let answer = request(connection.poll_events(&params)).await;
-                        let at = std::time::Instant::now();
-                        let batch = b.on_poll(answer, at, wall_ms(), random());
-                        // A store that fails pauses the binding (`store_degraded`).
-                        let committed = commit(&ctx, b, batch).await.is_ok();
-                        b.on_committed(committed, std::time::Instant::now());
-                    }
-                    Action::Subscribe(params) => {
-                        let answer = request(connection.subscribe_events(&params)).await;
-                        let at = std::time::Instant::now();
-                        let batch = b.on_subscribed(answer, at, wall_ms(), random());
-                        // A store that fails pauses the binding (`store_degraded`).
-                        let committed = commit(&ctx, b, batch).await.is_ok();
-                        b.on_committed(committed, std::time::Instant::now());
-                        if let (Some(id), Some(callback)) = (b.subscription(), &b.config().callback)
-                        {
-                            let (store, key) = (ctx.store.clone(), b.config().key.clone());
-                            let (secret, id) = (callback.secret.as_str().to_owned(), id.to_owned());
-                            let _ = tokio::task::spawn_blocking(move || {
-                                let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
-                                store.save_webhook(&key, &secret, Some(&id))
-                            })
-                            .await;
-                        }
-                    }
-                    Action::Relist => lister.again(std::time::Instant::now()),
-                    _ => {}
-                }
-                report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
-            }
-            report(&ctx, &server, b, &mut seen[i], &mut evicted[i]);
-            let now_active = b.mode().filter(|_| b.refusal().is_none());
-            if now_active != active[i] {
-                for (mode, delta) in [(active[i], -1), (now_active, 1)] {
-                    if let Some(mode) = mode {
-                        let labels = [("kind", "event"), ("mode", mode.as_str())];
-                        ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
-                    }
-                }
-                active[i] = now_active;
-            }
-        }
-        let next = bindings
-            .iter()
-            .filter_map(Binding::poll_timeout)
-            .chain(lister.poll_timeout().filter(|_| usable))
-            .min();
+        let next = lister.poll_timeout().filter(|_| usable);
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
-            Some(hook) = delivered.recv() => {
-                if let Some(i) = bindings.iter().position(|b| b.config().key == hook.key) {
-                    let answer = deliver(&ctx, &mut bindings[i], hook.body, &hook.webhook_id).await;
-                    let _ = hook.answer.send(answer);
-                    report(&ctx, &server, &mut bindings[i], &mut seen[i], &mut evicted[i]);
-                }
-            }
-            // The server said its types changed (`mcp.events.list_changed`): listed again.
+            // A binding's type went away or changed in place.
+            Some(()) = relists.recv() => lister.again(std::time::Instant::now()),
+            // The server said its types changed (`mcp.events.list_changed`).
             Ok(()) = changed.changed() => lister.again(std::time::Instant::now()),
             () = stopping(&mut stop) => return,
         }
+    }
+}
+
+/// What a binding's task works with.
+struct On {
+    ctx: Ctx,
+    server: String,
+    connection: Arc<Connection>,
+    relist: mpsc::Sender<()>,
+}
+
+/// One binding: what its machine asks for, sent; what the server lists, told; its webhook
+/// deliveries, taken.
+async fn run_binding(
+    on: On,
+    mut b: Binding,
+    mut hooks: mpsc::Receiver<Hook>,
+    mut listings: watch::Receiver<Option<Arc<Listed>>>,
+    mut stop: watch::Receiver<bool>,
+    (modern, capability): (bool, bool),
+) {
+    let (ctx, server, connection) = (&on.ctx, on.server.as_str(), &on.connection);
+    let (mut seen, mut evicted, mut active) = (Stats::default(), 0, None);
+    b.on_connection(modern, capability);
+    loop {
+        while let Some(action) = b.poll_action(std::time::Instant::now()) {
+            match action {
+                Action::Poll(params) => {
+                    let answer = request(connection.poll_events(&params)).await;
+                    let batch = b.on_poll(answer, std::time::Instant::now(), wall_ms(), random());
+                    // A store that fails pauses the binding (`store_degraded`).
+                    let committed = commit(ctx, &b, batch).await.is_ok();
+                    b.on_committed(committed, std::time::Instant::now());
+                }
+                Action::Subscribe(params) => {
+                    let answer = request(connection.subscribe_events(&params)).await;
+                    let now = std::time::Instant::now();
+                    let batch = b.on_subscribed(answer, now, wall_ms(), random());
+                    let committed = commit(ctx, &b, batch).await.is_ok();
+                    b.on_committed(committed, std::time::Instant::now());
+                    save_subscription(ctx, &b).await;
+                }
+                Action::Relist => {
+                    let _ = on.relist.try_send(());
+                }
+                _ => {}
+            }
+            report(ctx, server, &mut b, &mut seen, &mut evicted);
+        }
+        report(ctx, server, &mut b, &mut seen, &mut evicted);
+        let now_active = b.mode().filter(|_| b.refusal().is_none());
+        if now_active != active {
+            for (mode, delta) in [(active, -1), (now_active, 1)] {
+                if let Some(mode) = mode {
+                    let labels = [("kind", "event"), ("mode", mode.as_str())];
+                    ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
+                }
+            }
+            active = now_active;
+        }
+        let next = b.poll_timeout();
+        tokio::select! {
+            () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
+            Ok(()) = listings.changed() => {
+                let listed = listings.borrow_and_update().clone();
+                if let Some(listed) = listed {
+                    b.on_listing(listed.as_listing(), std::time::Instant::now());
+                }
+            }
+            Some(hook) = hooks.recv() => {
+                let answer = deliver(ctx, &mut b, hook.body, &hook.webhook_id).await;
+                let _ = hook.answer.send(answer);
+            }
+            () = stopping(&mut stop) => return,
+        }
+    }
+}
+
+/// Keeps the webhook subscription's id with its secret.
+async fn save_subscription(ctx: &Ctx, b: &Binding) {
+    if let (Some(id), Some(callback)) = (b.subscription(), &b.config().callback) {
+        let (store, key) = (ctx.store.clone(), b.config().key.clone());
+        let (secret, id) = (callback.secret.as_str().to_owned(), id.to_owned());
+        let _ = tokio::task::spawn_blocking(move || {
+            let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+            store.save_webhook(&key, &secret, Some(&id))
+        })
+        .await;
     }
 }
 

@@ -51,7 +51,6 @@ pub(crate) struct Route {
 /// A delivery that passed the check, on its way to its binding.
 #[derive(Debug)]
 pub(crate) struct Hook {
-    pub(crate) key: String,
     /// The delivery's `webhook-id`.
     pub(crate) webhook_id: String,
     pub(crate) body: WebhookBody,
@@ -158,7 +157,6 @@ pub(crate) async fn receive(
     };
     let (answer, answered) = oneshot::channel();
     let hook = Hook {
-        key: key.to_owned(),
         webhook_id,
         body,
         answer,

@@ -384,3 +384,31 @@ async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
     assert!(agentd.terminate().success());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Two bindings of one server: the first poll the server gets is left unanswered for 5 s,
+/// and the other binding is armed meanwhile: each binding has a task of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_binding_holds_up_no_other() {
+    let server = ReferenceServer::start(server_options()).await;
+    server.script(
+        "events/poll",
+        agentd_tests::reference::Fault::Silence(Duration::from_secs(5)),
+        agentd_tests::reference::Times::Once,
+    );
+    let dir = store_dir("slow");
+    let text = config(&server.url(), &dir)
+        + "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"other\"\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.listed", Some("ref"));
+    let listed = agentd.when("mcp.events.listed", Some("ref"));
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let armed = agentd.when("mcp.events.armed", Some("ref"));
+    assert!(
+        armed - listed < Duration::from_secs(2),
+        "armed {:?} after the listing",
+        armed - listed
+    );
+    assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}
