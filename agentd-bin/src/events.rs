@@ -1,8 +1,9 @@
 //! MCP Events in the daemon: the configured bindings, on a runtime of four worker threads of
 //! its own (never the supervisor's): a task per server lists its types over the server's
-//! held connection, and a task per binding sends its requests and takes its deliveries. The pure machines are `mcp_events`' (`Lister`, `Binding`); this file
-//! sends what they ask for (each `events/*` request bounded at 30 s), commits what they hand
-//! over to the store, and turns what they report into log lines and metrics.
+//! held connection, and a task per binding sends its requests and takes its deliveries. The
+//! pure machines are `mcp_events`' (`Lister`, `Binding`); this file sends what they ask for
+//! (each `events/*` request bounded at 30 s), commits what they hand over to the store, and
+//! turns what they report into log lines and metrics.
 //!
 //! A binding can take webhook deliveries when `webhooks.url` is set (or, without it, when the
 //! listener is on loopback: `http://<its address>`): its callback is
