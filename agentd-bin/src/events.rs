@@ -336,8 +336,9 @@ async fn run_binding(
                     let answer = request(connection.poll_events(&params)).await;
                     let batch = b.on_poll(answer, std::time::Instant::now(), wall_ms(), random());
                     // A store that fails pauses the binding (`store_degraded`).
-                    let committed = commit(ctx, &b, batch).await.is_ok();
-                    b.on_committed(committed, std::time::Instant::now());
+                    let committed = commit(ctx, &b, batch).await;
+                    b.on_committed(committed.is_ok(), std::time::Instant::now());
+                    b.passed_over(committed.unwrap_or(0));
                 }
                 Action::Subscribe(params) => {
                     let answer = request(connection.subscribe_events(&params)).await;
@@ -440,7 +441,10 @@ async fn deliver(
             let committed = commit(ctx, b, batch.clone()).await;
             b.on_delivered(&batch, committed.is_ok(), std::time::Instant::now());
             match committed {
-                Ok(()) => Answer::Taken,
+                Ok(passed_over) => {
+                    b.passed_over(passed_over);
+                    Answer::Taken
+                }
                 Err(err) => {
                     log(
                         ctx,
@@ -459,17 +463,19 @@ async fn deliver(
     }
 }
 
-/// Commits a batch in one transaction, off the async threads; why the store did not take it.
-async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> Result<(), String> {
+/// Commits a batch in one transaction, off the async threads: how many of its records the
+/// store passed over (its stream held them already), or why it did not take it.
+async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> Result<usize, String> {
     let store = ctx.store.clone();
     let (key, into) = (b.config().key.clone(), b.config().into.clone());
+    let records = batch.records.len();
     let done = tokio::task::spawn_blocking(move || {
         let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
         store.commit(&key, &into, &batch)
     })
     .await;
     match done {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(appended)) => Ok(records.saturating_sub(appended)),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
     }

@@ -1002,6 +1002,15 @@ impl Binding {
         }
     }
 
+    /// The store passed over `n` records of the last commit, as its stream held them
+    /// already (a replay after a crash): counted as duplicates, not appended.
+    pub fn passed_over(&mut self, n: usize) {
+        let n = n as u64;
+        let n = n.min(self.stats.appended);
+        self.stats.appended -= n;
+        self.stats.duplicate += n;
+    }
+
     /// Holds intake for `cause` (pressure, or the binding's rate), the cursor kept.
     pub fn pause(&mut self, cause: Pause, detail: &str) {
         if matches!(

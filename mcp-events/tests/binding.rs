@@ -1063,3 +1063,19 @@ fn a_refusal_the_server_answered_holds_through_listings_until_a_redial() {
         "a re-dial decides afresh"
     );
 }
+
+#[test]
+fn what_the_store_passed_over_counts_as_duplicate() {
+    let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), None);
+    poll(&mut b, now);
+    b.on_poll(Ok(page(&["a", "b", "c"], Some("c3"))), now, WALL, MID);
+    b.on_committed(true, now);
+    b.passed_over(2);
+    assert_eq!((b.stats().appended, b.stats().duplicate), (1, 2));
+    b.passed_over(5);
+    assert_eq!(
+        (b.stats().appended, b.stats().duplicate),
+        (0, 3),
+        "never below zero"
+    );
+}
