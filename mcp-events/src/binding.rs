@@ -906,7 +906,15 @@ impl Binding {
                     }
                     _ => {
                         self.armed_logged = false;
-                        self.state = State::Due(now + self.retry.next_failure(false));
+                        // Spread by the envelope's id, so that bindings a server ends
+                        // together do not come back together.
+                        let digest =
+                            ring::digest::digest(&ring::digest::SHA256, webhook_id.as_bytes());
+                        let spread = digest.as_ref()[..4]
+                            .iter()
+                            .fold(0u32, |n, b| n << 8 | u32::from(*b));
+                        let wait = jitter(self.retry.next_failure(false), spread);
+                        self.state = State::Due(now + wait);
                     }
                 }
                 Delivery::Taken
