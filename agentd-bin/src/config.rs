@@ -629,8 +629,19 @@ step_timeout = "600s"
         assert_eq!(c.bindings.len(), 256);
         let e = err(&format!("{servers}{full}{}", on(4, 256)));
         assert_eq!(e.key, "events.bindings[256].server");
-        let e = err("[store]\nmax_value_bytes = 10\n");
+        let e = err("[store]\nmax_value_bytes = 1023\n");
         assert_eq!(e.key, "store.max_value_bytes");
+        let c = parse("agentd.toml", "[store]\nmax_value_bytes = 1024\n", &env).unwrap();
+        assert_eq!(c.max_value_bytes, 1024, "the bound itself loads");
+        let e = err(&format!("{server}{}max_per_minute = 0\n", binding(0)));
+        assert_eq!(e.key, "events.bindings[0].max_per_minute");
+        let c = parse(
+            "agentd.toml",
+            &format!("{server}{}max_per_minute = 1\n", binding(0)),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.bindings[0].max_per_minute, Some(1));
         let e = err("[webhooks]\nurl = \"agent.example.com\"\n");
         assert_eq!(e.key, "webhooks.url");
     }

@@ -284,7 +284,7 @@ async fn serve(
                         "mcp.events.list.fail",
                         &[
                             ("server", json!(server)),
-                            ("err", json!(mcp_wire::log_text(&failure_text(&failure)))),
+                            ("err", json!(mcp_wire::log_text(&failure.to_string()))),
                             (
                                 "retry_ms",
                                 json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
@@ -416,16 +416,6 @@ async fn request<T>(call: impl Future<Output = Result<T, Error>>) -> Result<T, F
             mcp_transport::reply::Failure::Status { status, .. },
         )))) => Err(Failure::Status(status)),
         Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
-    }
-}
-
-fn failure_text(failure: &Failure) -> String {
-    match failure {
-        Failure::Transport(e) => e.clone(),
-        Failure::Timeout => "no answer within 30 s".to_owned(),
-        Failure::Status(s) => format!("HTTP {s}"),
-        Failure::Rpc(e) => format!("{} {}", e.code, e.message),
-        _ => "failed".to_owned(),
     }
 }
 
@@ -687,7 +677,8 @@ fn log(ctx: &Ctx, level: Level, name: &str, fields: &[(&str, Value)]) {
     event(&ctx.instance, level, name, fields);
 }
 
-fn wall_ms() -> i64 {
+/// The Unix time in milliseconds (the wall clock, read by the drivers only).
+pub(crate) fn wall_ms() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -716,5 +707,25 @@ pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
             crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
         }
         printed += entries.len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `events/*` request is bounded at 30 s: a server that never answers is a
+    /// timeout at the bound, and not a moment before.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_is_bounded_at_30_seconds() {
+        let start = Instant::now();
+        let never = std::future::pending::<Result<(), Error>>();
+        assert_eq!(request(never).await, Err(Failure::Timeout));
+        assert_eq!(Instant::now() - start, REQUEST_TIMEOUT);
+        let quick = async {
+            tokio::time::sleep(REQUEST_TIMEOUT - std::time::Duration::from_millis(1)).await;
+            Ok::<_, Error>(7)
+        };
+        assert_eq!(request(quick).await, Ok(7));
     }
 }

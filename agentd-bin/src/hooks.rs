@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -26,6 +26,7 @@ use mcp_wire::events::WebhookBody;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::events::wall_ms;
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
 
@@ -105,7 +106,7 @@ pub(crate) async fn receive(
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let checked = Headers::read(header).and_then(|headers| {
         let secrets: Vec<&Secret> = route.secrets.iter().collect();
-        verify(&headers, &body, &secrets, unix_now()).map(|()| headers.id.to_owned())
+        verify(&headers, &body, &secrets, wall_ms() / 1000).map(|()| headers.id.to_owned())
     });
     let webhook_id = match checked {
         Ok(id) => id,
@@ -207,10 +208,4 @@ fn retry_later() -> Response<Full<Bytes>> {
         .header("retry-after", "1")
         .body(Full::new(Bytes::new()))
         .unwrap_or_default()
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }

@@ -133,13 +133,7 @@ impl Config {
 pub fn key_of(server: &str, event: &str, into: &str, arguments: &Map<String, Value>) -> String {
     let what = serde_json::json!([server, event, into, arguments]).to_string();
     let hash = ring::digest::digest(&ring::digest::SHA256, what.as_bytes());
-    let mut key = String::with_capacity(17);
-    key.push('b');
-    for byte in &hash.as_ref()[..8] {
-        key.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        key.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
-    }
-    key
+    format!("b{}", crate::occurrence::hex(&hash.as_ref()[..8]))
 }
 
 /// Why a binding cannot work (`mcp.events.refused`, `reason`).
@@ -215,13 +209,15 @@ impl Failure {
             _ => None,
         }
     }
+}
 
-    fn text(&self) -> String {
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Transport(e) => e.clone(),
-            Self::Timeout => "no answer within 30 s".to_owned(),
-            Self::Status(status) => format!("HTTP {status}"),
-            Self::Rpc(e) => format!("{} {}", e.code, e.message),
+            Self::Transport(e) => f.write_str(e),
+            Self::Timeout => f.write_str("no answer within 30 s"),
+            Self::Status(status) => write!(f, "HTTP {status}"),
+            Self::Rpc(e) => write!(f, "{} {}", e.code, e.message),
         }
     }
 }
@@ -705,15 +701,8 @@ impl Binding {
         wall_ms: i64,
         random: u32,
     ) -> Batch {
-        if self.state != State::InFlight {
+        let Some(page) = self.answered(answer, now, random) else {
             return Batch::default();
-        }
-        let page = match answer {
-            Ok(page) => page,
-            Err(failure) => {
-                self.on_failure(&failure, now, random);
-                return Batch::default();
-            }
         };
         self.count_request(mcp_wire::method::EVENTS_POLL, "ok");
         self.armed(DeliveryMode::Poll);
@@ -760,15 +749,8 @@ impl Binding {
         wall_ms: i64,
         random: u32,
     ) -> Batch {
-        if self.state != State::InFlight {
+        let Some(result) = self.answered(answer, now, random) else {
             return Batch::default();
-        }
-        let result = match answer {
-            Ok(result) => result,
-            Err(failure) => {
-                self.on_failure(&failure, now, random);
-                return Batch::default();
-            }
         };
         self.count_request(mcp_wire::method::EVENTS_SUBSCRIBE, "ok");
         self.callback_failures = 0;
@@ -1041,6 +1023,15 @@ impl Binding {
         }
     }
 
+    /// The answer to the request in flight, if it is one and it succeeded; a failure is taken
+    /// by [`Binding::on_failure`].
+    fn answered<T>(&mut self, answer: Result<T, Failure>, now: Instant, random: u32) -> Option<T> {
+        if self.state != State::InFlight {
+            return None;
+        }
+        answer.map_err(|f| self.on_failure(&f, now, random)).ok()
+    }
+
     /// A request failed: refused for good, listed again, or asked again on the retry
     /// schedule (with the webhook rules: `callback_failed`, the next mode, the 5 minute
     /// pause).
@@ -1112,7 +1103,7 @@ impl Binding {
         self.count_request(method, "failed");
         let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
         let wait = jitter(self.retry.next_failure(exhausted), random);
-        let (code, err, retry_ms) = (failure.code(), log_text(&failure.text()), millis(wait));
+        let (code, err, retry_ms) = (failure.code(), log_text(&failure.to_string()), millis(wait));
         if !webhook {
             self.logs.push_back(Log::PollFailed {
                 code,

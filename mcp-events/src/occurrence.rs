@@ -92,11 +92,16 @@ pub fn stream_id(server: &str, event: &str, event_id: &str) -> String {
         return plain;
     }
     let hash = digest::digest(&digest::SHA256, event_id.as_bytes());
-    let mut id = format!("mcp/{server}/{event}/sha256:");
-    for byte in hash.as_ref() {
-        let _ = write!(id, "{byte:02x}");
+    format!("mcp/{server}/{event}/sha256:{}", hex(hash.as_ref()))
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
     }
-    id
+    out
 }
 
 /// Writes the reference's Stream event for `o` into `out`, once: `id`, `source`, `stream`,

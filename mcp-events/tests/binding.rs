@@ -162,7 +162,7 @@ fn arguments_are_checked_against_the_input_schema_before_anything_is_sent() {
 }
 
 #[test]
-fn the_mode_is_the_first_the_operator_lists_that_the_type_offers() {
+fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
     let now = Instant::now();
     let mut config = Config::new("s", "ticket.created", "in");
     config.delivery = vec![DeliveryMode::Webhook, DeliveryMode::Poll];
@@ -779,6 +779,7 @@ mod webhook {
             subscribe(&mut b, now);
             b.on_subscribed(Err(failed()), now, WALL, MID);
             if i < 4 {
+                assert_eq!(b.mode(), Some(DeliveryMode::Webhook), "{} in a row", i + 1);
                 now = b.poll_timeout().unwrap();
             }
         }

@@ -188,6 +188,16 @@ const MODERN_KEYS: [&str; 3] = [
 // 1. Listing follows nextCursor to the end
 // ---------------------------------------------------------------------------------------------
 
+/// A result that asks for one input (`key`: a request of `method` with `params`) before the
+/// request is sent again with `state`.
+fn asking(key: &str, method: &str, params: Value, state: &str) -> Fault {
+    Fault::Result(json!({
+        "resultType": "input_required",
+        "inputRequests": {key: {"method": method, "params": params}},
+        "requestState": state,
+    }))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_lists_every_tool_page_following_next_cursor() {
     for era in ERAS {
@@ -1203,14 +1213,15 @@ async fn get_prompt_answers_input_required() {
     let connection = connect(&server, Era::Modern, worker_kind()).await;
     server.script(
         "prompts/get",
-        Fault::Result(json!({
-            "resultType": "input_required",
-            "inputRequests": {"who": {"method": "elicitation/create", "params": {
+        asking(
+            "who",
+            "elicitation/create",
+            json!({
                 "message": "Who?",
                 "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
-            }}},
-            "requestState": "prompt-state",
-        })),
+            }),
+            "prompt-state",
+        ),
         Times::Once,
     );
     let prompt = bounded("prompt", connection.get_prompt("greet", None))
@@ -1237,12 +1248,12 @@ async fn a_read_answered_with_input_required_fails_as_unanswerable() {
     let connection = connect(&server, Era::Modern, worker_kind()).await;
     server.script(
         "resources/read",
-        Fault::Result(json!({
-            "resultType": "input_required",
-            "inputRequests": {"q": {"method": "elicitation/create", "params": {
-                "message": "Why?", "requestedSchema": {"type": "object"}}}},
-            "requestState": "s",
-        })),
+        asking(
+            "q",
+            "elicitation/create",
+            json!({"message": "Why?", "requestedSchema": {"type": "object"}}),
+            "s",
+        ),
         Times::Once,
     );
     let read = bounded("read", connection.read_resource("demo://greeting")).await;
@@ -1261,12 +1272,12 @@ async fn an_input_request_for_sampling_is_unanswerable() {
     let connection = connect(&server, Era::Modern, worker_kind()).await;
     server.script(
         "tools/call",
-        Fault::Result(json!({
-            "resultType": "input_required",
-            "inputRequests": {"s": {"method": "sampling/createMessage", "params": {
-                "messages": [], "maxTokens": 10}}},
-            "requestState": "s",
-        })),
+        asking(
+            "s",
+            "sampling/createMessage",
+            json!({"messages": [], "maxTokens": 10}),
+            "s",
+        ),
         Times::Once,
     );
     let failed = call(&connection, "add", Some(add_args(1, 1))).await;
@@ -1284,12 +1295,12 @@ async fn a_server_that_keeps_asking_is_given_up_on() {
     let connection = connect(&server, Era::Modern, worker_kind()).await;
     server.script(
         "tools/call",
-        Fault::Result(json!({
-            "resultType": "input_required",
-            "inputRequests": {"name": {"method": "elicitation/create", "params": {
-                "message": "Again?", "requestedSchema": {"type": "object"}}}},
-            "requestState": "again",
-        })),
+        asking(
+            "name",
+            "elicitation/create",
+            json!({"message": "Again?", "requestedSchema": {"type": "object"}}),
+            "again",
+        ),
         Times::Always,
     );
     let failed = call(&connection, "add", Some(add_args(1, 1))).await;

@@ -169,18 +169,24 @@ impl Drop for Daemon {
     }
 }
 
-/// A plain HTTP/1.1 GET, the whole answer as text.
-pub fn get(addr: &str, path: &str) -> String {
+/// Sends `head` and `body` to `addr` as they are; the whole answer as text.
+pub fn raw(addr: &str, head: &str, body: &[u8]) -> String {
     use std::io::{Read, Write};
     let mut tcp = std::net::TcpStream::connect(addr).expect("the listener");
-    write!(
-        tcp,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    tcp.write_all(head.as_bytes()).unwrap();
+    tcp.write_all(body).unwrap();
     let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
+    let _ = tcp.read_to_string(&mut answer);
     answer
+}
+
+/// A plain HTTP/1.1 GET, the whole answer as text.
+pub fn get(addr: &str, path: &str) -> String {
+    raw(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        b"",
+    )
 }
 
 /// A configuration with `head` (TOML before the servers) and one `[[mcp.servers]]` per entry.
