@@ -1,4 +1,4 @@
-//! The commands that read a configuration: `check`, `tools`, `call`.
+//! The commands that read a configuration: `check`, `tools`, `call`, `events call`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -152,6 +152,41 @@ pub(crate) async fn call(
         }
         Err(e) => {
             eprintln!("agentd: {}/{tool}: {e}", server.name);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `agentd events call`: one events tool called on the running daemon; its result printed
+/// as JSON.
+pub(crate) async fn events_call(
+    config: &Config,
+    owner: String,
+    kind: String,
+    tool: String,
+    arguments: Option<&str>,
+) -> ExitCode {
+    let arguments = match arguments.map(serde_json::from_str::<Value>) {
+        None => json!({}),
+        Some(Ok(arguments @ Value::Object(_))) => arguments,
+        Some(_) => {
+            eprintln!("agentd: the arguments are a JSON object");
+            return ExitCode::from(2);
+        }
+    };
+    let request = crate::socket::Request {
+        tool,
+        arguments,
+        owner,
+        kind,
+    };
+    match crate::socket::call(&config.store_path, &request).await {
+        Ok(result) => {
+            crate::say!("{result}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("agentd: {e}");
             ExitCode::FAILURE
         }
     }

@@ -26,6 +26,19 @@ pub(crate) struct Config {
     pub(crate) max_value_bytes: usize,
     /// MCP Events bindings (`events.bindings`).
     pub(crate) bindings: Vec<Binding>,
+    /// Who may make runtime MCP Events subscriptions (`events.grants`).
+    pub(crate) grants: Vec<Grant>,
+}
+
+/// A grant of runtime MCP Events subscriptions to an owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grant {
+    /// The owner: `root`, or a workflow's name.
+    pub(crate) owner: String,
+    /// Its live subscriptions at most (1 to 64, 8 when not set).
+    pub(crate) live: Option<u32>,
+    /// Whether the `events.*` tools are offered to the owner.
+    pub(crate) tools: bool,
 }
 
 /// One MCP Events binding: a server's event type appended into a stream.
@@ -38,6 +51,13 @@ pub(crate) struct Binding {
     pub(crate) delivery: Vec<mcp_wire::events::DeliveryMode>,
     /// At most this many occurrences appended a minute (`max_per_minute`), if bounded.
     pub(crate) max_per_minute: Option<u32>,
+}
+
+impl Binding {
+    /// Its key ([`key_of`](mcp_events::binding::key_of)): its route, and its cursor's name.
+    pub(crate) fn key(&self) -> String {
+        mcp_events::binding::key_of(&self.server, &self.event, &self.into, &self.arguments)
+    }
 }
 
 /// One MCP server.
@@ -125,6 +145,17 @@ struct Store {
 struct Events {
     #[serde(default)]
     bindings: Vec<BindingFile>,
+    #[serde(default)]
+    grants: Vec<GrantFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantFile {
+    owner: Spanned<String>,
+    live: Option<Spanned<u32>>,
+    #[serde(default)]
+    tools: bool,
 }
 
 #[derive(Deserialize)]
@@ -345,6 +376,13 @@ pub(crate) fn parse(
                 "must be at least 1".to_owned(),
             ));
         }
+        if b.into == mcp_events::store::AUDIT_STREAM {
+            return Err(at(
+                Some(b.server.span()),
+                &key("into"),
+                format!("{} is agentd's own stream", b.into),
+            ));
+        }
         bindings.push(Binding {
             server: server.clone(),
             event: b.event.clone(),
@@ -354,7 +392,33 @@ pub(crate) fn parse(
             max_per_minute: b.max_per_minute.as_ref().map(|r| *r.get_ref()),
         });
     }
+    let mut grants: Vec<Grant> = Vec::new();
+    for (i, g) in raw.events.grants.iter().enumerate() {
+        let owner = g.owner.get_ref();
+        if owner.is_empty() || grants.iter().any(|o| o.owner == *owner) {
+            return Err(at(
+                Some(g.owner.span()),
+                &format!("events.grants[{i}].owner"),
+                format!("{owner:?} is empty or holds a grant already"),
+            ));
+        }
+        if let Some(live) = &g.live
+            && let Err(e) = mcp_events::runtime::Grant::new(owner, Some(*live.get_ref()))
+        {
+            return Err(at(
+                Some(live.span()),
+                &format!("events.grants[{i}].live"),
+                e.to_string(),
+            ));
+        }
+        grants.push(Grant {
+            owner: owner.clone(),
+            live: g.live.as_ref().map(|l| *l.get_ref()),
+            tools: g.tools,
+        });
+    }
     Ok(Config {
+        grants,
         listen,
         hooks_url,
         store_path: raw
@@ -644,6 +708,46 @@ step_timeout = "600s"
         assert_eq!(c.bindings[0].max_per_minute, Some(1));
         let e = err("[webhooks]\nurl = \"agent.example.com\"\n");
         assert_eq!(e.key, "webhooks.url");
+    }
+
+    #[test]
+    fn grants_name_one_owner_each_and_allow_1_to_64() {
+        let c = parse(
+            "f",
+            "[[events.grants]]\nowner = \"root\"\ntools = true\n\
+             [[events.grants]]\nowner = \"nightly\"\nlive = 64\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            c.grants,
+            [
+                Grant {
+                    owner: "root".into(),
+                    live: None,
+                    tools: true
+                },
+                Grant {
+                    owner: "nightly".into(),
+                    live: Some(64),
+                    tools: false
+                }
+            ]
+        );
+        let e = err("[[events.grants]]\nowner = \"root\"\nlive = 65\n");
+        assert_eq!((e.key.as_str(), e.line), ("events.grants[0].live", 3));
+        assert!(e.message.contains("1 to 64"), "{e}");
+        let e = err("[[events.grants]]\nowner = \"root\"\nlive = 0\n");
+        assert_eq!(e.key, "events.grants[0].live");
+        let e = err("[[events.grants]]\nowner = \"a\"\n[[events.grants]]\nowner = \"a\"\n");
+        assert_eq!((e.key.as_str(), e.line), ("events.grants[1].owner", 4));
+        let e = err("[[events.grants]]\nowner = \"\"\n");
+        assert_eq!(e.key, "events.grants[0].owner");
+        let e = err(
+            "[[mcp.servers]]\nname = \"t\"\nurl = \"http://127.0.0.1:1/mcp\"\n\
+             [[events.bindings]]\nserver = \"t\"\nevent = \"e\"\ninto = \"agentd.audit\"\n",
+        );
+        assert_eq!(e.key, "events.bindings[0].into");
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod hooks;
 mod http;
 mod log;
 mod metrics;
+mod socket;
 mod subscriptions;
 mod supervisor;
 
@@ -96,6 +97,25 @@ enum EventsCommand {
         /// The stream.
         stream: String,
     },
+    /// Call one of the events tools (events.list, events.subscribe, events.unsubscribe,
+    /// events.subscriptions) on the running daemon, through its control socket
+    /// (`<store.path>/agentd.sock`), and print its result as JSON.
+    Call {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// Whose call it is: the owner of the subscriptions it makes (an `events.grants`
+        /// owner).
+        #[arg(long, default_value = "root")]
+        owner: String,
+        /// What kind of caller it is: root, workflow, subagent or everyone.
+        #[arg(long, default_value = "root")]
+        kind: String,
+        /// The tool.
+        tool: String,
+        /// The arguments, a JSON object.
+        arguments: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -141,6 +161,18 @@ fn main() -> ExitCode {
                 }
             },
         },
+        Command::Events {
+            command:
+                EventsCommand::Call {
+                    config,
+                    owner,
+                    kind,
+                    tool,
+                    arguments,
+                },
+        } => with_config(&config, |c| async move {
+            commands::events_call(&c, owner, kind, tool, arguments.as_deref()).await
+        }),
         Command::Demo => {
             let Some(runtime) = runtime() else {
                 return ExitCode::FAILURE;

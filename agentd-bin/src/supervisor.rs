@@ -63,6 +63,21 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         },
     };
     let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
+    // Bound before any server is dialed, so that it is there once one is connected.
+    let socket = if config.grants.is_empty() {
+        None
+    } else {
+        match crate::socket::bind(&config.store_path) {
+            Ok(socket) => Some(socket),
+            Err(e) => {
+                eprintln!(
+                    "agentd: cannot bind the control socket in {}: {e}",
+                    config.store_path.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        }
+    };
     let mut shared = Shared::new(&config.instance, metrics.clone());
     let mut held: BTreeMap<String, Held> = config
         .servers
@@ -81,6 +96,12 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The events tools of whichever start of MCP Events is current, for the control socket.
+    let (controls, current) = tokio::sync::watch::channel(events.as_ref().map(Events::control));
+    let socket = socket.map(|socket| {
+        crate::socket::serve(socket, current);
+        crate::socket::path(&config.store_path)
+    });
     if let (Some(listener), Some(bound)) = (listener, listening) {
         let instance: Arc<str> = config.instance.as_str().into();
         crate::http::serve(listener, metrics.clone(), routes.clone(), instance);
@@ -108,6 +129,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                         reload(&mut held, &new, &shared);
                         // Bindings start again on the new configuration, from their cursors;
                         // the ones dropped are forgotten with their records.
+                        controls.send_replace(None);
                         if let Some(events) = events.take() {
                             let gone: Vec<_> = config
                                 .bindings
@@ -118,7 +140,10 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                             events.stop_removing(&gone);
                         }
                         match Events::start(&new, listening, &held, metrics.clone(), &routes) {
-                            Ok(started) => events = started,
+                            Ok(started) => {
+                                events = started;
+                                controls.send_replace(events.as_ref().map(Events::control));
+                            }
                             Err(e) => event(&new.instance, Level::Warn, "reload.refused", &[
                                 ("err", json!(format!("MCP Events: {e}"))),
                             ]),
@@ -132,8 +157,12 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             }
         }
     }
+    controls.send_replace(None);
     if let Some(events) = events {
         events.stop();
+    }
+    if let Some(socket) = socket {
+        let _ = std::fs::remove_file(socket);
     }
     drain(
         held.into_values().map(|h| h.stop(Stop::Shutdown)),

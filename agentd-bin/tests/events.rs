@@ -54,9 +54,13 @@ fn tail(file: &TempFile, stream: &str) -> Vec<Value> {
 }
 
 fn wait_for_records(file: &TempFile, n: usize) -> Vec<Value> {
+    wait_for_stream(file, "tickets", n)
+}
+
+fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let records = tail(file, "tickets");
+        let records = tail(file, stream);
         if records.len() >= n {
             return records;
         }
@@ -410,5 +414,233 @@ async fn a_slow_binding_holds_up_no_other() {
         armed - listed
     );
     assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `agentd events call`, as `owner` of `kind`: the tool's result, or the error it printed.
+fn events_call(
+    file: &TempFile,
+    who: (&str, &str),
+    tool: &str,
+    args: Value,
+) -> Result<Value, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["events", "call", "--config", file.to_str().unwrap()])
+        .args(["--owner", who.0, "--kind", who.1, tool, &args.to_string()])
+        .output()
+        .expect("agentd runs");
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).expect("a JSON result"))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("runtime");
+    let text = format!(
+        "instance = \"ev\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n\
+         [[events.grants]]\nowner = \"root\"\nlive = 2\ntools = true\n\
+         [[events.grants]]\nowner = \"nightly\"\n",
+        dir.display(),
+        server.url()
+    );
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("ref"));
+    let root = ("root", "root");
+
+    let listed = events_call(&file, root, "events.list", json!({"server": "ref"})).unwrap();
+    assert_eq!(listed["types"][0]["name"], "ticket.created", "{listed}");
+    // Refused before anything is made: by the listing, the schema, the caller and its grant.
+    let wanted = |event: &str, into: &str, arguments: Value| json!({"server": "ref", "event": event, "into": into, "arguments": arguments});
+    for (who, args, says) in [
+        (
+            root,
+            wanted("ticket.closed", "inbox", json!({})),
+            "unknown_event",
+        ),
+        (
+            root,
+            wanted("ticket.created", "inbox", json!({"project": 7})),
+            "invalid_arguments",
+        ),
+        (
+            root,
+            wanted("ticket.created", "agentd.audit", json!({})),
+            "agentd.audit",
+        ),
+        (
+            ("root", "subagent"),
+            wanted("ticket.created", "inbox", json!({})),
+            "not offered",
+        ),
+        (
+            ("nightly", "workflow"),
+            wanted("ticket.created", "inbox", json!({})),
+            "not offered",
+        ),
+        (
+            ("nobody", "root"),
+            wanted("ticket.created", "inbox", json!({})),
+            "not offered",
+        ),
+    ] {
+        let err = events_call(&file, who, "events.subscribe", args).unwrap_err();
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    let err = events_call(&file, root, "events.list", json!({"server": "nope"})).unwrap_err();
+    assert!(err.contains("no server is named"), "{err}");
+
+    // A poll subscription: made, logged, armed, appending.
+    let made = events_call(
+        &file,
+        root,
+        "events.subscribe",
+        wanted("ticket.created", "inbox", json!({"project": "ops"})),
+    )
+    .unwrap();
+    let id = made["subscription"]["id"].as_str().unwrap().to_owned();
+    let subscribed = agentd.wait_for("mcp.events.subscribed", Some("ref"));
+    assert_eq!(
+        (
+            &subscribed["owner"],
+            &subscribed["reason"],
+            &subscribed["subscription"]
+        ),
+        (&json!("root"), &json!("requested"), &json!(id))
+    );
+    assert_eq!(
+        agentd.wait_for("mcp.events.armed", Some("ref"))["mode"],
+        "poll"
+    );
+    server.emit("ticket.created", json!({"id": 1}));
+    let records = wait_for_stream(&file, "inbox", 1);
+    assert_eq!(records[0]["data"]["subscription"], json!(id));
+
+    // A webhook one living 2 s: its lifetime ends it, and its server subscription is released.
+    let mut short = wanted("ticket.created", "short", json!({}));
+    short["delivery"] = json!(["webhook"]);
+    short["lifetime_s"] = json!(2);
+    let short = events_call(&file, root, "events.subscribe", short).unwrap();
+    let armed = agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
+    assert_eq!(armed["mode"], "webhook");
+    // The grant allows two.
+    let err = events_call(
+        &file,
+        root,
+        "events.subscribe",
+        wanted("ticket.created", "third", json!({})),
+    )
+    .unwrap_err();
+    assert!(err.contains("subscriptions are live"), "{err}");
+    let expired = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
+    assert_eq!(
+        (&expired["reason"], &expired["subscription"]),
+        (&json!("expired"), &short["subscription"]["id"])
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.methods().iter().any(|m| m == "events/unsubscribe") {
+        assert!(Instant::now() < deadline, "{:?}", server.methods());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mine = events_call(&file, root, "events.subscriptions", json!({})).unwrap();
+    assert_eq!(mine["subscriptions"].as_array().unwrap().len(), 1, "{mine}");
+    let theirs = events_call(
+        &file,
+        ("nightly", "root"),
+        "events.subscriptions",
+        json!({}),
+    );
+    assert!(theirs.unwrap_err().contains("not offered"));
+
+    // Kept across a restart: armed again from its cursor, without being made again.
+    assert!(agentd.terminate().success());
+    let mut agentd = Daemon::run(&file);
+    let armed = agentd.wait_for("mcp.events.armed", Some("ref"));
+    assert_eq!(armed["cursor_present"], true, "{armed}");
+    server.emit("ticket.created", json!({"id": 2}));
+    assert_eq!(wait_for_stream(&file, "inbox", 2).len(), 2);
+    assert!(
+        agentd
+            .matching("mcp.events.subscribed", None)
+            .next()
+            .is_none()
+    );
+
+    // Released by its owner; its records stay.
+    let ended = events_call(
+        &file,
+        root,
+        "events.unsubscribe",
+        json!({"subscription": id}),
+    )
+    .unwrap();
+    assert_eq!(ended["subscription"]["id"], json!(id));
+    let released = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
+    assert_eq!(released["reason"], "requested");
+    let err = events_call(
+        &file,
+        root,
+        "events.unsubscribe",
+        json!({"subscription": id}),
+    );
+    assert!(err.unwrap_err().contains("no such subscription"));
+    assert_eq!(tail(&file, "inbox").len(), 2);
+
+    // An index that cannot be written: the subscription lives on, and the write is made
+    // again (here, before a reload).
+    let db = rusqlite::Connection::open(dir.join("agentd.sqlite3")).unwrap();
+    db.execute_batch("ALTER TABLE meta RENAME TO meta_away")
+        .unwrap();
+    let late = events_call(
+        &file,
+        root,
+        "events.subscribe",
+        wanted("ticket.created", "late", json!({})),
+    )
+    .unwrap();
+    let failed = agentd.wait_for("mcp.events.index.failed", None);
+    assert_eq!(failed["subscriptions"], 1, "{failed}");
+    assert_eq!(failed["level"], "warn");
+    db.execute_batch("ALTER TABLE meta_away RENAME TO meta")
+        .unwrap();
+
+    // A reload that takes root's grant away ends root's subscriptions.
+    file.write(&text.replace(
+        "owner = \"root\"\nlive = 2\ntools = true\n",
+        "owner = \"ops\"\n",
+    ));
+    agentd.signal("HUP");
+    let gone = agentd.wait_for_nth("mcp.events.unsubscribed", Some("ref"), 2);
+    assert_eq!(
+        (&gone["reason"], &gone["subscription"]),
+        (&json!("grant_removed"), &late["subscription"]["id"])
+    );
+
+    // Every change is audited, with the index, in order.
+    let audit: Vec<(Value, Value)> = tail(&file, "agentd.audit")
+        .into_iter()
+        .map(|r| (r["action"].clone(), r["reason"].clone()))
+        .collect();
+    assert_eq!(
+        audit,
+        [
+            (json!("subscribed"), json!("requested")),
+            (json!("subscribed"), json!("requested")),
+            (json!("unsubscribed"), json!("expired")),
+            (json!("unsubscribed"), json!("requested")),
+            (json!("subscribed"), json!("requested")),
+            (json!("unsubscribed"), json!("grant_removed")),
+        ]
+    );
+    assert!(agentd.terminate().success());
+    assert!(
+        !dir.join("agentd.sock").exists(),
+        "the socket is removed at exit"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,9 +1,9 @@
 //! agentd's own tools: the catalogue and the default grants, as the reference's "agentd's own
 //! tools" table lists them.
 //!
-//! These tools act on the agent, never on the world. Only the catalogue is here so far: what
-//! each tool is called, who may use it by default, and what it does. The implementations are
-//! not built yet.
+//! These tools act on the agent, never on the world. The catalogue says what each tool is
+//! called, who may use it by default, and what it does. Of the implementations, the
+//! [`events`] tools are built (runtime MCP Events subscriptions); the others are not yet.
 //!
 //! ```
 //! use agentd_tools::{Grant, catalogue};
@@ -14,6 +14,69 @@
 //! ```
 
 use std::fmt;
+
+pub mod events;
+
+/// Who calls a tool: its kind, for the grants, and the owner of what it makes (the
+/// conversation, or a workflow's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller<'a> {
+    /// Its kind.
+    pub kind: Grant,
+    /// The owner of what it makes.
+    pub owner: &'a str,
+}
+
+impl<'a> Caller<'a> {
+    /// A caller of `kind`, owning what it makes as `owner`.
+    pub fn new(kind: Grant, owner: &'a str) -> Self {
+        Self { kind, owner }
+    }
+}
+
+/// Why a tool call did nothing.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// No tool of that name is built here.
+    UnknownTool {
+        /// The name asked for.
+        tool: String,
+    },
+    /// The tool is not offered to this caller.
+    NotOffered {
+        /// The tool.
+        tool: String,
+    },
+    /// The arguments do not fit the tool's input schema.
+    Arguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong with them.
+        err: String,
+    },
+    /// The runtime subscriptions refused.
+    Refused(mcp_events::runtime::Refused),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownTool { tool } => write!(f, "no tool is named {tool:?}"),
+            Self::NotOffered { tool } => write!(f, "{tool} is not offered to this caller"),
+            Self::Arguments { tool, err } => write!(f, "{tool}: bad arguments: {err}"),
+            Self::Refused(refused) => refused.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<mcp_events::runtime::Refused> for Error {
+    fn from(refused: mcp_events::runtime::Refused) -> Self {
+        Self::Refused(refused)
+    }
+}
 
 /// Who may use a tool, by default (configuration can narrow it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,6 +101,13 @@ impl Grant {
             Self::Subagent => "subagent",
             Self::Everyone => "everyone",
         }
+    }
+
+    /// The grant named `name` ([`as_str`](Self::as_str)), if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Root, Self::Workflow, Self::Subagent, Self::Everyone]
+            .into_iter()
+            .find(|g| g.as_str() == name)
     }
 }
 
@@ -264,5 +334,7 @@ mod tests {
         assert_eq!(status.grants, &[Grant::Everyone]);
         let finish = catalogue().iter().find(|t| t.name == "finish").unwrap();
         assert_eq!(finish.grants, &[Grant::Root, Grant::Subagent]);
+        assert_eq!(Grant::parse("workflow"), Some(Grant::Workflow));
+        assert_eq!(Grant::parse("Root"), None);
     }
 }

@@ -25,11 +25,12 @@ use mcp_wire::events::DeliveryMode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::binding::key_of;
+use crate::binding::{Refusal, key_of};
 use crate::limits::{
     ARGUMENTS_MAX, BINDINGS_PER_INSTANCE, BINDINGS_PER_SERVER, GRANT_DEFAULT, GRANT_MAX,
     LIFETIME_DEFAULT, LIFETIME_MAX,
 };
+use crate::store::AUDIT_STREAM;
 
 /// What a grant allows its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +136,35 @@ pub enum Refused {
     Exists,
     /// No such subscription of this owner.
     NotFound,
+    /// The stream is agentd's own ([`AUDIT_STREAM`]).
+    ReservedStream,
+    /// The owner holds no grant.
+    NoGrant {
+        /// The owner.
+        owner: String,
+    },
+    /// No server of that name is configured.
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server is configured but not connected now.
+    NotConnected {
+        /// The server.
+        server: String,
+    },
+    /// The binding could not work, for a reason of the refusals table.
+    Unusable {
+        /// Its reason.
+        reason: Refusal,
+        /// What the server or the schema said, cut to 200 bytes.
+        detail: String,
+    },
+    /// An `events/*` request failed (transport, status, timeout); it may pass.
+    Failed {
+        /// How.
+        err: String,
+    },
 }
 
 impl fmt::Display for Refused {
@@ -150,6 +180,17 @@ impl fmt::Display for Refused {
             Self::InstanceFull => f.write_str("the instance holds 256 bindings and subscriptions"),
             Self::Exists => f.write_str("the same subscription is live"),
             Self::NotFound => f.write_str("no such subscription"),
+            Self::ReservedStream => write!(f, "the stream {AUDIT_STREAM} is agentd's own"),
+            Self::NoGrant { owner } => write!(f, "{owner:?} holds no events grant"),
+            Self::UnknownServer { server } => write!(f, "no server is named {server:?}"),
+            Self::NotConnected { server } => write!(f, "{server} is not connected"),
+            Self::Unusable { reason, detail } if detail.is_empty() => {
+                write!(f, "refused: {}", reason.as_str())
+            }
+            Self::Unusable { reason, detail } => {
+                write!(f, "refused: {}: {detail}", reason.as_str())
+            }
+            Self::Failed { err } => write!(f, "events request failed: {err}"),
         }
     }
 }
@@ -176,6 +217,9 @@ impl Registry {
         let lifetime = wanted.lifetime.unwrap_or(LIFETIME_DEFAULT);
         if lifetime.is_zero() || lifetime > LIFETIME_MAX {
             return Err(Refused::Lifetime);
+        }
+        if wanted.into == AUDIT_STREAM {
+            return Err(Refused::ReservedStream);
         }
         let size = Value::Object(wanted.arguments.clone()).to_string().len();
         if size > ARGUMENTS_MAX {
@@ -244,13 +288,23 @@ impl Registry {
 
     /// Ends every subscription whose lifetime is over at `now_ms`; those ended.
     pub fn expire(&mut self, now_ms: i64) -> Vec<Subscription> {
-        let over: Vec<String> = self
+        self.end_where(|s| s.expires_ms <= now_ms)
+    }
+
+    /// Ends every subscription `over` says is over; those ended.
+    pub fn end_where(&mut self, over: impl Fn(&Subscription) -> bool) -> Vec<Subscription> {
+        let ids: Vec<String> = self
             .live
             .values()
-            .filter(|s| s.expires_ms <= now_ms)
+            .filter(|s| over(s))
             .map(|s| s.id.clone())
             .collect();
-        over.iter().filter_map(|id| self.live.remove(id)).collect()
+        ids.iter().filter_map(|id| self.live.remove(id)).collect()
+    }
+
+    /// When the next lifetime ends, in Unix milliseconds.
+    pub fn next_expiry(&self) -> Option<i64> {
+        self.live.values().map(|s| s.expires_ms).min()
     }
 
     /// The index kept in the store: every live subscription, as JSON.
@@ -265,6 +319,28 @@ impl Registry {
         Some(Self {
             live: all.into_iter().map(|s| (s.id.clone(), s)).collect(),
         })
+    }
+}
+
+impl Subscription {
+    /// Its audit record: what happened to it (`subscribed` or `unsubscribed`), why, and
+    /// when (`at_ms`, Unix milliseconds), as one JSON object.
+    pub fn audit(&self, action: &str, reason: &str, at_ms: i64) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "at_ms": at_ms,
+            "action": action,
+            "reason": reason,
+            "subscription": self,
+        }))
+        .unwrap_or_default()
+    }
+
+    /// Its modes, in order of preference (names no longer known are passed over).
+    pub fn modes(&self) -> Vec<DeliveryMode> {
+        self.delivery
+            .iter()
+            .filter_map(|m| DeliveryMode::parse(m))
+            .collect()
     }
 }
 
@@ -316,6 +392,7 @@ mod tests {
         let ended = r.expire(1000 + 86_400_000);
         assert_eq!(ended.len(), 1);
         assert_eq!(ended[0].id, day.id);
+        assert_eq!(r.next_expiry(), Some(LIFETIME_MAX.as_millis() as i64));
         assert_eq!(r.subscriptions("a").len(), 1);
     }
 
@@ -370,5 +447,29 @@ mod tests {
         assert_eq!(r.unsubscribe("b", &made.id), Err(Refused::NotFound));
         assert_eq!(r.unsubscribe("a", &made.id).map(|s| s.id), Ok(made.id));
         assert_eq!(r.all().count(), 0);
+        assert_eq!(r.next_expiry(), None);
+    }
+
+    #[test]
+    fn the_audit_stream_is_not_a_subscription_s_and_records_say_what_happened() {
+        let grant = Grant::new("a", None).unwrap();
+        let mut r = Registry::default();
+        let mut w = wanted(0);
+        w.into = AUDIT_STREAM.into();
+        assert_eq!(
+            r.subscribe(&grant, w, 0, 0, 0),
+            Err(Refused::ReservedStream)
+        );
+        let mut w = wanted(1);
+        w.delivery = vec![DeliveryMode::Webhook, DeliveryMode::Poll];
+        let made = r.subscribe(&grant, w, 0, 0, 5).unwrap();
+        assert_eq!(made.modes(), [DeliveryMode::Webhook, DeliveryMode::Poll]);
+        let record: Value = serde_json::from_slice(&made.audit("subscribed", "tool", 7)).unwrap();
+        assert_eq!(record["action"], "subscribed");
+        assert_eq!(record["reason"], "tool");
+        assert_eq!(record["at_ms"], 7);
+        assert_eq!(record["subscription"]["id"], made.id.as_str());
+        assert_eq!(r.end_where(|s| s.owner == "b"), vec![]);
+        assert_eq!(r.end_where(|s| s.owner == "a"), vec![made]);
     }
 }

@@ -7,6 +7,9 @@
 //! meta(key PRIMARY KEY, value)     -- 'subscriptions': the runtime subscriptions' index
 //! ```
 //!
+//! The audit records of runtime subscriptions are events of the stream `agentd.audit`,
+//! written with the index in one transaction.
+//!
 //! A batch's records and its cursor are written in one transaction; a record whose id its
 //! stream holds already is passed over (`INSERT OR IGNORE`), so a batch committed twice after
 //! a crash appends nothing twice.
@@ -16,7 +19,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::binding::Batch;
-use crate::store::{Entry, Store, StoreError, Stored};
+use crate::store::{AUDIT_STREAM, Entry, Store, StoreError, Stored};
 
 /// The file name of the database inside `store.path`.
 pub const FILE: &str = "agentd.sqlite3";
@@ -144,15 +147,29 @@ impl Store for Sqlite {
         rows.collect::<Result<_, _>>().map_err(failed)
     }
 
-    fn save_index(&mut self, index: &str) -> Result<(), StoreError> {
-        self.db
-            .execute(
-                "INSERT INTO meta (key, value) VALUES ('subscriptions', ?1)
-                 ON CONFLICT (key) DO UPDATE SET value = ?1",
-                params![index],
-            )
-            .map(drop)
-            .map_err(failed)
+    fn save_index(&mut self, index: &str, audit: &[Vec<u8>]) -> Result<(), StoreError> {
+        let tx = self.db.transaction().map_err(failed)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('subscriptions', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = ?1",
+            params![index],
+        )
+        .map_err(failed)?;
+        {
+            // An audit record's id is its place in the store: unique, and never reused.
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO events (stream, id, binding, body)
+                     VALUES (?1, 'audit/' || (SELECT IFNULL(MAX(seq), 0) + 1 FROM events), '', ?2)",
+                )
+                .map_err(failed)?;
+            for record in audit {
+                insert
+                    .execute(params![AUDIT_STREAM, record])
+                    .map_err(failed)?;
+            }
+        }
+        tx.commit().map_err(failed)
     }
 
     fn load_index(&mut self) -> Result<Option<String>, StoreError> {
@@ -176,6 +193,13 @@ impl Store for Sqlite {
         tx.execute("DELETE FROM bindings WHERE key = ?1", params![binding])
             .map_err(failed)?;
         tx.commit().map_err(failed)
+    }
+
+    fn forget(&mut self, binding: &str) -> Result<(), StoreError> {
+        self.db
+            .execute("DELETE FROM bindings WHERE key = ?1", params![binding])
+            .map(drop)
+            .map_err(failed)
     }
 }
 
@@ -244,12 +268,25 @@ mod tests {
         assert_eq!(store.load("b").unwrap().cursor, None);
 
         assert_eq!(store.load_index().unwrap(), None);
-        store.save_index("[]").unwrap();
-        store.save_index(r#"[{"id":"b1"}]"#).unwrap();
+        store.save_index("[]", &[]).unwrap();
+        let audit = [b"{\"a\":1}".to_vec(), b"{\"a\":2}".to_vec()];
+        store.save_index(r#"[{"id":"b1"}]"#, &audit).unwrap();
+        store.save_index(r#"[{"id":"b1"}]"#, &audit[..1]).unwrap();
         assert_eq!(
             store.load_index().unwrap().as_deref(),
             Some(r#"[{"id":"b1"}]"#)
         );
+        let trail: Vec<Vec<u8>> = store
+            .read(AUDIT_STREAM, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.bytes)
+            .collect();
+        assert_eq!(trail, [&audit[..], &audit[..1]].concat());
+
+        store.save_webhook("f", "whsec_y", Some("sub_2")).unwrap();
+        store.forget("f").unwrap();
+        assert_eq!(store.load("f").unwrap(), Stored::default());
 
         store.remove("b", "in").unwrap();
         assert_eq!(store.read("in", 0, 10).unwrap().len(), 0);

@@ -9,6 +9,10 @@ use std::fmt;
 
 use crate::binding::Batch;
 
+/// The stream the audit records of runtime subscriptions are appended to; no binding or
+/// subscription may append into it.
+pub const AUDIT_STREAM: &str = "agentd.audit";
+
 /// What a store keeps of one binding.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -63,12 +67,18 @@ pub trait Store: Send {
     /// Up to `limit` records of `stream` after position `after`, oldest first.
     fn read(&mut self, stream: &str, after: i64, limit: usize) -> Result<Vec<Entry>, StoreError>;
 
-    /// Keeps the index of runtime subscriptions ([`Registry::index`](crate::runtime::Registry::index)).
-    fn save_index(&mut self, index: &str) -> Result<(), StoreError>;
+    /// In one transaction: keeps the index of runtime subscriptions
+    /// ([`Registry::index`](crate::runtime::Registry::index)) and appends `audit`, the
+    /// records of the changes it holds, to [`AUDIT_STREAM`].
+    fn save_index(&mut self, index: &str, audit: &[Vec<u8>]) -> Result<(), StoreError>;
 
     /// The index of runtime subscriptions kept, if any.
     fn load_index(&mut self) -> Result<Option<String>, StoreError>;
 
     /// Forgets `binding` and deletes its records from `stream` (`mcp.events.removed`).
     fn remove(&mut self, binding: &str, stream: &str) -> Result<(), StoreError>;
+
+    /// Forgets `binding`'s cursor, secret and subscription id; its records stay in their
+    /// stream (a runtime subscription released).
+    fn forget(&mut self, binding: &str) -> Result<(), StoreError>;
 }

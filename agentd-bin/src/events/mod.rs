@@ -1,51 +1,54 @@
-//! MCP Events in the daemon: the configured bindings, on a runtime of four worker threads of
-//! its own (never the supervisor's): a task per server lists its types over the server's
-//! held connection, and a task per binding sends its requests and takes its deliveries. The
-//! pure machines are `mcp_events`' (`Lister`, `Binding`); this file sends what they ask for
-//! (each `events/*` request bounded at 30 s), commits what they hand over to the store, and
-//! turns what they report into log lines and metrics.
+//! MCP Events in the daemon: the configured bindings and the runtime subscriptions, on a
+//! runtime of four worker threads of its own (never the supervisor's): a task per server
+//! lists its types over the server's held connection, and a task per binding sends its
+//! requests and takes its deliveries. The pure machines are `mcp_events`' (`Lister`,
+//! `Binding`, `Registry`); this module sends what they ask for (each `events/*` request
+//! bounded at 30 s), commits what they hand over to the store, and turns what they report
+//! into log lines and metrics ([`report`]). The library calls of runtime subscriptions are
+//! [`control`]'s.
 //!
 //! A binding can take webhook deliveries when `webhooks.url` is set (or, without it, when the
 //! listener is on loopback: `http://<its address>`): its callback is
 //! `<webhooks.url>/hooks/_mcp/<key>`, its secret made once from the CSPRNG and kept in the
-//! store; the receiver ([`hooks`](crate::hooks)) hands each checked delivery to the server's
+//! store; the receiver ([`hooks`](crate::hooks)) hands each checked delivery to the binding's
 //! task, which takes it as the binding says and answers once the store has it.
+
+mod control;
+mod report;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use mcp_events::binding::{
-    Action, Batch, Binding, Callback, Config as BindingConfig, Delivery, Failure, Listing, Log,
-    Rate, Stats, key_of,
-};
+use mcp_events::binding::{Action, Batch, Binding, Delivery, Failure, Listing, Stats};
 use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
 use mcp_events::listing::{Lister, Step};
+use mcp_events::sqlite::Sqlite;
 use mcp_events::store::Store;
-use mcp_events::webhook::Secret;
 use mcp_negotiate::{Connection, Error};
-use mcp_wire::events::DeliveryMode;
+use mcp_wire::events::UnsubscribeEventsParams;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
+pub(crate) use self::control::Control;
+use self::report::{count, report};
 use crate::config::Config;
 use crate::held::Held;
-use crate::hooks::{Answer, Hook, PREFIX, Route, Routes};
+use crate::hooks::{Answer, Hook, Routes};
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
-use mcp_events::sqlite::Sqlite;
 
-/// The bindings at work.
+/// The bindings and runtime subscriptions at work.
 #[derive(Debug)]
 pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
     stop: watch::Sender<bool>,
-    ctx: Ctx,
+    control: Control,
 }
 
-/// What every server's task shares.
+/// What every task shares.
 #[derive(Debug, Clone)]
 struct Ctx {
     instance: Arc<str>,
@@ -53,9 +56,14 @@ struct Ctx {
     store: Arc<Mutex<Sqlite>>,
 }
 
+/// A binding handed to its server's task: the machine, its deliveries, and the signal that
+/// ends it (a runtime subscription released).
+type Armed = (Binding, mpsc::Receiver<Hook>, mpsc::Receiver<()>);
+
 impl Events {
-    /// Starts the bindings of `config` on the connections of `held`; `None` when there are
-    /// none. Fails when the store cannot be opened.
+    /// Starts the bindings of `config` and the runtime subscriptions kept in the store, on
+    /// the connections of `held`; `None` when there are neither bindings nor grants. Fails
+    /// when the store cannot be opened.
     pub(crate) fn start(
         config: &Config,
         listening: Option<SocketAddr>,
@@ -63,55 +71,13 @@ impl Events {
         metrics: Arc<Metrics>,
         routes: &Routes,
     ) -> Result<Option<Self>, String> {
-        if config.bindings.is_empty() {
-            routes.write().unwrap_or_else(|e| e.into_inner()).clear();
+        routes.write().unwrap_or_else(|e| e.into_inner()).clear();
+        if config.bindings.is_empty() && config.grants.is_empty() {
             return Ok(None);
         }
-        let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
-        // Without `webhooks.url`, a listener on loopback is its own public address: servers
-        // on the same host can deliver to it.
-        let hooks_base = config.hooks_url.clone().or_else(|| {
-            listening
-                .filter(|a| a.ip().is_loopback())
-                .map(|a| format!("http://{a}"))
-        });
-        let mut by_server: BTreeMap<&str, Vec<Binding>> = BTreeMap::new();
-        for b in &config.bindings {
-            let mut c = BindingConfig::new(&b.server, &b.event, &b.into);
-            c.key = key_of(&b.server, &b.event, &b.into, &b.arguments);
-            c.arguments = b.arguments.clone();
-            c.delivery = b.delivery.clone();
-            c.max_value_bytes = config.max_value_bytes;
-            c.rate = b.max_per_minute.map(|max| Rate {
-                max,
-                per: std::time::Duration::from_secs(60),
-            });
-            let stored = store.load(&c.key).map_err(|e| e.to_string())?;
-            if let Some(base) = &hooks_base
-                && b.delivery.contains(&DeliveryMode::Webhook)
-            {
-                let secret = match stored.secret.as_deref().map(Secret::parse) {
-                    Some(Ok(secret)) => secret,
-                    _ => {
-                        let fresh = Secret::random(&ring::rand::SystemRandom::new())
-                            .map_err(|e| e.to_string())?;
-                        store
-                            .save_webhook(&c.key, fresh.as_str(), None)
-                            .map_err(|e| e.to_string())?;
-                        fresh
-                    }
-                };
-                c.callback = Some(Callback {
-                    url: format!("{base}{PREFIX}{}", c.key),
-                    secret,
-                });
-            }
-            by_server
-                .entry(&b.server)
-                .or_default()
-                .push(Binding::new(c, stored.cursor));
-        }
-        // Built last: a runtime must not be dropped on an async thread.
+        let store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+        // Built before any task: a runtime must not be dropped on an async thread, and every
+        // task below runs on it.
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("agentd-events")
@@ -123,50 +89,54 @@ impl Events {
             metrics,
             store: Arc::new(Mutex::new(store)),
         };
+        // Counted again from zero by the tasks about to start.
+        ctx.metrics.clear(Metric::SubscriptionsActive);
         let (stop, stopped) = watch::channel(false);
-        let mut table = routes.write().unwrap_or_else(|e| e.into_inner());
-        table.clear();
-        for (server, bindings) in by_server {
-            let Some(h) = held.get(server) else { continue };
-            let mut with_hooks = Vec::with_capacity(bindings.len());
-            for b in bindings {
-                // Each binding's deliveries wait in a queue of their own; a full one is
-                // answered 429 (pressure).
-                let (hooks, delivered) = mpsc::channel(64);
-                if let Some(callback) = &b.config().callback {
-                    let route = Route {
-                        server: server.to_owned(),
-                        event: b.config().event.clone(),
-                        secrets: vec![callback.secret.clone()],
-                        hooks,
-                    };
-                    table.insert(b.config().key.clone(), route);
-                }
-                with_hooks.push((b, delivered));
-            }
+        let mut arms = BTreeMap::new();
+        for (name, h) in held {
+            let (arm, armed) = mpsc::unbounded_channel();
             runtime.spawn(serve(
                 ctx.clone(),
-                server.to_owned(),
+                name.clone(),
                 (h.connections(), h.events_changed()),
-                with_hooks,
+                armed,
                 stopped.clone(),
             ));
+            arms.insert(name.clone(), (h.connections(), arm));
         }
-        drop(table);
-        // Counted again from zero by the tasks just started.
-        ctx.metrics.clear(Metric::SubscriptionsActive);
-        Ok(Some(Self { runtime, stop, ctx }))
+        let control = Control::new(
+            config,
+            listening,
+            ctx,
+            runtime.handle().clone(),
+            arms,
+            routes.clone(),
+        );
+        for b in &config.bindings {
+            control.arm(b)?;
+        }
+        control.restore();
+        runtime.spawn(control.clone().expire(stopped));
+        Ok(Some(Self {
+            runtime,
+            stop,
+            control,
+        }))
+    }
+
+    /// The library calls of runtime subscriptions, for the tools.
+    pub(crate) fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// Stops every binding, then forgets the ones a reload dropped: their cursors, secrets
     /// and records (`mcp.events.removed`, reason `reload`).
     pub(crate) fn stop_removing(self, gone: &[crate::config::Binding]) {
-        let ctx = self.ctx.clone();
+        let ctx = self.control.ctx().clone();
         self.stop();
         let mut store = ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         for b in gone {
-            let key = key_of(&b.server, &b.event, &b.into, &b.arguments);
-            if store.remove(&key, &b.into).is_ok() {
+            if store.remove(&b.key(), &b.into).is_ok() {
                 log(
                     &ctx,
                     Level::Info,
@@ -187,6 +157,8 @@ impl Events {
     /// The routes stay: a delivery that comes meanwhile finds its binding's task gone and is
     /// answered 503, so the server delivers it again; the next start replaces them.
     pub(crate) fn stop(self) {
+        // An index not kept yet is tried once more: the next start reads it.
+        self.control.save_if_dirty();
         let _ = self.stop.send(true);
         self.runtime.shutdown_background();
     }
@@ -210,8 +182,8 @@ impl Listed {
     }
 }
 
-/// One server: its types listed (and listed again when asked), and a task per binding, so
-/// that a slow request of one binding holds up no other.
+/// One server: a task per binding handed to it, so that a slow request of one binding holds
+/// up no other, and its types listed (and listed again when asked) once it has one.
 async fn serve(
     ctx: Ctx,
     server: String,
@@ -219,7 +191,7 @@ async fn serve(
         watch::Receiver<Option<Arc<Connection>>>,
         watch::Receiver<u64>,
     ),
-    bindings: Vec<(Binding, mpsc::Receiver<Hook>)>,
+    mut armed: mpsc::UnboundedReceiver<Armed>,
     mut stop: watch::Receiver<bool>,
 ) {
     let connection = tokio::select! {
@@ -231,29 +203,19 @@ async fn serve(
     };
     let modern = connection.revision().era() == mcp_wire::Era::Modern;
     let capability = connection.capabilities().events().is_some();
+    let usable = modern && capability;
     let (listed, listings) = watch::channel::<Option<Arc<Listed>>>(None);
     let (relist, mut relists) = mpsc::channel::<()>(16);
-    for (b, hooks) in bindings {
-        let on = On {
-            ctx: ctx.clone(),
-            server: server.clone(),
-            connection: connection.clone(),
-            relist: relist.clone(),
-        };
-        tokio::spawn(run_binding(
-            on,
-            b,
-            hooks,
-            listings.clone(),
-            stop.clone(),
-            (modern, capability),
-        ));
-    }
-    let usable = modern && capability;
-    let mut lister = Lister::new(std::time::Instant::now());
+    // Listed from the first binding on.
+    let mut lister: Option<Lister> = None;
     loop {
         let now = std::time::Instant::now();
-        while let Some(cursor) = lister.poll_request(now).filter(|_| usable) {
+        while let Some(cursor) = lister
+            .as_mut()
+            .and_then(|l| l.poll_request(now))
+            .filter(|_| usable)
+        {
+            let lister = lister.as_mut().expect("listing");
             let page = request(connection.list_events(cursor)).await;
             count(&ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
             let outcome = match page {
@@ -296,15 +258,41 @@ async fn serve(
             };
             listed.send_replace(Some(Arc::new(outcome)));
         }
-        let next = lister.poll_timeout().filter(|_| usable);
+        let next = lister
+            .as_ref()
+            .and_then(Lister::poll_timeout)
+            .filter(|_| usable);
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
+            Some((b, hooks, end)) = armed.recv() => {
+                let on = On {
+                    ctx: ctx.clone(),
+                    server: server.clone(),
+                    connection: connection.clone(),
+                    relist: relist.clone(),
+                };
+                tokio::spawn(run_binding(
+                    on,
+                    b,
+                    (hooks, end),
+                    listings.clone(),
+                    stop.clone(),
+                    (modern, capability),
+                ));
+                lister.get_or_insert_with(|| Lister::new(std::time::Instant::now()));
+            }
             // A binding's type went away or changed in place.
-            Some(()) = relists.recv() => lister.again(std::time::Instant::now()),
+            Some(()) = relists.recv() => again(&mut lister),
             // The server said its types changed (`mcp.events.list_changed`).
-            Ok(()) = changed.changed() => lister.again(std::time::Instant::now()),
+            Ok(()) = changed.changed() => again(&mut lister),
             () = stopping(&mut stop) => return,
         }
+    }
+}
+
+fn again(lister: &mut Option<Lister>) {
+    if let Some(lister) = lister {
+        lister.again(std::time::Instant::now());
     }
 }
 
@@ -317,11 +305,11 @@ struct On {
 }
 
 /// One binding: what its machine asks for, sent; what the server lists, told; its webhook
-/// deliveries, taken.
+/// deliveries, taken; until it is ended (its webhook subscription released) or stopped.
 async fn run_binding(
     on: On,
     mut b: Binding,
-    mut hooks: mpsc::Receiver<Hook>,
+    (mut hooks, mut end): (mpsc::Receiver<Hook>, mpsc::Receiver<()>),
     mut listings: watch::Receiver<Option<Arc<Listed>>>,
     mut stop: watch::Receiver<bool>,
     (modern, capability): (bool, bool),
@@ -357,15 +345,7 @@ async fn run_binding(
         }
         report(ctx, server, &mut b, &mut seen, &mut evicted);
         let now_active = b.mode().filter(|_| b.refusal().is_none());
-        if now_active != active {
-            for (mode, delta) in [(active, -1), (now_active, 1)] {
-                if let Some(mode) = mode {
-                    let labels = [("kind", "event"), ("mode", mode.as_str())];
-                    ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
-                }
-            }
-            active = now_active;
-        }
+        set_active(ctx, &mut active, now_active);
         let next = b.poll_timeout();
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
@@ -379,9 +359,48 @@ async fn run_binding(
                 let answer = deliver(ctx, &mut b, hook.body, &hook.webhook_id).await;
                 let _ = hook.answer.send(answer);
             }
+            Some(()) = end.recv() => {
+                set_active(ctx, &mut active, None);
+                release(&on, &b).await;
+                return;
+            }
             () = stopping(&mut stop) => return,
         }
     }
+}
+
+/// Moves `agent_subscriptions_active` from the binding's mode `was` to `now`.
+fn set_active(
+    ctx: &Ctx,
+    was: &mut Option<mcp_wire::events::DeliveryMode>,
+    now: Option<mcp_wire::events::DeliveryMode>,
+) {
+    if now != *was {
+        for (mode, delta) in [(*was, -1), (now, 1)] {
+            if let Some(mode) = mode {
+                let labels = [("kind", "event"), ("mode", mode.as_str())];
+                ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
+            }
+        }
+        *was = now;
+    }
+}
+
+/// Ends the server's webhook subscription of an ended binding, if it has one (its route is
+/// gone already: a delivery meanwhile is answered 410).
+async fn release(on: &On, b: &Binding) {
+    let (Some(_), Some(callback)) = (b.subscription(), &b.config().callback) else {
+        return;
+    };
+    let c = b.config();
+    let params = UnsubscribeEventsParams::new(&c.event, c.arguments.clone(), &callback.url);
+    let answer = request(on.connection.unsubscribe_events(&params)).await;
+    count(
+        &on.ctx,
+        &on.server,
+        mcp_wire::method::EVENTS_UNSUBSCRIBE,
+        &answer,
+    );
 }
 
 /// Keeps the webhook subscription's id with its secret.
@@ -468,208 +487,6 @@ async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> Result<usize, String> {
         Ok(Ok(appended)) => Ok(records.saturating_sub(appended)),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
-    }
-}
-
-fn count<T>(ctx: &Ctx, server: &str, method: &str, answer: &Result<T, Failure>) {
-    let outcome = match answer {
-        Ok(_) => "ok",
-        Err(Failure::Rpc(_)) => "refused",
-        Err(_) => "failed",
-    };
-    ctx.metrics.add(
-        Metric::EventsRequests,
-        &[("server", server), ("method", method), ("outcome", outcome)],
-        1,
-    );
-}
-
-/// The binding's log lines, and what changed in its counters since `seen`.
-fn report(ctx: &Ctx, server: &str, b: &mut Binding, seen: &mut Stats, evicted: &mut u64) {
-    let event_type = b.config().event.clone();
-    while let Some(line) = b.poll_log() {
-        let (level, name, fields) = line_of(line);
-        let mut all = vec![("server", json!(server)), ("event_type", json!(event_type))];
-        all.extend(fields);
-        log(ctx, level, name, &all);
-    }
-    let stats = b.stats().clone();
-    let mode = b.mode().map_or("poll", DeliveryMode::as_str);
-    let labels = |outcome| {
-        [
-            ("server", server),
-            ("event", event_type.as_str()),
-            ("mode", mode),
-            ("outcome", outcome),
-        ]
-    };
-    let delta = |now: u64, then: u64| i64::try_from(now.saturating_sub(then)).unwrap_or(i64::MAX);
-    for (outcome, now, then) in [
-        ("appended", stats.appended, seen.appended),
-        ("duplicate", stats.duplicate, seen.duplicate),
-        ("rejected", stats.rejected, seen.rejected),
-        (
-            "schema_mismatch",
-            stats.schema_mismatch,
-            seen.schema_mismatch,
-        ),
-        (
-            "refused_pressure",
-            stats.refused_pressure,
-            seen.refused_pressure,
-        ),
-    ] {
-        ctx.metrics
-            .add(Metric::Events, &labels(outcome), delta(now, then));
-    }
-    for ((method, outcome), n) in &stats.requests {
-        let then = seen
-            .requests
-            .get(&(*method, *outcome))
-            .copied()
-            .unwrap_or(0);
-        ctx.metrics.add(
-            Metric::EventsRequests,
-            &[("server", server), ("method", method), ("outcome", outcome)],
-            delta(*n, then),
-        );
-    }
-    for (cause, n) in &stats.gaps {
-        let then = seen.gaps.get(cause).copied().unwrap_or(0);
-        ctx.metrics.add(
-            Metric::EventGaps,
-            &[
-                ("server", server),
-                ("event", event_type.as_str()),
-                ("cause", cause),
-            ],
-            delta(*n, then),
-        );
-    }
-    let now_evicted = b.dedup_evicted();
-    ctx.metrics.add(
-        Metric::DedupEvicted,
-        &[("server", server), ("event", event_type.as_str())],
-        delta(now_evicted, *evicted),
-    );
-    *evicted = now_evicted;
-    if let Some(lag) = stats.lag_ms {
-        ctx.metrics.set(
-            Metric::EventLag,
-            &[("server", server), ("event", event_type.as_str())],
-            lag,
-        );
-    }
-    *seen = stats;
-}
-
-/// The reference's MCP Events log table.
-fn line_of(line: Log) -> (Level, &'static str, Vec<(&'static str, Value)>) {
-    match line {
-        Log::Armed {
-            mode,
-            cursor_present,
-        } => (
-            Level::Info,
-            "mcp.events.armed",
-            vec![
-                ("mode", json!(mode.as_str())),
-                ("cursor_present", json!(cursor_present)),
-            ],
-        ),
-        Log::Refused { reason, detail } => (
-            Level::Error,
-            "mcp.events.refused",
-            vec![
-                ("reason", json!(reason.as_str())),
-                ("detail", json!(detail)),
-            ],
-        ),
-        Log::PollFailed {
-            code,
-            err,
-            retry_ms,
-        } => {
-            let level = match code {
-                Some(-32020) => Level::Error,
-                _ => Level::Warn,
-            };
-            (
-                level,
-                "mcp.events.poll.fail",
-                vec![
-                    ("code", json!(code)),
-                    ("err", json!(err)),
-                    ("retry_ms", json!(retry_ms)),
-                ],
-            )
-        }
-        Log::Paused { cause, detail } => (
-            Level::Warn,
-            "mcp.events.paused",
-            vec![("cause", json!(cause.as_str())), ("detail", json!(detail))],
-        ),
-        Log::Resumed { cause } => (
-            Level::Info,
-            "mcp.events.resumed",
-            vec![("cause", json!(cause.as_str()))],
-        ),
-        Log::Gap { cause } => (Level::Warn, "mcp.events.gap", vec![("cause", json!(cause))]),
-        Log::Rejected { event_id, cause } => (
-            Level::Warn,
-            "mcp.events.rejected",
-            vec![("event_id", json!(event_id)), ("cause", json!(cause))],
-        ),
-        Log::SchemaMismatch { event_id } => (
-            Level::Warn,
-            "mcp.events.schema_mismatch",
-            vec![("event_id", json!(event_id))],
-        ),
-        Log::ArmFailed {
-            code,
-            err,
-            retry_ms,
-        } => {
-            let level = match code {
-                Some(_) => Level::Error,
-                None => Level::Warn,
-            };
-            (
-                level,
-                "mcp.events.arm.fail",
-                vec![("err", json!(err)), ("retry_ms", json!(retry_ms))],
-            )
-        }
-        Log::CallbackFailed { reason, url } => (
-            Level::Error,
-            "mcp.events.callback_failed",
-            vec![("reason", json!(reason)), ("url", json!(url))],
-        ),
-        Log::ModeChanged { from, to, cause } => (
-            Level::Warn,
-            "mcp.events.mode_changed",
-            vec![
-                ("from", json!(from.as_str())),
-                ("to", json!(to.as_str())),
-                ("cause", json!(cause)),
-            ],
-        ),
-        Log::DeliverySuspended { last_error, active } => (
-            Level::Warn,
-            "mcp.events.delivery_suspended",
-            vec![("last_error", json!(last_error)), ("active", json!(active))],
-        ),
-        Log::Throttled { retry_after_ms } => (
-            Level::Info,
-            "mcp.events.throttled",
-            vec![("retry_after_ms", json!(retry_after_ms))],
-        ),
-        Log::Terminated { code } => (
-            Level::Error,
-            "mcp.events.terminated",
-            vec![("code", json!(code))],
-        ),
-        _ => (Level::Warn, "mcp.events.unknown", vec![]),
     }
 }
 

@@ -1,0 +1,590 @@
+//! Runtime subscriptions in the daemon: the library calls of the `events.*` tools
+//! ([`agentd_tools::events::Subscriptions`]), and each binding's start.
+//!
+//! A subscription is checked the way a binding checks itself (the server connected at
+//! 2026-07-28 with the events capability, the type listed, a common mode, the arguments
+//! against the type's input schema) before it is made, so the caller hears of a refusal at
+//! once. A made one is a binding like a configured one: armed on its server's task, with a
+//! webhook route when it may take deliveries. The registry is kept in the store as its index,
+//! written together with the audit records of its changes (stream `agentd.audit`); when that
+//! write fails (`mcp.events.index.failed`), the subscription lives on and the write is tried
+//! again every minute until it is kept. Lifetimes end by the wall clock (checked at least
+//! once a minute); at start, the subscriptions kept are armed again, except those whose
+//! lifetime ended, whose server or grant is gone, or which a configured binding now is.
+//!
+//! Everything here runs on the events runtime; a call from another runtime waits for it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use agentd_tools::events::Subscriptions;
+use mcp_events::binding::{
+    Binding, Callback, Config as BindingConfig, Listing, Log, Rate, Refusal,
+};
+use mcp_events::listing::{Lister, Step};
+use mcp_events::runtime::{Grant, Refused, Registry, Subscription, Wanted};
+use mcp_events::store::Store;
+use mcp_events::webhook::Secret;
+use mcp_negotiate::Connection;
+use mcp_wire::events::{DeliveryMode, EventType};
+use serde_json::json;
+use tokio::runtime::Handle;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::{Armed, Ctx, log, report::count, request, stopping, wall_ms};
+use crate::config::{self, Config};
+use crate::hooks::{PREFIX, Route, Routes};
+use crate::log::Level;
+
+/// How often, at least, lifetimes are checked and an unsaved index written again.
+const TICK: Duration = Duration::from_secs(60);
+
+/// The runtime subscriptions of one start of the events runtime.
+#[derive(Debug, Clone)]
+pub(crate) struct Control(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    ctx: Ctx,
+    handle: Handle,
+    /// Each owner's grant, and whether it offers the tools.
+    grants: BTreeMap<String, (Grant, bool)>,
+    /// Each held server's connection, and its task's intake of bindings.
+    servers: BTreeMap<String, Server>,
+    /// The configured bindings' keys, and how many each server has.
+    configured: BTreeSet<String>,
+    configured_on: BTreeMap<String, usize>,
+    hooks_base: Option<String>,
+    max_value_bytes: usize,
+    routes: Routes,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+/// A held server, as the bindings see it.
+pub(super) type Server = (
+    watch::Receiver<Option<Arc<Connection>>>,
+    mpsc::UnboundedSender<Armed>,
+);
+
+#[derive(Debug, Default)]
+struct State {
+    registry: Registry,
+    /// What ends each binding's task.
+    ends: HashMap<String, mpsc::Sender<()>>,
+    /// Audit records not yet written with the index.
+    unsaved: Vec<Vec<u8>>,
+    /// The index kept is not the registry's.
+    dirty: bool,
+}
+
+impl Control {
+    pub(super) fn new(
+        config: &Config,
+        listening: Option<SocketAddr>,
+        ctx: Ctx,
+        handle: Handle,
+        servers: BTreeMap<String, Server>,
+        routes: Routes,
+    ) -> Self {
+        let grants = config
+            .grants
+            .iter()
+            .filter_map(|g| {
+                let grant = Grant::new(&g.owner, g.live).ok()?;
+                Some((g.owner.clone(), (grant, g.tools)))
+            })
+            .collect();
+        let mut configured_on = BTreeMap::new();
+        for b in &config.bindings {
+            *configured_on.entry(b.server.clone()).or_default() += 1;
+        }
+        // Without `webhooks.url`, a listener on loopback is its own public address: servers
+        // on the same host can deliver to it.
+        let hooks_base = config.hooks_url.clone().or_else(|| {
+            listening
+                .filter(|a| a.ip().is_loopback())
+                .map(|a| format!("http://{a}"))
+        });
+        Self(Arc::new(Inner {
+            ctx,
+            handle,
+            grants,
+            servers,
+            configured: config.bindings.iter().map(config::Binding::key).collect(),
+            configured_on,
+            hooks_base,
+            max_value_bytes: config.max_value_bytes,
+            routes,
+            state: Mutex::default(),
+            changed: Notify::new(),
+        }))
+    }
+
+    pub(super) fn ctx(&self) -> &Ctx {
+        &self.0.ctx
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What binding `spec` is, with its callback when it may take webhook deliveries.
+    fn binding_config(&self, spec: &config::Binding, secret: Secret) -> BindingConfig {
+        let mut c = BindingConfig::new(&spec.server, &spec.event, &spec.into);
+        c.key = spec.key();
+        c.arguments = spec.arguments.clone();
+        c.delivery = spec.delivery.clone();
+        c.max_value_bytes = self.0.max_value_bytes;
+        c.rate = spec.max_per_minute.map(|max| Rate {
+            max,
+            per: Duration::from_secs(60),
+        });
+        if let Some(base) = &self.0.hooks_base
+            && spec.delivery.contains(&DeliveryMode::Webhook)
+        {
+            c.callback = Some(Callback {
+                url: format!("{base}{PREFIX}{}", c.key),
+                secret,
+            });
+        }
+        c
+    }
+
+    /// Starts binding `spec` from its stored cursor, with the webhook secret kept for it (or
+    /// a fresh one, kept). Blocks on the store.
+    pub(super) fn arm(&self, spec: &config::Binding) -> Result<(), String> {
+        let fresh = || Secret::random(&ring::rand::SystemRandom::new()).map_err(|e| e.to_string());
+        let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+        let stored = store.load(&spec.key()).map_err(|e| e.to_string())?;
+        let mut c = self.binding_config(spec, fresh()?);
+        if let Some(callback) = &mut c.callback {
+            match stored.secret.as_deref().map(Secret::parse) {
+                Some(Ok(kept)) => callback.secret = kept,
+                _ => store
+                    .save_webhook(&c.key, callback.secret.as_str(), None)
+                    .map_err(|e| e.to_string())?,
+            }
+        }
+        drop(store);
+        self.launch(Binding::new(c, stored.cursor));
+        Ok(())
+    }
+
+    /// Hands `b` to its server's task, with its route when it takes deliveries.
+    fn launch(&self, b: Binding) {
+        let c = b.config();
+        // Each binding's deliveries wait in a queue of their own; a full one is answered
+        // 429 (pressure).
+        let (hooks, delivered) = mpsc::channel(64);
+        if let Some(callback) = &c.callback {
+            let route = Route {
+                server: c.server.clone(),
+                event: c.event.clone(),
+                secrets: vec![callback.secret.clone()],
+                hooks,
+            };
+            let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
+            routes.insert(c.key.clone(), route);
+        }
+        let (end, ended) = mpsc::channel(1);
+        self.state().ends.insert(c.key.clone(), end);
+        if let Some((_, arm)) = self.0.servers.get(&c.server) {
+            let _ = arm.send((b, delivered, ended));
+        }
+    }
+
+    /// Ends binding `key`'s task (its webhook subscription is released) and its route.
+    fn end(&self, key: &str) {
+        if let Some(end) = self.state().ends.remove(key) {
+            let _ = end.try_send(());
+        }
+        let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
+        routes.remove(key);
+    }
+
+    /// Arms the subscriptions kept in the store again, but those whose lifetime ended, whose
+    /// server or grant is gone, or which a configured binding now is. Blocks on the store.
+    pub(super) fn restore(&self) {
+        let kept = {
+            let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+            store.load_index()
+        };
+        let mut registry = match kept {
+            Ok(None) => Registry::default(),
+            Ok(Some(index)) => Registry::from_index(&index).unwrap_or_else(|| {
+                self.index_failed(0, "the index kept is not one; it starts empty");
+                Registry::default()
+            }),
+            Err(e) => {
+                self.index_failed(0, &e.to_string());
+                Registry::default()
+            }
+        };
+        let now = wall_ms();
+        let inner = &*self.0;
+        let mut ended = Vec::new();
+        for (reason, gone) in [
+            ("expired", registry.expire(now)),
+            (
+                "server_removed",
+                registry.end_where(|s| !inner.servers.contains_key(&s.server)),
+            ),
+            (
+                "grant_removed",
+                registry.end_where(|s| !inner.grants.contains_key(&s.owner)),
+            ),
+            (
+                "configured",
+                registry.end_where(|s| inner.configured.contains(&s.id)),
+            ),
+        ] {
+            ended.extend(gone.into_iter().map(|s| (s, reason)));
+        }
+        let live: Vec<Subscription> = registry.all().cloned().collect();
+        {
+            let mut state = self.state();
+            state.registry = registry;
+            for (s, reason) in &ended {
+                state.unsaved.push(s.audit("unsubscribed", reason, now));
+            }
+        }
+        for s in &live {
+            if let Err(e) = self.arm(&spec_of(s)) {
+                log(
+                    &self.0.ctx,
+                    Level::Warn,
+                    "mcp.events.arm.fail",
+                    &[
+                        ("server", json!(s.server)),
+                        ("event_type", json!(s.event)),
+                        ("err", json!(e)),
+                        ("retry_ms", json!(TICK.as_millis())),
+                    ],
+                );
+            }
+        }
+        if !ended.is_empty() {
+            let keys = ended.iter().map(|(s, _)| s.id.clone()).collect();
+            self.save(keys);
+            for (s, reason) in &ended {
+                self.logged("mcp.events.unsubscribed", s, reason);
+            }
+        }
+    }
+
+    /// Ends subscriptions as their lifetimes end, and writes an index not kept yet again,
+    /// until the runtime stops.
+    pub(super) async fn expire(self, mut stop: watch::Receiver<bool>) {
+        loop {
+            let now = wall_ms();
+            let (ended, dirty, next) = {
+                let mut state = self.state();
+                let ended = state.registry.expire(now);
+                for s in &ended {
+                    state.unsaved.push(s.audit("unsubscribed", "expired", now));
+                }
+                (ended, state.dirty, state.registry.next_expiry())
+            };
+            for s in &ended {
+                self.end(&s.id);
+            }
+            if !ended.is_empty() || dirty {
+                self.flush(ended.iter().map(|s| s.id.clone()).collect())
+                    .await;
+            }
+            for s in &ended {
+                self.logged("mcp.events.unsubscribed", s, "expired");
+            }
+            let wait = next.map_or(TICK, |at| {
+                Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0))
+            });
+            tokio::select! {
+                () = tokio::time::sleep(wait.min(TICK)) => {}
+                () = self.0.changed.notified() => {}
+                () = stopping(&mut stop) => return,
+            }
+        }
+    }
+
+    /// Writes the index with the audit records not yet kept, forgetting the cursors and
+    /// secrets of `released`, off the async threads.
+    async fn flush(&self, released: Vec<String>) {
+        let this = self.clone();
+        let _ = tokio::task::spawn_blocking(move || this.save(released)).await;
+    }
+
+    /// [`flush`](Self::flush), blocking on the store. The index is read under the store's
+    /// lock, so that of two writes the later one keeps the later index.
+    fn save(&self, released: Vec<String>) {
+        let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+        for key in &released {
+            let _ = store.forget(key);
+        }
+        let (index, audit, live) = {
+            let mut state = self.state();
+            let live = state.registry.all().count();
+            (
+                state.registry.index(),
+                std::mem::take(&mut state.unsaved),
+                live,
+            )
+        };
+        let saved = store.save_index(&index, &audit);
+        drop(store);
+        let mut state = self.state();
+        match saved {
+            Ok(()) => state.dirty = false,
+            Err(e) => {
+                state.dirty = true;
+                let newer = std::mem::replace(&mut state.unsaved, audit);
+                state.unsaved.extend(newer);
+                drop(state);
+                self.index_failed(live, &e.to_string());
+            }
+        }
+    }
+
+    /// [`save`](Self::save), when the index kept is not the registry's.
+    pub(super) fn save_if_dirty(&self) {
+        let dirty = {
+            let state = self.state();
+            state.dirty || !state.unsaved.is_empty()
+        };
+        if dirty {
+            self.save(Vec::new());
+        }
+    }
+
+    fn index_failed(&self, subscriptions: usize, err: &str) {
+        log(
+            &self.0.ctx,
+            Level::Warn,
+            "mcp.events.index.failed",
+            &[
+                ("subscriptions", json!(subscriptions)),
+                ("err", json!(mcp_wire::log_text(err))),
+            ],
+        );
+    }
+
+    /// `mcp.events.subscribed` or `mcp.events.unsubscribed`.
+    fn logged(&self, name: &str, s: &Subscription, reason: &str) {
+        log(
+            &self.0.ctx,
+            Level::Info,
+            name,
+            &[
+                ("server", json!(s.server)),
+                ("event_type", json!(s.event)),
+                ("owner", json!(s.owner)),
+                ("reason", json!(reason)),
+                ("subscription", json!(s.id)),
+            ],
+        );
+    }
+
+    /// The held connection of `server`, if it is connected.
+    fn connection(&self, server: &str) -> Result<Arc<Connection>, Refused> {
+        let (connections, _) =
+            self.0
+                .servers
+                .get(server)
+                .ok_or_else(|| Refused::UnknownServer {
+                    server: server.to_owned(),
+                })?;
+        let current = connections.borrow().clone();
+        current.ok_or_else(|| Refused::NotConnected {
+            server: server.to_owned(),
+        })
+    }
+
+    /// Whether binding `spec` could work on a server listing `types`, as the binding itself
+    /// would decide.
+    fn check(&self, spec: &config::Binding, types: &[EventType]) -> Result<(), Refused> {
+        let secret = Secret::random(&ring::rand::SystemRandom::new())
+            .map_err(|e| Refused::Failed { err: e.to_string() })?;
+        let mut b = Binding::new(self.binding_config(spec, secret), None);
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(types), std::time::Instant::now());
+        let Some(reason) = b.refusal() else {
+            return Ok(());
+        };
+        let detail = std::iter::from_fn(|| b.poll_log())
+            .find_map(|line| match line {
+                Log::Refused { detail, .. } => Some(detail),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Err(Refused::Unusable { reason, detail })
+    }
+
+    async fn subscribe_here(self, owner: String, wanted: Wanted) -> Result<Subscription, Refused> {
+        let grant = match self.0.grants.get(&owner) {
+            Some((grant, _)) => grant.clone(),
+            None => return Err(Refused::NoGrant { owner }),
+        };
+        let types = self.list_here(wanted.server.clone()).await?;
+        let spec = config::Binding {
+            server: wanted.server.clone(),
+            event: wanted.event.clone(),
+            into: wanted.into.clone(),
+            arguments: wanted.arguments.clone(),
+            delivery: wanted.delivery.clone(),
+            max_per_minute: None,
+        };
+        self.check(&spec, &types)?;
+        if self.0.configured.contains(&spec.key()) {
+            return Err(Refused::Exists);
+        }
+        let made = {
+            let on_server = self.0.configured_on.get(&spec.server).copied();
+            let mut state = self.state();
+            let made = state.registry.subscribe(
+                &grant,
+                wanted,
+                on_server.unwrap_or(0),
+                self.0.configured.len(),
+                wall_ms(),
+            )?;
+            state
+                .unsaved
+                .push(made.audit("subscribed", "requested", wall_ms()));
+            made
+        };
+        let this = self.clone();
+        let armed = tokio::task::spawn_blocking(move || this.arm(&spec))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|armed| armed);
+        if let Err(err) = armed {
+            // Nothing was started: the subscription is not made.
+            let mut state = self.state();
+            let _ = state.registry.unsubscribe(&owner, &made.id);
+            state.unsaved.pop();
+            return Err(Refused::Failed { err });
+        }
+        self.flush(Vec::new()).await;
+        self.logged("mcp.events.subscribed", &made, "requested");
+        self.0.changed.notify_one();
+        Ok(made)
+    }
+
+    async fn unsubscribe_here(self, owner: String, id: String) -> Result<Subscription, Refused> {
+        let ended = {
+            let mut state = self.state();
+            let ended = state.registry.unsubscribe(&owner, &id)?;
+            state
+                .unsaved
+                .push(ended.audit("unsubscribed", "requested", wall_ms()));
+            ended
+        };
+        self.end(&ended.id);
+        self.flush(vec![ended.id.clone()]).await;
+        self.logged("mcp.events.unsubscribed", &ended, "requested");
+        Ok(ended)
+    }
+
+    /// Lists `server`'s event types once, every page (no retry: the caller hears of a
+    /// failure).
+    async fn list_here(&self, server: String) -> Result<Vec<EventType>, Refused> {
+        let connection = self.connection(&server)?;
+        if connection.revision().era() != mcp_wire::Era::Modern {
+            return Err(unusable(Refusal::Revision));
+        }
+        if connection.capabilities().events().is_none() {
+            return Err(unusable(Refusal::NoCapability));
+        }
+        let mut lister = Lister::new(std::time::Instant::now());
+        while let Some(cursor) = lister.poll_request(std::time::Instant::now()) {
+            let page = request(connection.list_events(cursor)).await;
+            count(&self.0.ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
+            match page {
+                Ok(page) => match lister.on_page(page, std::time::Instant::now()) {
+                    Step::More => {}
+                    Step::Done(types) => return Ok(types),
+                    _ => return Err(unusable(Refusal::ListTooLarge)),
+                },
+                Err(mcp_events::binding::Failure::Rpc(e))
+                    if e.code == mcp_wire::code::METHOD_NOT_FOUND =>
+                {
+                    return Err(unusable(Refusal::MethodNotFound));
+                }
+                Err(failure) => {
+                    return Err(Refused::Failed {
+                        err: mcp_wire::log_text(&failure.to_string()),
+                    });
+                }
+            }
+        }
+        Err(Refused::Failed {
+            err: "the listing ended without its last page".to_owned(),
+        })
+    }
+
+    /// Runs `work` on the events runtime, whatever runtime the caller is on.
+    async fn on_runtime<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, Refused>> + Send + 'static,
+    ) -> Result<T, Refused> {
+        self.0
+            .handle
+            .spawn(work)
+            .await
+            .unwrap_or_else(|e| Err(Refused::Failed { err: e.to_string() }))
+    }
+}
+
+fn unusable(reason: Refusal) -> Refused {
+    Refused::Unusable {
+        reason,
+        detail: String::new(),
+    }
+}
+
+/// The binding a kept subscription is.
+fn spec_of(s: &Subscription) -> config::Binding {
+    config::Binding {
+        server: s.server.clone(),
+        event: s.event.clone(),
+        into: s.into.clone(),
+        arguments: s.arguments.clone(),
+        delivery: s.modes(),
+        max_per_minute: None,
+    }
+}
+
+impl Subscriptions for Control {
+    fn offers_tools(&self, owner: &str) -> bool {
+        self.0.grants.get(owner).is_some_and(|(_, tools)| *tools)
+    }
+
+    async fn list(&self, server: &str) -> Result<Vec<EventType>, Refused> {
+        let (this, server) = (self.clone(), server.to_owned());
+        self.on_runtime(async move { this.list_here(server).await })
+            .await
+    }
+
+    async fn subscribe(&self, owner: &str, wanted: Wanted) -> Result<Subscription, Refused> {
+        let (this, owner) = (self.clone(), owner.to_owned());
+        self.on_runtime(this.subscribe_here(owner, wanted)).await
+    }
+
+    async fn unsubscribe(&self, owner: &str, id: &str) -> Result<Subscription, Refused> {
+        let this = self.clone();
+        self.on_runtime(this.unsubscribe_here(owner.to_owned(), id.to_owned()))
+            .await
+    }
+
+    fn subscriptions(&self, owner: &str) -> Vec<Subscription> {
+        let state = self.state();
+        state
+            .registry
+            .subscriptions(owner)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+}
