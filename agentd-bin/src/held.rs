@@ -427,6 +427,8 @@ impl Task {
             let err = match timeout(MANAGEMENT, connection.redial()).await {
                 Ok(Ok(())) => {
                     dial::connected(&instance, &name, connection, Some("session_lost"));
+                    // The same connection, dialed again: its watchers decide afresh.
+                    self.connected.send_modify(|_| {});
                     return true;
                 }
                 Ok(Err(e)) => e.to_string(),

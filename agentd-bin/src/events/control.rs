@@ -33,7 +33,7 @@ use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::{Armed, Ctx, log, report::count, request, stopping, wall_ms};
+use super::{Armed, Connections, Ctx, log, report::count, request, stopping, wall_ms};
 use crate::config::{self, Config};
 use crate::hooks::{PREFIX, Route, Routes};
 use crate::log::Level;
@@ -64,10 +64,7 @@ struct Inner {
 }
 
 /// A held server, as the bindings see it.
-pub(super) type Server = (
-    watch::Receiver<Option<Arc<Connection>>>,
-    mpsc::UnboundedSender<Armed>,
-);
+pub(super) type Server = (Connections, mpsc::UnboundedSender<Armed>);
 
 #[derive(Debug, Default)]
 struct State {

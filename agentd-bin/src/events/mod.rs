@@ -60,6 +60,13 @@ struct Ctx {
 /// ends it (a runtime subscription released).
 type Armed = (Binding, mpsc::Receiver<Hook>, mpsc::Receiver<()>);
 
+/// A server's connection, as its holder hands it on: `None` until the first dial answers,
+/// marked changed at every re-dial.
+type Connections = watch::Receiver<Option<Arc<Connection>>>;
+
+/// What the server's latest listing came to, once there is one.
+type Listings = watch::Receiver<Option<Arc<Listed>>>;
+
 impl Events {
     /// Starts the bindings of `config` and the runtime subscriptions kept in the store, on
     /// the connections of `held`; `None` when there are neither bindings nor grants. Fails
@@ -187,10 +194,7 @@ impl Listed {
 async fn serve(
     ctx: Ctx,
     server: String,
-    (mut connections, mut changed): (
-        watch::Receiver<Option<Arc<Connection>>>,
-        watch::Receiver<u64>,
-    ),
+    (mut connections, mut changed): (Connections, watch::Receiver<u64>),
     mut armed: mpsc::UnboundedReceiver<Armed>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -201,9 +205,7 @@ async fn serve(
         },
         () = stopping(&mut stop) => return,
     };
-    let modern = connection.revision().era() == mcp_wire::Era::Modern;
-    let capability = connection.capabilities().events().is_some();
-    let usable = modern && capability;
+    let (mut modern, mut capability) = facts(&connection);
     let (listed, listings) = watch::channel::<Option<Arc<Listed>>>(None);
     let (relist, mut relists) = mpsc::channel::<()>(16);
     // Listed from the first binding on.
@@ -213,7 +215,7 @@ async fn serve(
         while let Some(cursor) = lister
             .as_mut()
             .and_then(|l| l.poll_request(now))
-            .filter(|_| usable)
+            .filter(|_| modern && capability)
         {
             let lister = lister.as_mut().expect("listing");
             let page = request(connection.list_events(cursor)).await;
@@ -261,7 +263,7 @@ async fn serve(
         let next = lister
             .as_ref()
             .and_then(Lister::poll_timeout)
-            .filter(|_| usable);
+            .filter(|_| modern && capability);
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
             Some((b, hooks, end)) = armed.recv() => {
@@ -275,9 +277,8 @@ async fn serve(
                     on,
                     b,
                     (hooks, end),
-                    listings.clone(),
+                    (connections.clone(), listings.clone()),
                     stop.clone(),
-                    (modern, capability),
                 ));
                 lister.get_or_insert_with(|| Lister::new(std::time::Instant::now()));
             }
@@ -285,9 +286,23 @@ async fn serve(
             Some(()) = relists.recv() => again(&mut lister),
             // The server said its types changed (`mcp.events.list_changed`).
             Ok(()) = changed.changed() => again(&mut lister),
+            // The session was lost and dialed again: what it reached is asked afresh.
+            Ok(()) = connections.changed() => {
+                (modern, capability) = facts(&connection);
+                again(&mut lister);
+            }
             () = stopping(&mut stop) => return,
         }
     }
+}
+
+/// Whether `connection` reached 2026-07-28, and whether its server declares the events
+/// extension.
+fn facts(connection: &Connection) -> (bool, bool) {
+    (
+        connection.revision().era() == mcp_wire::Era::Modern,
+        connection.capabilities().events().is_some(),
+    )
 }
 
 fn again(lister: &mut Option<Lister>) {
@@ -310,12 +325,12 @@ async fn run_binding(
     on: On,
     mut b: Binding,
     (mut hooks, mut end): (mpsc::Receiver<Hook>, mpsc::Receiver<()>),
-    mut listings: watch::Receiver<Option<Arc<Listed>>>,
+    (mut connections, mut listings): (Connections, Listings),
     mut stop: watch::Receiver<bool>,
-    (modern, capability): (bool, bool),
 ) {
     let (ctx, server, connection) = (&on.ctx, on.server.as_str(), &on.connection);
     let (mut seen, mut evicted, mut active) = (Stats::default(), 0, None);
+    let (modern, capability) = facts(connection);
     b.on_connection(modern, capability);
     loop {
         while let Some(action) = b.poll_action(std::time::Instant::now()) {
@@ -350,6 +365,17 @@ async fn run_binding(
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
             Ok(()) = listings.changed() => {
+                let listed = listings.borrow_and_update().clone();
+                if let Some(listed) = listed {
+                    b.on_listing(listed.as_listing(), std::time::Instant::now());
+                }
+            }
+            // Dialed again: decided afresh (the listing that follows arms it).
+            Ok(()) = connections.changed() => {
+                let (modern, capability) = facts(connection);
+                b.on_connection(modern, capability);
+                // The listing at hand, which may have come first; the server's task lists
+                // again, and that listing follows.
                 let listed = listings.borrow_and_update().clone();
                 if let Some(listed) = listed {
                     b.on_listing(listed.as_listing(), std::time::Instant::now());
