@@ -1,6 +1,7 @@
-//! The control socket, `<store.path>/agentd.sock`: a Unix socket only the daemon's user may
-//! open (mode 0600), where `agentd events call` reaches the running daemon's events tools.
-//! It is bound at start when `events.grants` are configured, and removed at exit.
+//! The control socket, `<store.path>/control/agentd.sock`: a Unix socket in a directory only
+//! the daemon's user may enter (mode 0700), where `agentd events call` reaches the running
+//! daemon's events tools. It is bound at start when `events.grants` are configured, and
+//! removed at exit. A socket left by an earlier run is replaced.
 //!
 //! One request per connection, one JSON line of at most 64 KiB:
 //! `{"tool", "arguments", "owner", "kind"}`; one answer line: `{"ok": true, "result": …}` or
@@ -19,8 +20,8 @@ use tokio::sync::watch;
 
 use crate::events::Control;
 
-/// The socket's name inside `store.path`.
-pub(crate) const FILE: &str = "agentd.sock";
+/// The socket's directory inside `store.path`, and its name there.
+pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
 
 /// The largest request line.
 const REQUEST_MAX: u64 = 64 * 1024;
@@ -42,20 +43,21 @@ pub(crate) struct Request {
 
 /// Where the socket of a store in `dir` is.
 pub(crate) fn path(dir: &Path) -> PathBuf {
-    dir.join(FILE)
+    dir.join(FILE[0]).join(FILE[1])
 }
 
-/// Binds the socket in `dir` (a socket left by an earlier run is replaced), mode 0600.
+/// Binds the socket of the store in `dir`, in its directory of mode 0700 (made so before
+/// the socket exists).
 pub(crate) fn bind(dir: &Path) -> std::io::Result<UnixListener> {
-    std::fs::create_dir_all(dir)?;
+    let private = dir.join(FILE[0]);
+    std::fs::create_dir_all(&private)?;
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))?;
     let path = path(dir);
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let listener = UnixListener::bind(&path)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    UnixListener::bind(&path)
 }
 
 /// Answers every connection with the events tools of the current start of MCP Events.

@@ -93,6 +93,9 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         Ok(events) => events,
         Err(e) => {
             eprintln!("agentd: cannot start MCP Events: {e}");
+            if socket.is_some() {
+                let _ = std::fs::remove_file(crate::socket::path(&config.store_path));
+            }
             return ExitCode::FAILURE;
         }
     };

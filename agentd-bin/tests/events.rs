@@ -452,6 +452,13 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.connect", Some("ref"));
     let root = ("root", "root");
+    let private = std::fs::metadata(dir.join("control"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&private) & 0o777,
+        0o700
+    );
 
     let listed = events_call(&file, root, "events.list", json!({"server": "ref"})).unwrap();
     assert_eq!(listed["types"][0]["name"], "ticket.created", "{listed}");
@@ -513,6 +520,7 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
         ),
         (&json!("root"), &json!("requested"), &json!(id))
     );
+    assert_eq!(subscribed["event_type"], "ticket.created");
     assert_eq!(
         agentd.wait_for("mcp.events.armed", Some("ref"))["mode"],
         "poll"
@@ -571,6 +579,34 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
             .is_none()
     );
 
+    // A webhook one, released by its owner: the server's subscription ends before the call
+    // returns.
+    let mut hooked = wanted("ticket.created", "hooked", json!({}));
+    hooked["delivery"] = json!(["webhook"]);
+    let hooked = events_call(&file, root, "events.subscribe", hooked).unwrap();
+    let armed = agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
+    assert_eq!(armed["mode"], "webhook");
+    let released = |server: &ReferenceServer| {
+        let methods = server.methods();
+        methods
+            .iter()
+            .filter(|m| *m == "events/unsubscribe")
+            .count()
+    };
+    assert_eq!(released(&server), 1);
+    let id_of = |made: &Value| json!({"subscription": made["subscription"]["id"]});
+    events_call(&file, root, "events.unsubscribe", id_of(&hooked)).unwrap();
+    assert_eq!(released(&server), 2);
+    let gone = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
+    assert_eq!(
+        (&gone["reason"], &gone["subscription"], &gone["event_type"]),
+        (
+            &json!("requested"),
+            &hooked["subscription"]["id"],
+            &json!("ticket.created")
+        )
+    );
+
     // Released by its owner; its records stay.
     let ended = events_call(
         &file,
@@ -580,8 +616,11 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
     )
     .unwrap();
     assert_eq!(ended["subscription"]["id"], json!(id));
-    let released = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
-    assert_eq!(released["reason"], "requested");
+    let released = agentd.wait_for_nth("mcp.events.unsubscribed", Some("ref"), 2);
+    assert_eq!(
+        (&released["reason"], &released["subscription"]),
+        (&json!("requested"), &json!(id))
+    );
     let err = events_call(
         &file,
         root,
@@ -615,7 +654,7 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
         "owner = \"ops\"\n",
     ));
     agentd.signal("HUP");
-    let gone = agentd.wait_for_nth("mcp.events.unsubscribed", Some("ref"), 2);
+    let gone = agentd.wait_for_nth("mcp.events.unsubscribed", Some("ref"), 3);
     assert_eq!(
         (&gone["reason"], &gone["subscription"]),
         (&json!("grant_removed"), &late["subscription"]["id"])
@@ -632,6 +671,8 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
             (json!("subscribed"), json!("requested")),
             (json!("subscribed"), json!("requested")),
             (json!("unsubscribed"), json!("expired")),
+            (json!("subscribed"), json!("requested")),
+            (json!("unsubscribed"), json!("requested")),
             (json!("unsubscribed"), json!("requested")),
             (json!("subscribed"), json!("requested")),
             (json!("unsubscribed"), json!("grant_removed")),
@@ -639,8 +680,49 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
     );
     assert!(agentd.terminate().success());
     assert!(
-        !dir.join("agentd.sock").exists(),
+        !dir.join("control/agentd.sock").exists(),
         "the socket is removed at exit"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_a_configured_binding_now_is_goes_on_from_its_cursor() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("configured");
+    let text = format!(
+        "instance = \"ev\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+         [[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n\
+         [[events.grants]]\nowner = \"root\"\ntools = true\n",
+        dir.display(),
+        server.url()
+    );
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("ref"));
+    let args = json!({"server": "ref", "event": "ticket.created", "into": "tickets",
+                      "arguments": {"project": "ops"}});
+    let made = events_call(&file, ("root", "root"), "events.subscribe", args).unwrap();
+    // A first poll without a cursor starts from now.
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    server.emit("ticket.created", json!({"id": 1}));
+    assert_eq!(wait_for_records(&file, 1).len(), 1);
+
+    // The same binding, configured: the subscription ends, the binding keeps its cursor.
+    let binding = "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\n\
+                   into = \"tickets\"\narguments = { project = \"ops\" }\n";
+    file.write(&format!("{text}{binding}"));
+    agentd.signal("HUP");
+    let ended = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
+    assert_eq!(
+        (&ended["reason"], &ended["subscription"]),
+        (&json!("configured"), &made["subscription"]["id"])
+    );
+    let armed = agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
+    assert_eq!(armed["cursor_present"], true, "{armed}");
+    server.emit("ticket.created", json!({"id": 2}));
+    let records = wait_for_records(&file, 2);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(agentd.terminate().success());
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -51,6 +51,11 @@ impl Grant {
             live,
         })
     }
+
+    /// How many live subscriptions it allows.
+    pub fn live(&self) -> usize {
+        self.live as usize
+    }
 }
 
 /// A subscription asked for.
@@ -302,6 +307,42 @@ impl Registry {
         ids.iter().filter_map(|id| self.live.remove(id)).collect()
     }
 
+    /// The live subscription `id`, if it is one.
+    pub fn get(&self, id: &str) -> Option<&Subscription> {
+        self.live.get(id)
+    }
+
+    /// Ends the subscriptions past a limit that changed since they were made (a grant's
+    /// `live_of` its owner, `configured_on` a server and `configured` in all), keeping the
+    /// first in key order; those ended.
+    pub fn end_excess(
+        &mut self,
+        live_of: impl Fn(&str) -> usize,
+        configured_on: impl Fn(&str) -> usize,
+        configured: usize,
+    ) -> Vec<Subscription> {
+        let (mut owners, mut servers) = (BTreeMap::<&str, usize>::new(), BTreeMap::new());
+        let mut total = configured;
+        let mut over = Vec::new();
+        for s in self.live.values() {
+            let owned = owners.entry(&s.owner).or_default();
+            let on_server = servers
+                .entry(&s.server)
+                .or_insert_with(|| configured_on(&s.server));
+            if *owned >= live_of(&s.owner)
+                || *on_server >= BINDINGS_PER_SERVER
+                || total >= BINDINGS_PER_INSTANCE
+            {
+                over.push(s.id.clone());
+            } else {
+                *owned += 1;
+                *on_server += 1;
+                total += 1;
+            }
+        }
+        over.iter().filter_map(|id| self.live.remove(id)).collect()
+    }
+
     /// When the next lifetime ends, in Unix milliseconds.
     pub fn next_expiry(&self) -> Option<i64> {
         self.live.values().map(|s| s.expires_ms).min()
@@ -437,10 +478,34 @@ mod tests {
     }
 
     #[test]
+    fn limits_lowered_since_end_the_excess() {
+        let grant = Grant::new("a", Some(64)).unwrap();
+        let mut r = Registry::default();
+        for n in 0..5 {
+            r.subscribe(&grant, wanted(n), 0, 0, 0).unwrap();
+        }
+        let mut elsewhere = wanted(9);
+        elsewhere.server = "t".into();
+        r.subscribe(&grant, elsewhere, 0, 0, 0).unwrap();
+        // Nothing changed: nothing ends.
+        assert!(r.end_excess(|_| 64, |_| 0, 0).is_empty());
+        // 62 bindings configured on "s": 2 of its 5 stay.
+        let ended = r.end_excess(|_| 64, |s| if s == "s" { 62 } else { 0 }, 62);
+        assert_eq!(ended.len(), 3);
+        assert!(ended.iter().all(|s| s.server == "s"));
+        // The grant allows 2 now: 1 of the 3 left ends.
+        assert_eq!(r.end_excess(|_| 2, |_| 0, 0).len(), 1);
+        // 255 configured in all: 1 of the 2 left stays.
+        assert_eq!(r.end_excess(|_| 64, |_| 0, 255).len(), 1);
+        assert_eq!(r.all().count(), 1);
+    }
+
+    #[test]
     fn only_the_owner_ends_it_and_the_index_round_trips() {
         let grant = Grant::new("a", None).unwrap();
         let mut r = Registry::default();
         let made = r.subscribe(&grant, wanted(0), 0, 0, 0).unwrap();
+        assert_eq!(r.get(&made.id), Some(&made));
         let index = r.index();
         assert_eq!(Registry::from_index(&index).as_ref(), Some(&r));
         assert_eq!(Registry::from_index("not json"), None);

@@ -23,6 +23,7 @@ use agentd_tools::events::Subscriptions;
 use mcp_events::binding::{
     Binding, Callback, Config as BindingConfig, Listing, Log, Rate, Refusal,
 };
+use mcp_events::limits::REQUEST_TIMEOUT;
 use mcp_events::listing::{Lister, Step};
 use mcp_events::runtime::{Grant, Refused, Registry, Subscription, Wanted};
 use mcp_events::store::Store;
@@ -31,7 +32,7 @@ use mcp_negotiate::Connection;
 use mcp_wire::events::{DeliveryMode, EventType};
 use serde_json::json;
 use tokio::runtime::Handle;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::{Armed, Connections, Ctx, log, report::count, request, stopping, wall_ms};
 use crate::config::{self, Config};
@@ -69,12 +70,18 @@ pub(super) type Server = (Connections, mpsc::UnboundedSender<Armed>);
 #[derive(Debug, Default)]
 struct State {
     registry: Registry,
-    /// What ends each binding's task.
-    ends: HashMap<String, mpsc::Sender<()>>,
+    /// What ends each binding's task; the task answers once it is done.
+    ends: HashMap<String, mpsc::Sender<oneshot::Sender<()>>>,
     /// Audit records not yet written with the index.
     unsaved: Vec<Vec<u8>>,
     /// The index kept is not the registry's.
     dirty: bool,
+    /// The index kept could not be read at start: it is not overwritten.
+    unreadable: bool,
+    /// Kept subscriptions not armed again yet (the store failed); tried every minute.
+    unarmed: Vec<String>,
+    /// This start is stopping: the next one writes the index.
+    closed: bool,
 }
 
 impl Control {
@@ -151,7 +158,8 @@ impl Control {
     }
 
     /// Starts binding `spec` from its stored cursor, with the webhook secret kept for it (or
-    /// a fresh one, kept). Blocks on the store.
+    /// a fresh one, kept); a runtime subscription only while the registry holds it. Blocks
+    /// on the store.
     pub(super) fn arm(&self, spec: &config::Binding) -> Result<(), String> {
         let fresh = || Secret::random(&ring::rand::SystemRandom::new()).map_err(|e| e.to_string());
         let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
@@ -170,9 +178,15 @@ impl Control {
         Ok(())
     }
 
-    /// Hands `b` to its server's task, with its route when it takes deliveries.
+    /// Hands `b` to its server's task, with its route when it takes deliveries. A runtime
+    /// subscription ended meanwhile is not started: the check and the route are made under
+    /// the lock its end takes.
     fn launch(&self, b: Binding) {
         let c = b.config();
+        let mut state = self.state();
+        if !self.0.configured.contains(&c.key) && state.registry.get(&c.key).is_none() {
+            return;
+        }
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
         let (hooks, delivered) = mpsc::channel(64);
@@ -187,40 +201,55 @@ impl Control {
             routes.insert(c.key.clone(), route);
         }
         let (end, ended) = mpsc::channel(1);
-        self.state().ends.insert(c.key.clone(), end);
+        state.ends.insert(c.key.clone(), end);
+        drop(state);
         if let Some((_, arm)) = self.0.servers.get(&c.server) {
             let _ = arm.send((b, delivered, ended));
         }
     }
 
-    /// Ends binding `key`'s task (its webhook subscription is released) and its route.
-    fn end(&self, key: &str) {
-        if let Some(end) = self.state().ends.remove(key) {
-            let _ = end.try_send(());
-        }
+    /// Ends binding `key`'s task and its route: the task releases its webhook subscription
+    /// and forgets its cursor and secret, then answers on what this returns.
+    fn end(&self, key: &str) -> Option<oneshot::Receiver<()>> {
+        let mut state = self.state();
         let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
         routes.remove(key);
+        let end = state.ends.remove(key)?;
+        let (done, finished) = oneshot::channel();
+        end.try_send(done).ok()?;
+        Some(finished)
     }
 
     /// Arms the subscriptions kept in the store again, but those whose lifetime ended, whose
-    /// server or grant is gone, or which a configured binding now is. Blocks on the store.
+    /// server or grant is gone, which a configured binding now is, or which a limit lowered
+    /// since leaves no room for. Those ended were never armed: their webhook subscriptions
+    /// are left to the 410 their routes answer. Blocks on the store.
     pub(super) fn restore(&self) {
         let kept = {
             let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
             store.load_index()
         };
-        let mut registry = match kept {
-            Ok(None) => Registry::default(),
-            Ok(Some(index)) => Registry::from_index(&index).unwrap_or_else(|| {
-                self.index_failed(0, "the index kept is not one; it starts empty");
-                Registry::default()
-            }),
-            Err(e) => {
-                self.index_failed(0, &e.to_string());
-                Registry::default()
-            }
-        };
         let now = wall_ms();
+        let mut registry = Registry::default();
+        match kept {
+            Ok(None) => {}
+            Ok(Some(index)) => match Registry::from_index(&index) {
+                Some(kept) => registry = kept,
+                None => {
+                    // Kept where it can be read, and replaced.
+                    let record = json!({"at_ms": now, "action": "index_replaced", "index": index});
+                    let mut state = self.state();
+                    state.unsaved.push(record.to_string().into_bytes());
+                    state.dirty = true;
+                    drop(state);
+                    self.index_failed(0, "the index kept is not one: it is in agentd.audit");
+                }
+            },
+            Err(e) => {
+                self.state().unreadable = true;
+                self.index_failed(0, &format!("the index kept cannot be read: {e}"));
+            }
+        }
         let inner = &*self.0;
         let mut ended = Vec::new();
         for (reason, gone) in [
@@ -237,6 +266,14 @@ impl Control {
                 "configured",
                 registry.end_where(|s| inner.configured.contains(&s.id)),
             ),
+            (
+                "limits",
+                registry.end_excess(
+                    |owner| inner.grants.get(owner).map_or(0, |(g, _)| g.live()),
+                    |server| inner.configured_on.get(server).copied().unwrap_or(0),
+                    inner.configured.len(),
+                ),
+            ),
         ] {
             ended.extend(gone.into_iter().map(|s| (s, reason)));
         }
@@ -250,24 +287,54 @@ impl Control {
         }
         for s in &live {
             if let Err(e) = self.arm(&spec_of(s)) {
-                log(
-                    &self.0.ctx,
-                    Level::Warn,
-                    "mcp.events.arm.fail",
-                    &[
-                        ("server", json!(s.server)),
-                        ("event_type", json!(s.event)),
-                        ("err", json!(e)),
-                        ("retry_ms", json!(TICK.as_millis())),
-                    ],
-                );
+                self.state().unarmed.push(s.id.clone());
+                self.arm_failed(s, &e);
             }
         }
-        if !ended.is_empty() {
-            let keys = ended.iter().map(|(s, _)| s.id.clone()).collect();
-            self.save(keys);
+        if !ended.is_empty() || self.state().dirty {
+            // The key of one a configured binding now is names that binding's cursor.
+            let released = ended
+                .iter()
+                .filter(|(_, reason)| *reason != "configured")
+                .map(|(s, _)| s.id.clone())
+                .collect();
+            self.save(released);
             for (s, reason) in &ended {
                 self.logged("mcp.events.unsubscribed", s, reason);
+            }
+        }
+    }
+
+    fn arm_failed(&self, s: &Subscription, err: &str) {
+        log(
+            &self.0.ctx,
+            Level::Warn,
+            "mcp.events.arm.fail",
+            &[
+                ("server", json!(s.server)),
+                ("event_type", json!(s.event)),
+                ("err", json!(mcp_wire::log_text(err))),
+                ("retry_ms", json!(TICK.as_millis())),
+            ],
+        );
+    }
+
+    /// Arms again the kept subscriptions the store failed at start.
+    async fn rearm(&self) {
+        let unarmed = std::mem::take(&mut self.state().unarmed);
+        for id in unarmed {
+            let Some(s) = self.state().registry.get(&id).cloned() else {
+                continue;
+            };
+            let this = self.clone();
+            let spec = spec_of(&s);
+            let armed = tokio::task::spawn_blocking(move || this.arm(&spec))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|armed| armed);
+            if let Err(e) = armed {
+                self.state().unarmed.push(id);
+                self.arm_failed(&s, &e);
             }
         }
     }
@@ -283,15 +350,17 @@ impl Control {
                 for s in &ended {
                     state.unsaved.push(s.audit("unsubscribed", "expired", now));
                 }
-                (ended, state.dirty, state.registry.next_expiry())
+                let dirty = state.dirty || !state.unsaved.is_empty();
+                (ended, dirty, state.registry.next_expiry())
             };
             for s in &ended {
-                self.end(&s.id);
+                // Its task releases it, and forgets its cursor, on its own time.
+                let _ = self.end(&s.id);
             }
             if !ended.is_empty() || dirty {
-                self.flush(ended.iter().map(|s| s.id.clone()).collect())
-                    .await;
+                self.flush().await;
             }
+            self.rearm().await;
             for s in &ended {
                 self.logged("mcp.events.unsubscribed", s, "expired");
             }
@@ -306,29 +375,42 @@ impl Control {
         }
     }
 
-    /// Writes the index with the audit records not yet kept, forgetting the cursors and
-    /// secrets of `released`, off the async threads.
-    async fn flush(&self, released: Vec<String>) {
+    /// Writes the index with the audit records not yet kept, off the async threads.
+    async fn flush(&self) {
         let this = self.clone();
-        let _ = tokio::task::spawn_blocking(move || this.save(released)).await;
+        let _ = tokio::task::spawn_blocking(move || this.save(Vec::new())).await;
     }
 
-    /// [`flush`](Self::flush), blocking on the store. The index is read under the store's
-    /// lock, so that of two writes the later one keeps the later index.
+    /// Forgets the cursors and secrets of `released` (never armed), and writes the index
+    /// with the audit records not yet kept, blocking on the store. The index is read under
+    /// the store's lock, so that of two writes the later one keeps the later index; once
+    /// this start is closed, nothing is written (the next start has the store).
     fn save(&self, released: Vec<String>) {
         let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
-        for key in &released {
-            let _ = store.forget(key);
-        }
         let (index, audit, live) = {
             let mut state = self.state();
+            if state.closed {
+                return;
+            }
             let live = state.registry.all().count();
+            if state.unreadable {
+                state.dirty = true;
+                drop(state);
+                self.index_failed(
+                    live,
+                    "the index kept could not be read: it is not overwritten",
+                );
+                return;
+            }
             (
                 state.registry.index(),
                 std::mem::take(&mut state.unsaved),
                 live,
             )
         };
+        for key in &released {
+            let _ = store.forget(key);
+        }
         let saved = store.save_index(&index, &audit);
         drop(store);
         let mut state = self.state();
@@ -344,8 +426,8 @@ impl Control {
         }
     }
 
-    /// [`save`](Self::save), when the index kept is not the registry's.
-    pub(super) fn save_if_dirty(&self) {
+    /// Closes this start: an index not kept yet is written, and nothing after it.
+    pub(super) fn close(&self) {
         let dirty = {
             let state = self.state();
             state.dirty || !state.unsaved.is_empty()
@@ -353,6 +435,8 @@ impl Control {
         if dirty {
             self.save(Vec::new());
         }
+        let _store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+        self.state().closed = true;
     }
 
     fn index_failed(&self, subscriptions: usize, err: &str) {
@@ -436,7 +520,7 @@ impl Control {
         if self.0.configured.contains(&spec.key()) {
             return Err(Refused::Exists);
         }
-        let made = {
+        let (made, record) = {
             let on_server = self.0.configured_on.get(&spec.server).copied();
             let mut state = self.state();
             let made = state.registry.subscribe(
@@ -446,10 +530,9 @@ impl Control {
                 self.0.configured.len(),
                 wall_ms(),
             )?;
-            state
-                .unsaved
-                .push(made.audit("subscribed", "requested", wall_ms()));
-            made
+            let record = made.audit("subscribed", "requested", wall_ms());
+            state.unsaved.push(record.clone());
+            (made, record)
         };
         let this = self.clone();
         let armed = tokio::task::spawn_blocking(move || this.arm(&spec))
@@ -457,13 +540,20 @@ impl Control {
             .map_err(|e| e.to_string())
             .and_then(|armed| armed);
         if let Err(err) = armed {
-            // Nothing was started: the subscription is not made.
+            // Nothing was started: the subscription is not made. Its record goes with it,
+            // or, when an index holding it was written meanwhile, is answered by another.
             let mut state = self.state();
             let _ = state.registry.unsubscribe(&owner, &made.id);
-            state.unsaved.pop();
+            match state.unsaved.iter().position(|r| *r == record) {
+                Some(at) => drop(state.unsaved.remove(at)),
+                None => state
+                    .unsaved
+                    .push(made.audit("unsubscribed", "arm_failed", wall_ms())),
+            }
+            state.dirty = true;
             return Err(Refused::Failed { err });
         }
-        self.flush(Vec::new()).await;
+        self.flush().await;
         self.logged("mcp.events.subscribed", &made, "requested");
         self.0.changed.notify_one();
         Ok(made)
@@ -478,8 +568,14 @@ impl Control {
                 .push(ended.audit("unsubscribed", "requested", wall_ms()));
             ended
         };
-        self.end(&ended.id);
-        self.flush(vec![ended.id.clone()]).await;
+        // Released on the server before the call returns, so that the same subscription
+        // made again is not undone by it.
+        // (A server not connected now releases nothing: its binding has no task yet.)
+        let connected = self.connection(&ended.server).is_ok();
+        if let Some(done) = self.end(&ended.id).filter(|_| connected) {
+            let _ = tokio::time::timeout(REQUEST_TIMEOUT, done).await;
+        }
+        self.flush().await;
         self.logged("mcp.events.unsubscribed", &ended, "requested");
         Ok(ended)
     }

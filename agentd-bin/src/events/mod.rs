@@ -29,7 +29,7 @@ use mcp_events::store::Store;
 use mcp_negotiate::{Connection, Error};
 use mcp_wire::events::UnsubscribeEventsParams;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
 pub(crate) use self::control::Control;
@@ -58,7 +58,11 @@ struct Ctx {
 
 /// A binding handed to its server's task: the machine, its deliveries, and the signal that
 /// ends it (a runtime subscription released).
-type Armed = (Binding, mpsc::Receiver<Hook>, mpsc::Receiver<()>);
+type Armed = (
+    Binding,
+    mpsc::Receiver<Hook>,
+    mpsc::Receiver<oneshot::Sender<()>>,
+);
 
 /// A server's connection, as its holder hands it on: `None` until the first dial answers,
 /// marked changed at every re-dial.
@@ -119,8 +123,10 @@ impl Events {
             arms,
             routes.clone(),
         );
-        for b in &config.bindings {
-            control.arm(b)?;
+        if let Err(e) = config.bindings.iter().try_for_each(|b| control.arm(b)) {
+            // Not dropped here: the caller may be on an async thread.
+            runtime.shutdown_background();
+            return Err(e);
         }
         control.restore();
         runtime.spawn(control.clone().expire(stopped));
@@ -164,8 +170,9 @@ impl Events {
     /// The routes stay: a delivery that comes meanwhile finds its binding's task gone and is
     /// answered 503, so the server delivers it again; the next start replaces them.
     pub(crate) fn stop(self) {
-        // An index not kept yet is tried once more: the next start reads it.
-        self.control.save_if_dirty();
+        // An index not kept yet is tried once more, and nothing after: the next start
+        // reads it.
+        self.control.close();
         let _ = self.stop.send(true);
         self.runtime.shutdown_background();
     }
@@ -324,7 +331,7 @@ struct On {
 async fn run_binding(
     on: On,
     mut b: Binding,
-    (mut hooks, mut end): (mpsc::Receiver<Hook>, mpsc::Receiver<()>),
+    (mut hooks, mut end): (mpsc::Receiver<Hook>, mpsc::Receiver<oneshot::Sender<()>>),
     (mut connections, mut listings): (Connections, Listings),
     mut stop: watch::Receiver<bool>,
 ) {
@@ -385,9 +392,11 @@ async fn run_binding(
                 let answer = deliver(ctx, &mut b, hook.body, &hook.webhook_id).await;
                 let _ = hook.answer.send(answer);
             }
-            Some(()) = end.recv() => {
+            Some(done) = end.recv() => {
                 set_active(ctx, &mut active, None);
                 release(&on, &b).await;
+                forget(ctx, &b.config().key).await;
+                let _ = done.send(());
                 return;
             }
             () = stopping(&mut stop) => return,
@@ -427,6 +436,16 @@ async fn release(on: &On, b: &Binding) {
         mcp_wire::method::EVENTS_UNSUBSCRIBE,
         &answer,
     );
+}
+
+/// Forgets an ended binding's cursor, secret and subscription id; its records stay.
+async fn forget(ctx: &Ctx, key: &str) {
+    let (store, key) = (ctx.store.clone(), key.to_owned());
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
+        store.forget(&key)
+    })
+    .await;
 }
 
 /// Keeps the webhook subscription's id with its secret.
