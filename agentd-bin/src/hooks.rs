@@ -33,6 +33,9 @@ use crate::metrics::{Metric, Metrics};
 /// The path segment before a binding's key.
 pub(crate) const PREFIX: &str = "/hooks/_mcp/";
 
+/// How many deliveries may wait for one binding's task.
+pub(crate) const QUEUE: usize = 64;
+
 /// How long a delivery waits for its binding's task.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
 
@@ -156,6 +159,17 @@ pub(crate) async fn receive(
             return status(410, "malformed\n");
         }
     };
+    hand_over(&route, webhook_id, body, metrics).await
+}
+
+/// Hands a checked delivery to its binding's task, and answers by what became of it: 429
+/// when [`QUEUE`] deliveries wait already (pressure).
+async fn hand_over(
+    route: &Route,
+    webhook_id: String,
+    body: WebhookBody,
+    metrics: &Metrics,
+) -> Response<Full<Bytes>> {
     let (answer, answered) = oneshot::channel();
     let hook = Hook {
         webhook_id,
@@ -208,4 +222,52 @@ fn retry_later() -> Response<Full<Bytes>> {
         .header("retry-after", "1")
         .body(Full::new(Bytes::new()))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occurrence(n: usize) -> WebhookBody {
+        let body = format!(
+            r#"{{"eventId":"evt-{n}","name":"t","timestamp":"2026-11-30T06:00:00Z","data":{{}}}}"#
+        );
+        WebhookBody::decode(body.as_bytes()).expect("an occurrence")
+    }
+
+    /// 64 deliveries wait for a binding's task; the 65th is answered 429 at once.
+    #[tokio::test]
+    async fn a_binding_s_queue_holds_64_and_the_next_is_pressure() {
+        let (hooks, mut delivered) = mpsc::channel(QUEUE);
+        let route = Arc::new(Route {
+            server: "s".into(),
+            event: "t".into(),
+            secrets: Vec::new(),
+            hooks,
+        });
+        let metrics = Arc::new(Metrics::default());
+        let mut waiting = Vec::new();
+        for n in 0..QUEUE {
+            let (route, metrics) = (route.clone(), metrics.clone());
+            waiting.push(tokio::spawn(async move {
+                hand_over(&route, format!("msg_{n}"), occurrence(n), &metrics).await
+            }));
+        }
+        // Every one of them is in the queue before the next comes.
+        while route.hooks.capacity() > 0 {
+            tokio::task::yield_now().await;
+        }
+        let past = hand_over(&route, "msg_past".into(), occurrence(QUEUE), &metrics).await;
+        assert_eq!(past.status(), 429);
+        assert_eq!(past.headers()["retry-after"], "1");
+        assert!(metrics.render().contains("outcome=\"refused_pressure\"} 1"));
+        // The task takes them all: each is answered 200.
+        for _ in 0..QUEUE {
+            let hook = delivered.recv().await.expect("a delivery");
+            let _ = hook.answer.send(Answer::Taken);
+        }
+        for answer in waiting {
+            assert_eq!(answer.await.unwrap().status(), 200);
+        }
+    }
 }

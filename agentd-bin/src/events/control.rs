@@ -189,7 +189,7 @@ impl Control {
         }
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
-        let (hooks, delivered) = mpsc::channel(64);
+        let (hooks, delivered) = mpsc::channel(crate::hooks::QUEUE);
         if let Some(callback) = &c.callback {
             let route = Route {
                 server: c.server.clone(),
