@@ -574,7 +574,70 @@ pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
+    use agentd_tests::reference::{Options, ReferenceServer};
+    use mcp_events::binding::Config as BindingConfig;
+
     use super::*;
+
+    /// Waits, at most 10 s, for `what`.
+    async fn until(what: impl Fn() -> bool) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while !what() {
+            assert!(Instant::now() < deadline, "not within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A connection dialed again (its watch marked changed, as `Held` does after a re-dial)
+    /// is decided afresh: the server's types are listed again, and the binding goes on
+    /// polling.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_dialed_again_is_listed_again_and_the_binding_goes_on() {
+        let mut options = Options::default();
+        options.events = true;
+        options.legacy = false;
+        options.poll_ms = 1000;
+        let server = ReferenceServer::start(options).await;
+        let config = crate::config::Server {
+            name: "ref".into(),
+            url: server.url(),
+            timeout: std::time::Duration::from_secs(5),
+            headers: Vec::new(),
+            tags: BTreeMap::new(),
+        };
+        let connection = crate::dial::connect("t", &config, mcp_negotiate::Recovery::ByOwner)
+            .await
+            .expect("connected");
+        let dir = std::env::temp_dir().join(format!("agentd-redial-{}", std::process::id()));
+        let ctx = Ctx {
+            instance: "t".into(),
+            metrics: Arc::default(),
+            store: Arc::new(Mutex::new(Sqlite::open(&dir).unwrap())),
+        };
+        let (connected, connections) = watch::channel(Some(Arc::new(connection)));
+        let (_changed, changes) = watch::channel(0);
+        let (arm, armed) = mpsc::unbounded_channel();
+        let (_stop, stopped) = watch::channel(false);
+        tokio::spawn(serve(
+            ctx,
+            "ref".into(),
+            (connections, changes),
+            armed,
+            stopped,
+        ));
+        let b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
+        let (_hooks, hooks) = mpsc::channel(1);
+        let (_end, end) = mpsc::channel(1);
+        arm.send((b, hooks, end)).unwrap();
+        let count = |method: &str| server.methods().iter().filter(|m| *m == method).count();
+        until(|| count("events/poll") >= 1).await;
+        assert_eq!(count("events/list"), 1);
+        connected.send_modify(|_| {});
+        until(|| count("events/list") == 2).await;
+        let polled = count("events/poll");
+        until(|| count("events/poll") > polled).await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// Every `events/*` request is bounded at 30 s: a server that never answers is a
     /// timeout at the bound, and not a moment before.
