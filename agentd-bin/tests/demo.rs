@@ -91,4 +91,14 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
         ask["grants"],
         serde_json::json!(["root", "workflow", "subagent"])
     );
+    assert!(ask.get("inputSchema").is_none(), "not built yet");
+    let subscribe = tools
+        .iter()
+        .find(|t| t["name"] == "events.subscribe")
+        .unwrap();
+    assert_eq!(subscribe["grants"], serde_json::json!(["root", "workflow"]));
+    assert_eq!(
+        subscribe["inputSchema"]["required"],
+        serde_json::json!(["server", "event", "into"])
+    );
 }
