@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_negotiate::listen::{ListenEvent, idle_limit};
+use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
 use mcp_negotiate::{Change, Connection, Error, Recovery, Watch};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
@@ -32,7 +32,7 @@ const JOIN: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(6
 const REDIAL: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 /// Opening the legacy GET stream again after it failed: the listen schedule, 250 ms
 /// doubling to 30 s.
-const STREAM: Backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(30));
+const STREAM: Backoff = Backoff::new(listen::RETRY_FIRST, listen::RETRY_MAX);
 
 /// A wait that doubles after each failure, up to a ceiling.
 #[derive(Debug, Clone, Copy)]
@@ -432,10 +432,7 @@ impl Task {
                     return true;
                 }
                 Ok(Err(e)) => e.to_string(),
-                Err(_) => format!(
-                    "no answer within {}",
-                    humantime::format_duration(MANAGEMENT)
-                ),
+                Err(_) => unanswered(),
             };
             dial::failed(
                 &instance,

@@ -99,7 +99,7 @@ enum EventsCommand {
     },
     /// Call one of the events tools (events.list, events.subscribe, events.unsubscribe,
     /// events.subscriptions) on the running daemon, through its control socket
-    /// (`<store.path>/agentd.sock`), and print its result as JSON.
+    /// (`<store.path>/control/agentd.sock`), and print its result as JSON.
     Call {
         /// The configuration file (its `store.path` is read).
         #[arg(long, default_value = "agentd.toml")]

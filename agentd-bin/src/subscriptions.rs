@@ -137,9 +137,10 @@ impl Owned {
         for uri in std::mem::take(&mut self.release) {
             let _ = self.release_once(watch, &uri, log).await;
         }
+        // A failed release scheduled itself already: one step of the schedule per pass.
         match self.subscribe.is_empty() && self.release.is_empty() {
             true => self.backoff = RETRY,
-            false => self.retry_at = Some(Instant::now() + self.backoff.fail()),
+            false => self.schedule(),
         }
     }
 
@@ -276,6 +277,38 @@ mod tests {
         assert_eq!(lines.borrow()[1].0, "mcp.unsubscribed");
         assert_eq!(lines.borrow()[1].1["reason"], "unowned");
         assert_eq!(watch.held().count(), 0);
+    }
+
+    /// A release that keeps failing is tried again 1 s, then 2 s, then 4 s later: one step
+    /// of the schedule per try.
+    #[tokio::test]
+    async fn a_release_failing_again_waits_the_next_step_of_the_schedule() {
+        let server = ReferenceServer::start(Options::default()).await;
+        let mut watch = legacy_watch(&server).await;
+        let log = |_: Level, _: &str, _: &[(&str, Value)]| {};
+        let mut owned = Owned::new("s");
+        assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
+        let refusal = Fault::RpcError {
+            status: 200,
+            code: -32603,
+            message: "busy".into(),
+            data: None,
+        };
+        server.script("resources/unsubscribe", refusal, Times::Always);
+        for (i, wait) in [1, 2, 4].map(Duration::from_secs).into_iter().enumerate() {
+            let before = Instant::now();
+            match i {
+                0 => assert!(owned.release(&mut watch, URI, "a", &log).await.is_err()),
+                _ => owned.retry(&mut watch, &log).await,
+            }
+            let at = owned.retry_at().expect("a retry");
+            assert!(
+                at >= before + wait && at <= Instant::now() + wait,
+                "try {}: {:?} after it",
+                i + 1,
+                at - before
+            );
+        }
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentd_tests::reference::{Options, ReferenceServer};
-use common::{Daemon, TempFile, get};
+use common::{Daemon, TempFile, get, until};
 use serde_json::{Value, json};
 
 fn server_options() -> Options {
@@ -222,11 +222,10 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
             .iter()
             .any(|r| r["data"]["payload"] == json!({"id": 8}))
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.delivered().iter().filter(|(_, s)| *s == 200).count() < 3 {
-        assert!(Instant::now() < deadline, "{:?}", server.delivered());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("the challenge and both deliveries answered 200", || {
+        server.delivered().iter().filter(|(_, s)| *s == 200).count() >= 3
+    })
+    .await;
 
     // What the receiver refuses, before the body is used.
     let addr = agentd.listener();
@@ -300,15 +299,13 @@ async fn a_spent_rate_is_answered_429() {
     server.emit("ticket.created", json!({"id": 2}));
     let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
     assert_eq!(paused["cause"], "rate");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !server
-        .delivered()
-        .iter()
-        .any(|(id, s)| id == "evt-2" && *s == 429)
-    {
-        assert!(Instant::now() < deadline, "{:?}", server.delivered());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("evt-2 answered 429", || {
+        server
+            .delivered()
+            .iter()
+            .any(|(id, s)| id == "evt-2" && *s == 429)
+    })
+    .await;
     assert_eq!(tail(&file, "tickets").len(), 1);
     let metrics = get(&agentd.listener(), "/metrics");
     assert!(
@@ -361,14 +358,7 @@ async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
             .filter(|m| *m == "events/subscribe")
             .count()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while subscribes() < 3 {
-        assert!(
-            Instant::now() < deadline,
-            "armed again after the suspension"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("armed again after the suspension", || subscribes() >= 3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let revoked = json!({"type": "terminated", "error": {"code": -32024, "message": "revoked"}});
@@ -529,10 +519,10 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
     let records = wait_for_stream(&file, "inbox", 1);
     assert_eq!(records[0]["data"]["subscription"], json!(id));
 
-    // A webhook one living 2 s: its lifetime ends it, and its server subscription is released.
+    // A webhook one living 4 s: its lifetime ends it, and its server subscription is released.
     let mut short = wanted("ticket.created", "short", json!({}));
     short["delivery"] = json!(["webhook"]);
-    short["lifetime_s"] = json!(2);
+    short["lifetime_s"] = json!(4);
     let short = events_call(&file, root, "events.subscribe", short).unwrap();
     let armed = agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
     assert_eq!(armed["mode"], "webhook");
@@ -550,11 +540,10 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
         (&expired["reason"], &expired["subscription"]),
         (&json!("expired"), &short["subscription"]["id"])
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !server.methods().iter().any(|m| m == "events/unsubscribe") {
-        assert!(Instant::now() < deadline, "{:?}", server.methods());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("the expired subscription released on the server", || {
+        server.methods().iter().any(|m| m == "events/unsubscribe")
+    })
+    .await;
     let mine = events_call(&file, root, "events.subscriptions", json!({})).unwrap();
     assert_eq!(mine["subscriptions"].as_array().unwrap().len(), 1, "{mine}");
     let theirs = events_call(
@@ -687,7 +676,7 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscription_a_configured_binding_now_is_goes_on_from_its_cursor() {
+async fn a_subscription_replaced_by_a_configured_binding_keeps_its_cursor() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("configured");
     let text = format!(
@@ -711,6 +700,14 @@ async fn a_subscription_a_configured_binding_now_is_goes_on_from_its_cursor() {
     // The same binding, configured: the subscription ends, the binding keeps its cursor.
     let binding = "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\n\
                    into = \"tickets\"\narguments = { project = \"ops\" }\n";
+    let polls = || -> Vec<Value> {
+        let log = server.log();
+        log.iter()
+            .filter(|l| l.method.as_deref() == Some("events/poll"))
+            .map(|l| l.body["params"].clone())
+            .collect()
+    };
+    let before = polls().len();
     file.write(&format!("{text}{binding}"));
     agentd.signal("HUP");
     let ended = agentd.wait_for("mcp.events.unsubscribed", Some("ref"));
@@ -720,6 +717,14 @@ async fn a_subscription_a_configured_binding_now_is_goes_on_from_its_cursor() {
     );
     let armed = agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
     assert_eq!(armed["cursor_present"], true, "{armed}");
+    // Every poll since goes on from the subscription's cursor (past evt-1): none starts
+    // from now.
+    let after = polls();
+    assert!(
+        after.len() > before && after[before..].iter().all(|p| p["cursor"] == "c1"),
+        "{:?}",
+        &after[before..]
+    );
     server.emit("ticket.created", json!({"id": 2}));
     let records = wait_for_records(&file, 2);
     assert_eq!(records.len(), 2, "{records:?}");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use agentd_tests::peers;
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-use common::{Daemon, TempFile, config, get};
+use common::{Daemon, TempFile, config, get, until};
 
 /// `later - earlier` lies in `[at - 100 ms, at + 1.5 s)`: a step of a schedule, with room for
 /// a busy machine.
@@ -99,7 +99,7 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     assert!(get(&addr, "/nope").starts_with("HTTP/1.1 404"));
 
     // A tool list change on the legacy server's GET stream is logged.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until("steady's GET stream attached", || steady.get_streams() > 0).await;
     steady.change_tools().await;
     let changed = agentd.wait_for("mcp.tools_changed", Some("steady"));
     assert_eq!(changed["note"], "takes effect at the next reload");
@@ -113,20 +113,13 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
     };
     let before = (lists(&steady), lists(&late));
     agentd.signal("HUP");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while lists(&steady) == before.0 || lists(&late) == before.1 {
-        assert!(
-            Instant::now() < deadline,
-            "not listed again: {before:?} {:?}",
-            (lists(&steady), lists(&late))
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("both servers listed again", || {
+        lists(&steady) > before.0 && lists(&late) > before.1
+    })
+    .await;
 
     // The late server (2026-07-28) ends the listen: logged, and held again.
-    while late.listens() == 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("late's listen open", || late.listens() > 0).await;
     late.end_listens().await;
     let ended = agentd.wait_for("mcp.listen.ended", Some("late"));
     assert_eq!(ended["level"], "warn");
@@ -181,9 +174,7 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
             .filter(|l| l.http == http::Method::GET)
             .count()
     };
-    while gets() == 0 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the GET stream asked for", || gets() > 0).await;
     server.script(
         "initialize",
         Fault::Silence(Duration::from_secs(10)),
@@ -265,10 +256,10 @@ async fn lost_sessions_are_dialed_again_one_server_at_a_time() {
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.connect", Some("a"));
     agentd.wait_for("mcp.connect", Some("b"));
-    let get = |s: &ReferenceServer| s.log().iter().any(|l| l.http == http::Method::GET);
-    while !(get(&a) && get(&b)) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("both GET streams attached", || {
+        a.get_streams() > 0 && b.get_streams() > 0
+    })
+    .await;
     let silent = Fault::Silence(Duration::from_millis(1500));
     a.script("initialize", silent.clone(), Times::Once);
     b.script("initialize", silent, Times::Once);

@@ -132,10 +132,14 @@ fuzz_target!(|data: &[u8]| {
                     2 => Failure::Transport("broken".into()),
                     _ => Failure::Rpc(ErrorObject::new(-32000 - i64::from(y % 30), "e")),
                 };
-                if let Some(Action::Poll(_)) = b.poll_action(now) {
-                    b.on_poll(Err(failure), now, 0, u32::from(y));
-                } else if let Some(Action::Subscribe(_)) = b.poll_action(now) {
-                    b.on_subscribed(Err(failure), now, 0, u32::from(y));
+                match b.poll_action(now) {
+                    Some(Action::Poll(_)) => {
+                        b.on_poll(Err(failure), now, 0, u32::from(y));
+                    }
+                    Some(Action::Subscribe(_)) => {
+                        b.on_subscribed(Err(failure), now, 0, u32::from(y));
+                    }
+                    _ => {}
                 }
             }
             4 | 5 => {
@@ -148,7 +152,7 @@ fuzz_target!(|data: &[u8]| {
                     },
                     _ => WebhookBody::Occurrence(occurrence(x, y)),
                 };
-                if let Delivery::Commit(batch) = b.on_delivery(body, &format!("msg_{y}"), now, 0) {
+                if let Delivery::Commit(batch) = b.on_delivery(body, &format!("msg_{y}"), now, 0, u32::from(x)) {
                     check(&batch, &b);
                     b.on_delivered(&batch, !x.is_multiple_of(5), now);
                 }

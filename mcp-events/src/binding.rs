@@ -809,13 +809,16 @@ impl Binding {
     }
 
     /// A webhook delivery whose signature the receiver checked (its `X-MCP-Subscription-Id`
-    /// is the binding's, or the subscription is being armed).
+    /// is the binding's, or the subscription is being armed). `wall_ms` is the Unix time in
+    /// milliseconds (for the lag); `random` moves the re-arm after a `terminated` envelope by
+    /// up to ±10%, so that bindings a server ends together do not come back together.
     pub fn on_delivery(
         &mut self,
         body: WebhookBody,
         webhook_id: &str,
         now: Instant,
         wall_ms: i64,
+        random: u32,
     ) -> Delivery {
         if let State::Refused(_) = self.state {
             return Delivery::Gone;
@@ -824,11 +827,14 @@ impl Binding {
             return Delivery::NotNow;
         }
         // An envelope is taken once: a replay of the same `webhook-id` changes nothing.
+        // Envelope ids have a namespace of their own: an occurrence whose `eventId` is an
+        // envelope's `webhook-id` is not one seen.
         if !matches!(body, WebhookBody::Occurrence(_)) {
-            if self.dedup.contains(webhook_id, now) {
+            let id = format!("envelope:{webhook_id}");
+            if self.dedup.contains(&id, now) {
                 return Delivery::Taken;
             }
-            self.dedup.insert(webhook_id, now);
+            self.dedup.insert(&id, now);
         }
         match body {
             WebhookBody::Occurrence(o) => {
@@ -888,14 +894,7 @@ impl Binding {
                     }
                     _ => {
                         self.armed_logged = false;
-                        // Spread by the envelope's id, so that bindings a server ends
-                        // together do not come back together.
-                        let digest =
-                            ring::digest::digest(&ring::digest::SHA256, webhook_id.as_bytes());
-                        let spread = digest.as_ref()[..4]
-                            .iter()
-                            .fold(0u32, |n, b| n << 8 | u32::from(*b));
-                        let wait = jitter(self.retry.next_failure(false), spread);
+                        let wait = jitter(self.retry.next_failure(false), random);
                         self.state = State::Due(now + wait);
                     }
                 }
@@ -1001,12 +1000,10 @@ impl Binding {
         self.stats.duplicate += n;
     }
 
-    /// Holds intake for `cause` (pressure, or the binding's rate), the cursor kept.
+    /// Holds intake for `cause` (pressure, or the binding's rate), the cursor kept: for a
+    /// driver whose own queue fills. A batch being committed is let finish first.
     pub fn pause(&mut self, cause: Pause, detail: &str) {
-        if matches!(
-            self.state,
-            State::Due(_) | State::Committing(_) | State::InFlight
-        ) {
+        if matches!(self.state, State::Due(_) | State::InFlight) {
             self.logs.push_back(Log::Paused {
                 cause,
                 detail: detail.to_owned(),
@@ -1048,6 +1045,10 @@ impl Binding {
                 .and_then(Value::as_str)
                 .map(log_text)
         };
+        // Five callback failures move the binding only when they come in a row.
+        if !(webhook && failure.code() == Some(code::EVENTS_CALLBACK_ENDPOINT)) {
+            self.callback_failures = 0;
+        }
         if let Failure::Rpc(e) = failure {
             let refusal = match e.code {
                 mcp_wire::code::METHOD_NOT_FOUND => Some(Refusal::MethodNotFound),
@@ -1176,8 +1177,8 @@ impl Binding {
     ) -> Option<String> {
         match sent {
             None => self.cursor.clone(),
+            // The occurrence that carried it is appended: only the cursor is not kept.
             Some(Some(c)) if check_cursor(&c).is_err() => {
-                self.stats.rejected += 1;
                 self.logs.push_back(Log::Rejected {
                     event_id: carrier.map(log_text).unwrap_or_default(),
                     cause: "oversize",

@@ -15,7 +15,7 @@
 //! assert!(seen.insert("evt_1", start + Duration::from_secs(35 * 60))); // out of the window
 //! ```
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use ring::digest;
@@ -29,7 +29,8 @@ type Key = [u8; 32];
 pub struct Dedup {
     window: Duration,
     capacity: usize,
-    keys: HashSet<Key>,
+    /// Each key held, with when it was first seen.
+    keys: HashMap<Key, Instant>,
     /// The keys in the order they were first seen, with when.
     order: VecDeque<(Instant, Key)>,
     evicted: u64,
@@ -53,7 +54,7 @@ impl Dedup {
         Self {
             window,
             capacity,
-            keys: HashSet::with_capacity(capacity),
+            keys: HashMap::with_capacity(capacity),
             order: VecDeque::with_capacity(capacity),
             evicted: 0,
         }
@@ -64,7 +65,7 @@ impl Dedup {
     pub fn insert(&mut self, id: &str, now: Instant) -> bool {
         self.expire(now);
         let key = key(id);
-        if self.keys.contains(&key) {
+        if self.keys.contains_key(&key) {
             return false;
         }
         if self.order.len() == self.capacity
@@ -73,19 +74,16 @@ impl Dedup {
             self.keys.remove(&oldest);
             self.evicted += 1;
         }
-        self.keys.insert(key);
+        self.keys.insert(key, now);
         self.order.push_back((now, key));
         true
     }
 
     /// Whether `id` was seen inside the window, as of `now`.
     pub fn contains(&self, id: &str, now: Instant) -> bool {
-        let key = key(id);
-        self.order
-            .iter()
-            .rev()
-            .take_while(|(at, _)| now.saturating_duration_since(*at) < self.window)
-            .any(|(_, k)| *k == key)
+        self.keys
+            .get(&key(id))
+            .is_some_and(|at| now.saturating_duration_since(*at) < self.window)
     }
 
     /// Ids let go before their time because the window was full.

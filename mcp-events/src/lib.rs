@@ -17,7 +17,8 @@
 //! - [`limits`]: every bound and schedule the reference names.
 //!
 //! Nothing here does IO, reads a clock or draws randomness: time and randomness are passed
-//! in. The wire types are `mcp_wire::events`.
+//! in. The one exception is behind the `sqlite` feature: `sqlite`, the embedded [`store`]
+//! implementation, which opens its database. The wire types are `mcp_wire::events`.
 
 pub mod binding;
 mod dedup;

@@ -173,6 +173,32 @@ fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
         now,
     );
     assert_eq!(b.mode(), Some(DeliveryMode::Poll));
+
+    // With a callback, webhook is usable; push, listed first, is not one agentd speaks.
+    let mut config = Config::new("s", "ticket.created", "in");
+    config.delivery = vec![
+        DeliveryMode::Push,
+        DeliveryMode::Webhook,
+        DeliveryMode::Poll,
+    ];
+    config.callback = Some(mcp_events::binding::Callback {
+        url: "https://agent.example.com/hooks/_mcp/b1".into(),
+        secret: mcp_events::webhook::Secret::from_bytes(&[9; 32]).unwrap(),
+    });
+    let mut b = Binding::new(config, None);
+    b.on_connection(true, true);
+    let all = [
+        DeliveryMode::Push,
+        DeliveryMode::Webhook,
+        DeliveryMode::Poll,
+    ];
+    b.on_listing(Listing::Types(&[ty(&all)]), now);
+    assert_eq!(b.mode(), Some(DeliveryMode::Webhook));
+    // The type's own list decides too: a type that offers only poll is polled.
+    let mut b2 = Binding::new(b.config().clone(), None);
+    b2.on_connection(true, true);
+    b2.on_listing(Listing::Types(&[ty(&[DeliveryMode::Poll])]), now);
+    assert_eq!(b2.mode(), Some(DeliveryMode::Poll));
 }
 
 #[test]
@@ -441,6 +467,16 @@ fn gaps_are_reported_by_their_cause() {
     b.on_poll(Ok(page(&[], Some(&"c".repeat(4096)))), now, WALL, MID);
     b.on_committed(true, now);
     assert_eq!(b.cursor().map(str::len), Some(4096));
+
+    // An occurrence that came with a cursor past 4 KiB is appended; only the cursor is not
+    // kept.
+    now = b.poll_timeout().unwrap();
+    poll(&mut b, now);
+    let batch = b.on_poll(Ok(page(&["a"], Some(&"c".repeat(4097)))), now, WALL, MID);
+    assert_eq!(ids(&batch), ["a"]);
+    assert_eq!(batch.cursor, None);
+    b.on_committed(true, now);
+    assert_eq!((b.stats().appended, b.stats().rejected), (1, 0));
 }
 
 #[test]
@@ -488,6 +524,13 @@ fn a_store_that_fails_pauses_intake_with_the_cursor_kept() {
             }
         ]
     );
+
+    // A pause asked for while a batch is being committed lets the commit finish.
+    let batch = b.on_poll(Ok(page(&["c"], Some("c2"))), later, WALL, MID);
+    assert_eq!(ids(&batch), ["c"]);
+    b.pause(Pause::Pressure, "the queue is full");
+    b.on_committed(true, later);
+    assert_eq!(b.cursor(), Some("c2"));
 }
 
 #[test]
@@ -667,33 +710,49 @@ mod webhook {
         let now = Instant::now();
         let mut unarmed = Binding::new(config(&[DeliveryMode::Webhook]), None);
         assert_eq!(
-            unarmed.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL),
+            unarmed.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL, MID),
             Delivery::NotNow
         );
 
         let (mut b, now) = armed_webhook(Some("c0"));
-        let Delivery::Commit(batch) =
-            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL)
-        else {
+        let Delivery::Commit(batch) = b.on_delivery(
+            occurrence_body("e1", Some("c5")),
+            &next_id(),
+            now,
+            WALL,
+            MID,
+        ) else {
             panic!()
         };
         assert_eq!(ids(&batch), ["e1"]);
         assert_eq!(batch.cursor.as_deref(), Some("c5"));
         // The same occurrence again while the first is being committed: not now.
         assert_eq!(
-            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL),
+            b.on_delivery(
+                occurrence_body("e1", Some("c5")),
+                &next_id(),
+                now,
+                WALL,
+                MID
+            ),
             Delivery::NotNow
         );
         b.on_delivered(&batch, true, now);
         assert_eq!(b.cursor(), Some("c5"));
         assert_eq!(
-            b.on_delivery(occurrence_body("e1", Some("c5")), &next_id(), now, WALL),
+            b.on_delivery(
+                occurrence_body("e1", Some("c5")),
+                &next_id(),
+                now,
+                WALL,
+                MID
+            ),
             Delivery::Taken,
             "a duplicate"
         );
         // The store did not take one: the server delivers it again, and it is new again.
         let Delivery::Commit(batch) =
-            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL)
+            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL, MID)
         else {
             panic!()
         };
@@ -704,13 +763,13 @@ mod webhook {
         );
         b.on_delivered(&batch, false, now);
         assert!(matches!(
-            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL),
+            b.on_delivery(occurrence_body("e2", None), &next_id(), now, WALL, MID),
             Delivery::Commit(_)
         ));
         let mut bad = occurrence("e3", json!({}));
         bad.data = RawJson::from_text("[]").unwrap();
         assert_eq!(
-            b.on_delivery(WebhookBody::Occurrence(bad), &next_id(), now, WALL),
+            b.on_delivery(WebhookBody::Occurrence(bad), &next_id(), now, WALL, MID),
             Delivery::Gone
         );
         let Delivery::Commit(gap) = b.on_delivery(
@@ -720,6 +779,7 @@ mod webhook {
             &next_id(),
             now,
             WALL,
+            MID,
         ) else {
             panic!()
         };
@@ -744,7 +804,7 @@ mod webhook {
         };
         let (mut b, now) = armed_webhook(None);
         assert_eq!(
-            b.on_delivery(terminated(-32024, None), &next_id(), now, WALL),
+            b.on_delivery(terminated(-32024, None), &next_id(), now, WALL, MID),
             Delivery::Taken
         );
         assert_eq!(b.refusal(), Some(Refusal::Forbidden));
@@ -752,14 +812,20 @@ mod webhook {
 
         let (mut b, now) = armed_webhook(None);
         let changed = json!({"feature": "payloadSchema", "reason": "schema_changed"});
-        b.on_delivery(terminated(-32026, Some(changed)), &next_id(), now, WALL);
+        b.on_delivery(
+            terminated(-32026, Some(changed)),
+            &next_id(),
+            now,
+            WALL,
+            MID,
+        );
         assert_eq!(b.poll_action(now), Some(Action::Relist));
         assert!(logs(&mut b).contains(&Log::Gap {
             cause: "schema_changed"
         }));
 
         let (mut b, now) = armed_webhook(Some("c3"));
-        b.on_delivery(terminated(-32603, None), &next_id(), now, WALL);
+        b.on_delivery(terminated(-32603, None), &next_id(), now, WALL, MID);
         assert_eq!(logs(&mut b), [Log::Terminated { code: -32603 }]);
         assert_eq!(b.poll_action(now), None);
         let at = b.poll_timeout().expect("armed again later");
@@ -814,6 +880,26 @@ mod webhook {
     }
 
     #[test]
+    fn callback_failures_broken_by_another_failure_start_again() {
+        let (mut b, mut now) = arming(&[DeliveryMode::Webhook, DeliveryMode::Poll], None);
+        let failed = || rpc(-32027, Some(json!({"reason": "connection_refused"})));
+        for i in 0..9 {
+            subscribe(&mut b, now);
+            // The fifth answer is a 503, not a callback failure: the count starts again.
+            let answer = match i {
+                4 => Err(Failure::Status(503)),
+                _ => Err(failed()),
+            };
+            b.on_subscribed(answer, now, WALL, MID);
+            assert_eq!(b.mode(), Some(DeliveryMode::Webhook), "answer {}", i + 1);
+            now = b.poll_timeout().unwrap();
+        }
+        subscribe(&mut b, now);
+        b.on_subscribed(Err(failed()), now, WALL, MID);
+        assert_eq!(b.mode(), Some(DeliveryMode::Poll), "five in a row at last");
+    }
+
+    #[test]
     fn a_refusal_outstanding_for_five_minutes_pauses_until_a_listing() {
         let (mut b, mut now) = arming(&[DeliveryMode::Webhook], Some("c0"));
         let start = now;
@@ -822,6 +908,13 @@ mod webhook {
             subscribe(&mut b, now);
             b.on_subscribed(Err(rpc(-32025, None)), now, WALL, MID);
             attempts += 1;
+            // Paused at the first failure 5 minutes or more after the first, not before.
+            assert_eq!(
+                b.poll_timeout().is_none(),
+                now - start >= Duration::from_secs(300),
+                "attempt {attempts} at {:?}",
+                now - start
+            );
             match b.poll_timeout() {
                 Some(at) => now = at,
                 None => break,
@@ -859,7 +952,7 @@ mod webhook {
         b.on_committed(true, now);
         logs(&mut b);
         let Delivery::Commit(batch) =
-            b.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL)
+            b.on_delivery(occurrence_body("e1", None), &next_id(), now, WALL, MID)
         else {
             panic!()
         };
@@ -867,7 +960,7 @@ mod webhook {
         let later = now + Duration::from_secs(10);
         for id in ["e2", "e3"] {
             assert_eq!(
-                b.on_delivery(occurrence_body(id, None), &next_id(), later, WALL),
+                b.on_delivery(occurrence_body(id, None), &next_id(), later, WALL, MID),
                 Delivery::Busy {
                     retry_after: Duration::from_secs(50)
                 }
@@ -885,7 +978,7 @@ mod webhook {
         assert_eq!(b.stats().refused_pressure, 2);
         let end = now + Duration::from_secs(60);
         assert!(matches!(
-            b.on_delivery(occurrence_body("e2", None), &next_id(), end, WALL),
+            b.on_delivery(occurrence_body("e2", None), &next_id(), end, WALL, MID),
             Delivery::Commit(_)
         ));
         assert_eq!(logs(&mut b), [Log::Resumed { cause: Pause::Rate }]);
@@ -939,14 +1032,19 @@ mod webhook {
             cursor: Some("c0".into()),
         };
         assert!(matches!(
-            b.on_delivery(gap(), "msg_gap_7", now, WALL),
+            b.on_delivery(gap(), "msg_gap_7", now, WALL, MID),
             Delivery::Commit(_)
         ));
         assert_eq!(
-            b.on_delivery(gap(), "msg_gap_7", now, WALL),
+            b.on_delivery(gap(), "msg_gap_7", now, WALL, MID),
             Delivery::Taken,
             "a replay of the same webhook-id"
         );
+        // An occurrence whose eventId is that envelope's webhook-id is a new one.
+        assert!(matches!(
+            b.on_delivery(occurrence_body("msg_gap_7", None), "m8", now, WALL, MID),
+            Delivery::Commit(_)
+        ));
         assert_eq!(
             logs(&mut b)
                 .iter()
@@ -956,7 +1054,7 @@ mod webhook {
         );
         let mut error = ErrorObject::new(-32024, "revoked");
         error.data = None;
-        b.on_delivery(WebhookBody::Terminated { error }, "msg_t_1", now, WALL);
+        b.on_delivery(WebhookBody::Terminated { error }, "msg_t_1", now, WALL, MID);
         assert_eq!(b.refusal(), Some(Refusal::Forbidden));
         let other = ErrorObject::new(-32603, "again");
         assert_eq!(
@@ -964,13 +1062,14 @@ mod webhook {
                 WebhookBody::Terminated { error: other },
                 "msg_t_2",
                 now,
-                WALL
+                WALL,
+                MID
             ),
             Delivery::Gone
         );
         assert_eq!(b.refusal(), Some(Refusal::Forbidden), "still refused");
         assert_eq!(
-            b.on_delivery(occurrence_body("e9", None), "e9", now, WALL),
+            b.on_delivery(occurrence_body("e9", None), "e9", now, WALL, MID),
             Delivery::Gone
         );
         assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);

@@ -42,7 +42,7 @@ pub enum Error {
         /// The method of the input request, or of the request itself.
         method: String,
     },
-    /// The server kept asking for input past [`MAX_INPUT_ROUNDS`].
+    /// The server asked for input in each of [`MAX_INPUT_ROUNDS`] rounds.
     TooManyRounds,
     /// The caller cancelled the request: a 2026-07-28 server saw its stream close, a legacy
     /// one was sent `notifications/cancelled`.
@@ -70,7 +70,7 @@ impl fmt::Display for Error {
             ),
             Self::TooManyRounds => write!(
                 f,
-                "the server asked for input more than {MAX_INPUT_ROUNDS} times"
+                "the server asked for input in each of {MAX_INPUT_ROUNDS} rounds"
             ),
         }
     }
@@ -507,12 +507,14 @@ impl Connection {
         P: Serialize + HasMethod,
         Outcome<T>: DeserializeOwned,
     {
-        for _ in 0..MAX_INPUT_ROUNDS {
+        for round in 1..=MAX_INPUT_ROUNDS {
             let outcome: Outcome<T> = self
                 .request(P::METHOD, &params, target, &mut on_notice, cancel)
                 .await?;
             match outcome {
                 Outcome::Complete(result) => return Ok(result),
+                // The last round's answer would never be sent: nobody is asked for it.
+                Outcome::InputRequired(_) if round == MAX_INPUT_ROUNDS => break,
                 Outcome::InputRequired(asked) => {
                     let (responses, state) = self.answer(asked).await?;
                     answer(&mut params, responses, state);

@@ -91,12 +91,7 @@ impl Watch {
                         caps.tools_list_changed(),
                         caps.resources_subscribe(),
                     );
-                    let events_list_changed = caps
-                        .events()
-                        .and_then(|e| e.get("listChanged"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
-                    match events_list_changed {
+                    match caps.events_list_changed() {
                         true => listener.with_events_list_changed(),
                         false => listener,
                     }

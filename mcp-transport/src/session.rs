@@ -53,7 +53,8 @@ pub enum Loss {
     /// A 404 to a request that carried the current session: it is gone, and the client must
     /// send `initialize` again.
     Lost,
-    /// A 404 to a request that carried a session already replaced: nothing more to do.
+    /// A 404 to a request that carried a session already replaced: the session stands, but
+    /// the request was not served all the same (the driver answers both `SessionLost`).
     Stale,
 }
 

@@ -159,6 +159,15 @@ impl ServerCapabilities {
             .or_else(|| self.0.get("events"))
     }
 
+    /// Whether the server says when its event types change (`listChanged` of the events
+    /// capability).
+    pub fn events_list_changed(&self) -> bool {
+        self.events()
+            .and_then(|e| e.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// The whole object.
     pub fn as_map(&self) -> &Map<String, Value> {
         &self.0

@@ -3,7 +3,7 @@
 //!
 //! Poll and webhook delivery are here; push (`events/stream`) is not used by agentd.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{ErrorObject, Meta, Page, PageItem, RawJson, ResultType};
@@ -161,11 +161,6 @@ impl EventType {
             meta: None,
         }
     }
-
-    /// Whether it offers `mode`.
-    pub fn offers(&self, mode: DeliveryMode) -> bool {
-        self.delivery.iter().any(|m| m == mode.as_str())
-    }
 }
 
 impl PageItem for EventType {
@@ -174,14 +169,6 @@ impl PageItem for EventType {
 
 /// The result of `events/list`: one page of event types.
 pub type ListEventsResult = Page<EventType>;
-
-/// Reads a member that may be `null`, keeping an explicit `null` (`Some(None)`) apart from an
-/// absent member (`None`, by `default`).
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// One occurrence of an event.
 ///
@@ -211,7 +198,7 @@ pub struct EventOccurrence {
     /// replay, `None` when absent.
     #[serde(
         default,
-        deserialize_with = "nullable",
+        deserialize_with = "crate::result::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cursor: Option<Option<String>>,

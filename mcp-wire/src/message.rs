@@ -129,15 +129,15 @@ impl<'a> Response<'a> {
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "R: Deserialize<'de>"))]
 struct Envelope<'a, R> {
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::result::present")]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::result::present")]
     id: Option<Option<RequestId>>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::result::present")]
     method: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::result::present")]
     params: Option<&'a RawValue>,
-    #[serde(default = "none", deserialize_with = "present")]
+    #[serde(default = "none", deserialize_with = "crate::result::present")]
     result: Option<R>,
     #[serde(default)]
     error: Option<ErrorObject>,
@@ -145,11 +145,6 @@ struct Envelope<'a, R> {
 
 fn none<R>() -> Option<R> {
     None
-}
-
-/// Reads a member that is there, whatever its value: `null` included.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// The method's text, borrowed from the input when it has no escapes.

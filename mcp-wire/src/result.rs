@@ -207,10 +207,11 @@ impl InputRequest {
 /// `inputRequests`. agentd declares only elicitation, so every answer is an [`ElicitResult`].
 pub type InputResponses = BTreeMap<String, ElicitResult>;
 
-/// Reads a member that may be any JSON value, `null` included, so that an explicit `null`
-/// (`Some(Value::Null)`) stays apart from an absent member (`None`, by `default`).
-pub(crate) fn present<'de, D: Deserializer<'de>>(
+/// Reads a member that is there, whatever its value, `null` included, so that an explicit
+/// `null` (`Some(Value::Null)`, or `Some(None)` for an `Option`) stays apart from an absent
+/// member (`None`, by `default`).
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
-) -> Result<Option<serde_json::Value>, D::Error> {
-    serde_json::Value::deserialize(d).map(Some)
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }

@@ -1288,11 +1288,30 @@ async fn an_input_request_for_sampling_is_unanswerable() {
     assert_eq!(requests(&server, "tools/call").len(), 1);
 }
 
-/// A server that keeps asking is given up on after `MAX_INPUT_ROUNDS` rounds.
+/// Counts the elicitations it answers (as [`AcceptAda`]).
+#[derive(Debug, Default)]
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl mcp_transport::driver::Elicitor for Counting {
+    fn elicit(
+        &self,
+        params: mcp_wire::ElicitRequestParams,
+    ) -> std::pin::Pin<Box<dyn Future<Output = mcp_wire::ElicitResult> + Send + '_>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        AcceptAda.elicit(params)
+    }
+}
+
+/// A server that keeps asking is given up on after `MAX_INPUT_ROUNDS` rounds; the last
+/// round's question is put to nobody, as its answer would never be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_keeps_asking_is_given_up_on() {
     let server = server_in(Era::Modern).await;
-    let connection = connect(&server, Era::Modern, worker_kind()).await;
+    let asked = Arc::new(Counting::default());
+    let kind = Kind::Worker {
+        elicitor: asked.clone(),
+    };
+    let connection = connect(&server, Era::Modern, kind).await;
     server.script(
         "tools/call",
         asking(
@@ -1309,6 +1328,10 @@ async fn a_server_that_keeps_asking_is_given_up_on() {
         "expected TooManyRounds, got {failed:?}"
     );
     assert_eq!(requests(&server, "tools/call").len(), MAX_INPUT_ROUNDS);
+    assert_eq!(
+        asked.0.load(std::sync::atomic::Ordering::Relaxed),
+        MAX_INPUT_ROUNDS - 1
+    );
 }
 
 /// A round with a `requestState` but no input requests is retried with that state and no
@@ -1666,18 +1689,27 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
             Times::Once,
         );
         let started = tokio::time::Instant::now();
-        let (silent, other) = within(3, "two calls", async {
+        let ((silent, silent_at), (other, other_at)) = within(3, "two calls", async {
             tokio::join!(
-                connection.call_tool("add", Some(add_args(1, 1)), None, |_| {}),
+                async {
+                    let r = connection
+                        .call_tool("add", Some(add_args(1, 1)), None, |_| {})
+                        .await;
+                    (r, tokio::time::Instant::now())
+                },
                 async {
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    connection
+                    let r = connection
                         .call_tool("add", Some(add_args(2, 2)), None, |_| {})
-                        .await
+                        .await;
+                    (r, tokio::time::Instant::now())
                 },
             )
         })
         .await;
+        // Failed at the bound, not before; the other call was not held up until then.
+        assert!(silent_at - started >= Duration::from_millis(300), "{era:?}");
+        assert!(other_at < silent_at, "{era:?}: the other call waited");
         assert!(
             matches!(
                 silent,

@@ -143,6 +143,7 @@ async fn refusals_from_the_listing_and_from_the_server() {
     unknown.on_connection(true, true);
     unknown.on_listing(Listing::Types(&types), now);
     assert_eq!(unknown.refusal(), Some(Refusal::UnknownEvent));
+    assert!(unknown.poll_action(now).is_none(), "nothing is sent");
 
     let mut config = Config::new("ref", "ticket.created", "t");
     config.arguments = json!({"team": "ops"}).as_object().unwrap().clone();
@@ -154,12 +155,42 @@ async fn refusals_from_the_listing_and_from_the_server() {
         Some(Refusal::InvalidArguments),
         "refused before sending"
     );
-    let polls = server
-        .methods()
-        .iter()
-        .filter(|m| *m == "events/poll")
-        .count();
-    assert_eq!(polls, 0);
+    assert!(bad.poll_action(now).is_none(), "nothing is sent");
+    let polls = || {
+        server
+            .methods()
+            .iter()
+            .filter(|m| *m == "events/poll")
+            .count()
+    };
+    assert_eq!(polls(), 0);
+
+    // The same arguments against a listing without the schema: sent, and the server's
+    // -32602 refuses the binding, which sends nothing more.
+    let mut lax = types.clone();
+    for ty in &mut lax {
+        ty.input_schema = None;
+    }
+    let mut config = Config::new("ref", "ticket.created", "t");
+    config.arguments = json!({"team": "ops"}).as_object().unwrap().clone();
+    let mut refused = Binding::new(config, None);
+    refused.on_connection(true, true);
+    refused.on_listing(Listing::Types(&lax), now);
+    let Some(Action::Poll(params)) = refused.poll_action(now) else {
+        panic!("a poll is due")
+    };
+    let answer = connection.poll_events(&params).await.map_err(|e| match e {
+        Error::Rpc(e) => Failure::Rpc(e),
+        other => Failure::Transport(other.to_string()),
+    });
+    refused.on_poll(answer, now, 0, u32::MAX / 2);
+    assert_eq!(refused.refusal(), Some(Refusal::InvalidArguments));
+    assert_eq!(polls(), 1);
+    assert!(
+        refused
+            .poll_action(now + Duration::from_secs(3600))
+            .is_none()
+    );
 
     // A server without the extension answers -32601: the listing says so.
     let plain = ReferenceServer::start(Options::default()).await;

@@ -24,7 +24,7 @@ use mcp_events::binding::{
     Binding, Callback, Config as BindingConfig, Listing, Log, Rate, Refusal,
 };
 use mcp_events::limits::REQUEST_TIMEOUT;
-use mcp_events::listing::{Lister, Step};
+use mcp_events::listing::Lister;
 use mcp_events::runtime::{Grant, Refused, Registry, Subscription, Wanted};
 use mcp_events::store::Store;
 use mcp_events::webhook::Secret;
@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::{Armed, Connections, Ctx, log, report::count, request, stopping, wall_ms};
+use super::{Armed, Connections, Ctx, Listed, facts, list_pages, log, stopping, wall_ms};
 use crate::config::{self, Config};
 use crate::hooks::{PREFIX, Route, Routes};
 use crate::log::Level;
@@ -485,8 +485,9 @@ impl Control {
     /// Whether binding `spec` could work on a server listing `types`, as the binding itself
     /// would decide.
     fn check(&self, spec: &config::Binding, types: &[EventType]) -> Result<(), Refused> {
-        let secret = Secret::random(&ring::rand::SystemRandom::new())
-            .map_err(|e| Refused::Failed { err: e.to_string() })?;
+        // A dry run: the secret only says that a callback exists; it is never used.
+        let secret =
+            Secret::from_bytes(&[0; 32]).map_err(|e| Refused::Failed { err: e.to_string() })?;
         let mut b = Binding::new(self.binding_config(spec, secret), None);
         b.on_connection(true, true);
         b.on_listing(Listing::Types(types), std::time::Instant::now());
@@ -573,7 +574,8 @@ impl Control {
         // (A server not connected now releases nothing: its binding has no task yet.)
         let connected = self.connection(&ended.server).is_ok();
         if let Some(done) = self.end(&ended.id).filter(|_| connected) {
-            let _ = tokio::time::timeout(REQUEST_TIMEOUT, done).await;
+            // Its release is bounded at the same 30 s; the forget after it is quick.
+            let _ = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), done).await;
         }
         self.flush().await;
         self.logged("mcp.events.unsubscribed", &ended, "requested");
@@ -584,37 +586,21 @@ impl Control {
     /// failure).
     async fn list_here(&self, server: String) -> Result<Vec<EventType>, Refused> {
         let connection = self.connection(&server)?;
-        if connection.revision().era() != mcp_wire::Era::Modern {
-            return Err(unusable(Refusal::Revision));
-        }
-        if connection.capabilities().events().is_none() {
-            return Err(unusable(Refusal::NoCapability));
+        match facts(&connection) {
+            (false, _) => return Err(unusable(Refusal::Revision)),
+            (true, false) => return Err(unusable(Refusal::NoCapability)),
+            (true, true) => {}
         }
         let mut lister = Lister::new(std::time::Instant::now());
-        while let Some(cursor) = lister.poll_request(std::time::Instant::now()) {
-            let page = request(connection.list_events(cursor)).await;
-            count(&self.0.ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
-            match page {
-                Ok(page) => match lister.on_page(page, std::time::Instant::now()) {
-                    Step::More => {}
-                    Step::Done(types) => return Ok(types),
-                    _ => return Err(unusable(Refusal::ListTooLarge)),
-                },
-                Err(mcp_events::binding::Failure::Rpc(e))
-                    if e.code == mcp_wire::code::METHOD_NOT_FOUND =>
-                {
-                    return Err(unusable(Refusal::MethodNotFound));
-                }
-                Err(failure) => {
-                    return Err(Refused::Failed {
-                        err: mcp_wire::log_text(&failure.to_string()),
-                    });
-                }
-            }
+        let first = lister.poll_request(std::time::Instant::now()).flatten();
+        match list_pages(&self.0.ctx, &server, &connection, &mut lister, first).await {
+            Ok(Listed::Types(types)) => Ok(types),
+            Ok(Listed::MethodNotFound) => Err(unusable(Refusal::MethodNotFound)),
+            Ok(Listed::TooLarge) => Err(unusable(Refusal::ListTooLarge)),
+            Err(failure) => Err(Refused::Failed {
+                err: mcp_wire::log_text(&failure.to_string()),
+            }),
         }
-        Err(Refused::Failed {
-            err: "the listing ended without its last page".to_owned(),
-        })
     }
 
     /// Runs `work` on the events runtime, whatever runtime the caller is on.

@@ -83,6 +83,8 @@ impl Events {
         routes: &Routes,
     ) -> Result<Option<Self>, String> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
+        // Counted again from zero by the tasks about to start, if any.
+        metrics.clear(Metric::SubscriptionsActive);
         if config.bindings.is_empty() && config.grants.is_empty() {
             return Ok(None);
         }
@@ -100,8 +102,6 @@ impl Events {
             metrics,
             store: Arc::new(Mutex::new(store)),
         };
-        // Counted again from zero by the tasks about to start.
-        ctx.metrics.clear(Metric::SubscriptionsActive);
         let (stop, stopped) = watch::channel(false);
         let mut arms = BTreeMap::new();
         for (name, h) in held {
@@ -218,37 +218,27 @@ async fn serve(
     // Listed from the first binding on.
     let mut lister: Option<Lister> = None;
     loop {
-        let now = std::time::Instant::now();
-        while let Some(cursor) = lister
+        let due = lister
             .as_mut()
-            .and_then(|l| l.poll_request(now))
             .filter(|_| modern && capability)
-        {
-            let lister = lister.as_mut().expect("listing");
-            let page = request(connection.list_events(cursor)).await;
-            count(&ctx, &server, mcp_wire::method::EVENTS_LIST, &page);
-            let outcome = match page {
-                Ok(page) => match lister.on_page(page, now) {
-                    Step::More => continue,
-                    Step::Done(types) => {
+            .and_then(|l| Some((l.poll_request(std::time::Instant::now())?, l)));
+        if let Some((cursor, lister)) = due {
+            match list_pages(&ctx, &server, &connection, lister, cursor).await {
+                Ok(outcome) => {
+                    if let Listed::Types(types) = &outcome {
                         log(
                             &ctx,
                             Level::Info,
                             "mcp.events.listed",
                             &[("server", json!(server)), ("types", json!(types.len()))],
                         );
-                        Listed::Types(types)
                     }
-                    _ => Listed::TooLarge,
-                },
-                Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
-                    lister.hold(now);
-                    Listed::MethodNotFound
+                    listed.send_replace(Some(Arc::new(outcome)));
                 }
                 Err(failure) => {
                     let exhausted = matches!(&failure, Failure::Rpc(e)
                         if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
-                    let wait = lister.on_failure(now, exhausted, random());
+                    let wait = lister.on_failure(std::time::Instant::now(), exhausted, random());
                     log(
                         &ctx,
                         Level::Warn,
@@ -262,10 +252,9 @@ async fn serve(
                             ),
                         ],
                     );
-                    continue;
                 }
-            };
-            listed.send_replace(Some(Arc::new(outcome)));
+            }
+            continue;
         }
         let next = lister
             .as_ref()
@@ -300,6 +289,38 @@ async fn serve(
             }
             () = stopping(&mut stop) => return,
         }
+    }
+}
+
+/// Lists `server`'s types over `connection` from page `cursor` to the end, each request
+/// counted and the clock read after each answer: what the listing came to, or the failure
+/// that cut it short (for the caller to tell `lister`).
+async fn list_pages(
+    ctx: &Ctx,
+    server: &str,
+    connection: &Connection,
+    lister: &mut Lister,
+    mut cursor: Option<mcp_wire::Cursor>,
+) -> Result<Listed, Failure> {
+    loop {
+        let page = request(connection.list_events(cursor)).await;
+        count(ctx, server, mcp_wire::method::EVENTS_LIST, &page);
+        let now = std::time::Instant::now();
+        match page {
+            Ok(page) => match lister.on_page(page, now) {
+                Step::More => {}
+                Step::Done(types) => return Ok(Listed::Types(types)),
+                _ => return Ok(Listed::TooLarge),
+            },
+            Err(Failure::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
+                lister.hold(now);
+                return Ok(Listed::MethodNotFound);
+            }
+            Err(failure) => return Err(failure),
+        }
+        cursor = lister
+            .poll_request(now)
+            .ok_or_else(|| Failure::Transport("the listing stopped short".to_owned()))?;
     }
 }
 
@@ -346,7 +367,7 @@ async fn run_binding(
                     let answer = request(connection.poll_events(&params)).await;
                     let batch = b.on_poll(answer, std::time::Instant::now(), wall_ms(), random());
                     // A store that fails pauses the binding (`store_degraded`).
-                    let committed = commit(ctx, &b, batch).await;
+                    let committed = commit(ctx, &b, Arc::new(batch)).await;
                     b.on_committed(committed.is_ok(), std::time::Instant::now());
                     b.passed_over(committed.unwrap_or(0));
                 }
@@ -354,7 +375,7 @@ async fn run_binding(
                     let answer = request(connection.subscribe_events(&params)).await;
                     let now = std::time::Instant::now();
                     let batch = b.on_subscribed(answer, now, wall_ms(), random());
-                    let committed = commit(ctx, &b, batch).await.is_ok();
+                    let committed = commit(ctx, &b, Arc::new(batch)).await.is_ok();
                     b.on_committed(committed, std::time::Instant::now());
                     save_subscription(ctx, &b).await;
                 }
@@ -490,8 +511,16 @@ async fn deliver(
     body: mcp_wire::events::WebhookBody,
     webhook_id: &str,
 ) -> Answer {
-    match b.on_delivery(body, webhook_id, std::time::Instant::now(), wall_ms()) {
+    match b.on_delivery(
+        body,
+        webhook_id,
+        std::time::Instant::now(),
+        wall_ms(),
+        random(),
+    ) {
         Delivery::Commit(batch) => {
+            // Shared with the store's thread: the batch is not copied.
+            let batch = Arc::new(batch);
             let committed = commit(ctx, b, batch.clone()).await;
             b.on_delivered(&batch, committed.is_ok(), std::time::Instant::now());
             match committed {
@@ -519,7 +548,7 @@ async fn deliver(
 
 /// Commits a batch in one transaction, off the async threads: how many of its records the
 /// store passed over (its stream held them already), or why it did not take it.
-async fn commit(ctx: &Ctx, b: &Binding, batch: Batch) -> Result<usize, String> {
+async fn commit(ctx: &Ctx, b: &Binding, batch: Arc<Batch>) -> Result<usize, String> {
     let store = ctx.store.clone();
     let (key, into) = (b.config().key.clone(), b.config().into.clone());
     let records = batch.records.len();

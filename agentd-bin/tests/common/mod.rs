@@ -64,8 +64,8 @@ impl Daemon {
         let stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
-                if tx.send((Instant::now(), value)).is_err() {
+                let value: Value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                if tx.send((written(&value), value)).is_err() {
                     break;
                 }
             }
@@ -111,7 +111,7 @@ impl Daemon {
             .filter(move |(_, v)| v["event"] == event && server.is_none_or(|s| v["server"] == s))
     }
 
-    /// When the first line of `event` for `server` was read.
+    /// When the first line of `event` for `server` was written (its `ts`).
     pub fn when(&self, event: &str, server: Option<&str>) -> Instant {
         self.matching(event, server).next().expect("the line").0
     }
@@ -159,6 +159,27 @@ impl Daemon {
             self.seen.push(line);
         }
         status
+    }
+}
+
+/// When a line was written: its `ts`, as an `Instant` of this process (read late on a busy
+/// machine, a line still says when agentd wrote it); now, for a line without one.
+fn written(line: &Value) -> Instant {
+    let now = Instant::now();
+    line["ts"]
+        .as_str()
+        .and_then(|ts| humantime::parse_rfc3339_weak(ts).ok())
+        .and_then(|ts| std::time::SystemTime::now().duration_since(ts).ok())
+        .and_then(|ago| now.checked_sub(ago))
+        .unwrap_or(now)
+}
+
+/// Waits, at most 15 s, until `cond` holds; `what` names it when it does not.
+pub async fn until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !cond() {
+        assert!(Instant::now() < deadline, "not within 15 s: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

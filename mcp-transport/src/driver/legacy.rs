@@ -29,9 +29,6 @@ pub struct LegacyTransport {
     elicitor: Option<Arc<dyn Elicitor>>,
 }
 
-// A 404 to a request that carried a session, current or already lost, means the request was
-// not served: both are `Error::SessionLost`.
-
 /// A request's answer, with the session id its head carried.
 #[derive(Debug)]
 pub struct Posted<T> {
@@ -116,6 +113,8 @@ impl LegacyTransport {
             .send(http, body, accept, &headers, silence)
             .await?;
         let status = response.status().as_u16();
+        // A 404 to a request that carried a session, current or already replaced, means the
+        // request was not served: both are `Error::SessionLost`.
         if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
             return Err(Error::SessionLost);
         }

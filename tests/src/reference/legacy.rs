@@ -52,6 +52,18 @@ impl Sessions {
         }
     }
 
+    /// How many live sessions have a GET stream attached, and of those, how many are
+    /// subscribed to `uri`: who a change would reach now.
+    pub(crate) fn reached(&self, uri: &str) -> (usize, usize) {
+        let sessions = self.sessions.lock().expect("sessions");
+        let attached: Vec<&Session> = sessions
+            .values()
+            .filter(|s| s.alive && s.get_streams.iter().any(|e| !e.is_closed()))
+            .collect();
+        let subscribed = attached.iter().filter(|s| s.subscribed(uri)).count();
+        (attached.len(), subscribed)
+    }
+
     /// Keeps an event of a stream for replay.
     pub(crate) fn record(&self, session: &str, stream: &str, id: &str, data: &str) {
         if let Some(s) = self.sessions.lock().expect("sessions").get_mut(session) {

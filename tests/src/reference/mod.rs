@@ -311,6 +311,17 @@ impl ReferenceServer {
         modern::end_all(&self.state).await;
     }
 
+    /// How many legacy sessions a change of `uri` would reach now: subscribed to it, with a
+    /// GET stream attached (a GET in the log may not be attached yet).
+    pub fn reaching(&self, uri: &str) -> usize {
+        self.state.legacy.reached(uri).1
+    }
+
+    /// How many legacy sessions have a GET stream attached.
+    pub fn get_streams(&self) -> usize {
+        self.state.legacy.reached("").0
+    }
+
     /// How many modern listens are open.
     pub fn listens(&self) -> usize {
         modern::open(&self.state)
