@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_negotiate::{Connection, Recovery};
+use mcp_negotiate::{Client, Recovery};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
@@ -20,7 +20,7 @@ pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
 }
 
 /// Dials every server at once; each result in the configuration's order.
-async fn connect_all(config: &Config) -> Vec<(Server, Result<Connection, String>)> {
+async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, String>)> {
     let mut set = JoinSet::new();
     for (i, server) in config.servers.iter().cloned().enumerate() {
         let instance = config.instance.clone();
@@ -134,12 +134,12 @@ pub(crate) async fn call(
             return ExitCode::FAILURE;
         }
     };
-    let agent = mcp_wire::AgentMeta::new(
+    let agent = agentd_tools::AgentMeta::new(
         format!("cli-{}", std::process::id()),
         config.instance.clone(),
     );
     let outcome = connection
-        .call_tool(tool, arguments, Some(&agent), |_| {})
+        .call_tool_with(tool, arguments, Some(&agent.to_meta()), |_| {})
         .await;
     let _ = connection.close().await;
     match outcome {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tests::reference::{Options, ReferenceServer};
-use mcp_wire::AgentMeta;
+use agentd_tools::AgentMeta;
 use serde_json::json;
 use tokio::sync::broadcast;
 
@@ -71,7 +71,7 @@ async fn one(
     let agent = AgentMeta::new("demo-run-1", INSTANCE);
     let arguments = json!({"a": 2, "b": 3}).as_object().cloned();
     let result = connection
-        .call_tool("add", arguments, Some(&agent), |_| {})
+        .call_tool_with("add", arguments, Some(&agent.to_meta()), |_| {})
         .await
         .map_err(|e| format!("{name}: tools/call add: {e}"))?;
     let sum = result

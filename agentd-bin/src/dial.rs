@@ -1,7 +1,9 @@
 //! Dialing a configured server as the supervisor does, and the log lines a dial makes.
 
-use mcp_negotiate::{Catalog, Connection, Dialer, Error, Kind, Recovery};
-use mcp_transport::driver::Config as TransportConfig;
+use std::time::Duration;
+
+use mcp_negotiate::{Catalog, Client, ClientBuilder, ELICITATION_TIMEOUT, Error, Recovery};
+use mcp_transport::driver::Elicitor;
 use serde_json::{Value, json};
 
 use crate::config::Server;
@@ -26,24 +28,57 @@ impl std::fmt::Display for DialError {
     }
 }
 
-/// Dials one configured server with the supervisor's `clientInfo` and the server's timeout
-/// and headers, and lists its tools. A lost legacy session is dialed again as `recovery`
-/// says.
+/// What agentd calls itself in `clientInfo`.
+pub(crate) const CLIENT_NAME: &str = "agentd";
+
+/// The fixed timeout of a turn worker's or subagent's connection.
+pub(crate) const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// agentd's `clientInfo` name and version, with the server's configured headers.
+fn agentd(server: &Server) -> ClientBuilder {
+    let builder = Client::builder(CLIENT_NAME, env!("CARGO_PKG_VERSION"));
+    server
+        .headers
+        .iter()
+        .fold(builder, |builder, (name, value)| {
+            builder.header(name, value)
+        })
+}
+
+/// The supervisor's client (the reference's "What agentd says about itself"): `clientInfo`
+/// with the instance as `title`, no capabilities, the server's timeout and headers, a lost
+/// legacy session dialed again as `recovery` says.
+pub(crate) fn supervisor(instance: &str, server: &Server, recovery: Recovery) -> ClientBuilder {
+    agentd(server)
+        .title(instance)
+        .timeout(server.timeout)
+        .recovery(recovery)
+}
+
+/// A turn worker's or subagent's client: `clientInfo` without a title, the elicitation
+/// capability answered by `elicitor` (300 s per question, then cancel), a fixed 60 s
+/// timeout, the server's headers.
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "turn workers and subagents dial with it")
+)]
+pub(crate) fn worker(server: &Server, elicitor: impl Elicitor + 'static) -> ClientBuilder {
+    agentd(server)
+        .elicitation(elicitor)
+        .elicitation_timeout(ELICITATION_TIMEOUT)
+        .timeout(WORKER_TIMEOUT)
+}
+
+/// Dials one configured server with the supervisor's client, and lists its tools.
 pub(crate) async fn connect(
     instance: &str,
     server: &Server,
     recovery: Recovery,
-) -> Result<Connection, DialError> {
-    let mut transport = TransportConfig::default();
-    transport.headers = server.headers.clone();
-    transport.silence = server.timeout;
-    let kind = Kind::Supervisor {
-        instance: instance.to_owned(),
-    };
-    let dialer = Dialer::new(&server.url, transport, kind)
-        .map_err(|e| DialError::Handshake(Error::Transport(e)))?
-        .with_recovery(recovery);
-    Connection::connect(dialer).await.map_err(|e| match e {
+) -> Result<Client, DialError> {
+    let dialer = supervisor(instance, server, recovery)
+        .dialer(&server.url)
+        .map_err(DialError::Handshake)?;
+    Client::connect(dialer).await.map_err(|e| match e {
         e @ Error::Negotiation(_) => DialError::Handshake(e),
         e => DialError::Catalogue(e),
     })
@@ -51,12 +86,7 @@ pub(crate) async fn connect(
 
 /// `mcp.connect` (with `reason` when it is not the first dial), then `mcp.tool.dropped` for
 /// each tool the listing left out.
-pub(crate) fn connected(
-    instance: &str,
-    server: &str,
-    connection: &Connection,
-    reason: Option<&str>,
-) {
+pub(crate) fn connected(instance: &str, server: &str, connection: &Client, reason: Option<&str>) {
     let catalog = connection.catalog();
     let mut fields = vec![
         ("server", json!(server)),
@@ -106,5 +136,47 @@ pub(crate) fn failed(
     event(instance, Level::Warn, "mcp.connect.fail", &fields);
     if let Some(metrics) = metrics {
         metrics.connect_failed(server);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_wire::{ElicitAction, ElicitRequestParams, ElicitResult};
+
+    use super::*;
+
+    fn server() -> Server {
+        Server {
+            name: "s".into(),
+            url: "http://127.0.0.1:9/mcp".into(),
+            timeout: Duration::from_secs(5),
+            headers: vec![("Authorization".into(), "Bearer t".into())],
+            tags: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_supervisor_names_its_instance_and_declares_nothing() {
+        let dialer = supervisor("my-agent", &server(), Recovery::ByOwner)
+            .dialer("http://127.0.0.1:9/mcp")
+            .unwrap();
+        assert_eq!(dialer.client_info().name, "agentd");
+        assert_eq!(dialer.client_info().title.as_deref(), Some("my-agent"));
+        assert!(dialer.capabilities().as_map().is_empty());
+        assert_eq!(dialer.timeout(), Duration::from_secs(5));
+        assert_eq!(dialer.recovery(), Recovery::ByOwner);
+    }
+
+    #[test]
+    fn a_worker_declares_elicitation_and_waits_60_seconds_whatever_the_server_says() {
+        let decline = |_: ElicitRequestParams| async { ElicitResult::new(ElicitAction::Decline) };
+        let dialer = worker(&server(), decline)
+            .dialer("http://127.0.0.1:9/mcp")
+            .unwrap();
+        assert_eq!(dialer.client_info().name, "agentd");
+        assert_eq!(dialer.client_info().title, None);
+        assert!(dialer.capabilities().elicitation_form());
+        assert_eq!(dialer.timeout(), WORKER_TIMEOUT);
+        assert_eq!(WORKER_TIMEOUT, Duration::from_secs(60));
     }
 }

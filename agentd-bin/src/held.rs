@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
-use mcp_negotiate::{Change, Connection, Error, Recovery, Watch};
+use mcp_negotiate::{Change, Client, Error, Recovery, Watch};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -149,7 +149,7 @@ pub(crate) struct Held {
     pub(crate) server: Server,
     stop: watch::Sender<Stop>,
     orders: mpsc::Sender<Order>,
-    connection: watch::Receiver<Option<Arc<Connection>>>,
+    connection: watch::Receiver<Option<Arc<Client>>>,
     /// Counts the server's `notifications/events/list_changed`.
     events_changed: watch::Receiver<u64>,
     task: JoinHandle<()>,
@@ -190,12 +190,12 @@ impl Held {
     }
 
     /// The connection as it stands (`None` until the server is connected), to wait on.
-    pub(crate) fn connections(&self) -> watch::Receiver<Option<Arc<Connection>>> {
+    pub(crate) fn connections(&self) -> watch::Receiver<Option<Arc<Client>>> {
         self.connection.clone()
     }
 
     /// The connection, once the server is connected; `None` when it was let go first.
-    pub(crate) async fn connection(&self) -> Option<Arc<Connection>> {
+    pub(crate) async fn connection(&self) -> Option<Arc<Client>> {
         let mut connection = self.connection.clone();
         let held = connection.wait_for(Option::is_some).await.ok()?;
         held.clone()
@@ -251,7 +251,7 @@ struct Task {
     server: Server,
     stop: watch::Receiver<Stop>,
     orders: mpsc::Receiver<Order>,
-    connected: watch::Sender<Option<Arc<Connection>>>,
+    connected: watch::Sender<Option<Arc<Client>>>,
     events_changed: watch::Sender<u64>,
 }
 
@@ -289,7 +289,7 @@ impl Task {
 
     /// Dials until the server answers (on the join schedule after a failure), or until told
     /// to stop.
-    async fn join(&mut self, reason: Option<&'static str>) -> Option<Arc<Connection>> {
+    async fn join(&mut self, reason: Option<&'static str>) -> Option<Arc<Client>> {
         let instance = self.shared.instance.clone();
         let mut backoff = JOIN;
         let mut joining = false;
@@ -339,7 +339,7 @@ impl Task {
 
     /// Watches the connection until told to stop: changes logged and passed on,
     /// subscriptions asked for, a lost session dialed again.
-    async fn watch(&mut self, connection: &Arc<Connection>) {
+    async fn watch(&mut self, connection: &Arc<Client>) {
         let mut watch = Watch::new(connection.clone());
         let mut pushing = true;
         let mut stream = STREAM;
@@ -406,7 +406,7 @@ impl Task {
 
     /// The session is lost: `mcp.disconnect`, then dialed again on the session schedule, one
     /// server at a time. `false` when told to stop first.
-    async fn redial(&mut self, connection: &Connection) -> bool {
+    async fn redial(&mut self, connection: &Client) -> bool {
         let instance = self.shared.instance.clone();
         let name = self.server.name.clone();
         self.shared.log(
@@ -446,7 +446,7 @@ impl Task {
 
     /// Lists the tools again: the catalogue as the server has it now. A failure keeps the
     /// current catalogue (`mcp.tools_refresh_failed`).
-    async fn relist(&self, connection: &Connection) {
+    async fn relist(&self, connection: &Client) {
         let instance = &*self.shared.instance;
         match connection.refresh_tools().await {
             Ok(catalog) => dial::dropped(instance, &self.server.name, &catalog),

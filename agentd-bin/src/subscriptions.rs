@@ -209,7 +209,7 @@ mod tests {
     use std::sync::Arc;
 
     use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-    use mcp_negotiate::{Connection, Dialer, Kind};
+    use mcp_negotiate::Client;
     use serde_json::Value;
 
     use super::*;
@@ -218,11 +218,8 @@ mod tests {
 
     async fn legacy_watch(server: &ReferenceServer) -> Watch {
         server.script("server/discover", Fault::Status(404, None), Times::Once);
-        let kind = Kind::Supervisor {
-            instance: "t".into(),
-        };
-        let dialer = Dialer::new(&server.url(), Default::default(), kind).unwrap();
-        Watch::new(Arc::new(Connection::connect(dialer).await.unwrap()))
+        let client = Client::builder("agentd", "0").title("t");
+        Watch::new(Arc::new(client.connect(&server.url()).await.unwrap()))
     }
 
     fn sent(server: &ReferenceServer, method: &str) -> usize {

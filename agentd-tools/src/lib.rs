@@ -16,6 +16,9 @@
 use std::fmt;
 
 pub mod events;
+pub mod meta;
+
+pub use meta::AgentMeta;
 
 /// Who calls a tool: its kind, for the grants, and the owner of what it makes (the
 /// conversation, or a workflow's name).

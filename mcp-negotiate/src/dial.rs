@@ -1,7 +1,5 @@
 //! Dialing a server: the negotiation machine driven over the transport.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -9,44 +7,20 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcp_transport::Error as TransportError;
 use mcp_transport::driver::{
-    Config, Elicitor, HttpClient, LegacyTransport, ModernTransport, Routing,
+    ClientFeatures, Config, HttpClient, LegacyTransport, ModernTransport, Routing,
 };
 use mcp_transport::reply::Failure;
 use mcp_wire::{
-    ClientCapabilities, DiscoverResult, ElicitAction, ElicitRequestParams, ElicitResult,
-    Implementation, InitializeParams, InitializeResult, ModernMeta, RenderedMeta, RequestId,
-    RequestMeta, WithMeta, encode_notification, encode_request, method,
+    ClientCapabilities, DiscoverResult, Implementation, InitializeParams, InitializeResult,
+    ModernMeta, RenderedMeta, RequestId, RequestMeta, WithMeta, encode_notification,
+    encode_request, method,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use crate::{Connected, Failed, Negotiation, Progress, Reply, Start, Step};
-
-/// The fixed timeout of a turn worker's or subagent's connection.
-pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long a person has to answer a server's question; then the answer is cancel.
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Who dials: the supervisor, or a turn worker or subagent. They say different things about
-/// themselves (the reference's "What agentd says about itself").
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Kind {
-    /// The supervisor's connection: `clientInfo` with the instance as `title`, no
-    /// capabilities, the configured timeout.
-    Supervisor {
-        /// The instance's name.
-        instance: String,
-    },
-    /// A turn worker's or subagent's: `clientInfo` without a title, the elicitation
-    /// capability (answered by `elicitor`), and a fixed 60 s timeout.
-    Worker {
-        /// Who answers the server's questions.
-        elicitor: Arc<dyn Elicitor>,
-    },
-}
 
 /// What a connection does when the server loses its legacy session (a 404 to a request that
 /// carried it).
@@ -88,49 +62,40 @@ pub struct Dialed {
     pub link: Link,
 }
 
-/// Dials one server: builds its HTTP client once, then negotiates each time it is asked.
+/// Dials one server: holds its HTTP client (one pool), what the client says about itself,
+/// and how its connections behave; negotiates each time it is asked. Built by
+/// [`ClientBuilder::dialer`](crate::ClientBuilder::dialer); cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Dialer {
     client: HttpClient,
     info: Implementation,
+    features: ClientFeatures,
     capabilities: ClientCapabilities,
-    elicitor: Option<Arc<dyn Elicitor>>,
     ids: Arc<AtomicI64>,
     recovery: Recovery,
+    list_tools: bool,
 }
 
 impl Dialer {
-    /// A dialer of `url` for `kind`, over a transport configured by `config` (a worker's
-    /// silence bound is [`CHILD_TIMEOUT`] whatever `config` says). Fails when the URL or a
-    /// configured header is refused.
-    pub fn new(url: &str, mut config: Config, kind: Kind) -> Result<Self, TransportError> {
-        let mut info = Implementation::new("agentd", env!("CARGO_PKG_VERSION"));
-        let (capabilities, elicitor) = match kind {
-            Kind::Supervisor { instance } => {
-                info.title = Some(instance);
-                (ClientCapabilities::none(), None)
-            }
-            Kind::Worker { elicitor } => {
-                config.silence = CHILD_TIMEOUT;
-                let patient: Arc<dyn Elicitor> = Arc::new(Patient(elicitor));
-                (ClientCapabilities::none().with_elicitation(), Some(patient))
-            }
-        };
+    /// A dialer of `url` over a transport configured by `config`, saying `info` and
+    /// declaring exactly `features`. Fails when the URL or a configured header is refused.
+    pub(crate) fn new(
+        url: &str,
+        config: Config,
+        info: Implementation,
+        features: ClientFeatures,
+        recovery: Recovery,
+        list_tools: bool,
+    ) -> Result<Self, TransportError> {
         Ok(Self {
             client: HttpClient::new(url, config)?,
             info,
-            capabilities,
-            elicitor,
+            capabilities: features.capabilities(),
+            features,
             ids: Arc::new(AtomicI64::new(0)),
-            recovery: Recovery::AtOnce,
+            recovery,
+            list_tools,
         })
-    }
-
-    /// The same dialer, its connections recovering a lost session as `recovery` says
-    /// (by default [`Recovery::AtOnce`]).
-    pub fn with_recovery(mut self, recovery: Recovery) -> Self {
-        self.recovery = recovery;
-        self
     }
 
     /// How its connections recover a lost session.
@@ -148,9 +113,19 @@ impl Dialer {
         RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Who answers the server's questions (a worker's), bounded by [`ELICITATION_TIMEOUT`].
-    pub(crate) fn elicitor(&self) -> Option<Arc<dyn Elicitor>> {
-        self.elicitor.clone()
+    /// What the client serves when the server asks.
+    pub(crate) fn features(&self) -> &ClientFeatures {
+        &self.features
+    }
+
+    /// Whether connections list the tools at connect (when the server declares `tools`).
+    pub(crate) fn lists_tools(&self) -> bool {
+        self.list_tools
+    }
+
+    /// The capabilities the client declares.
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.capabilities
     }
 
     /// The client's `Implementation`, as sent.
@@ -160,20 +135,31 @@ impl Dialer {
 
     /// Dials and negotiates, starting as `start` says.
     pub async fn dial(&self, start: Start) -> Result<Dialed, Failed> {
+        let span = tracing::debug_span!("mcp.dial", endpoint = %self.client.endpoint(), ?start);
+        self.negotiate(start).instrument(span).await
+    }
+
+    async fn negotiate(&self, start: Start) -> Result<Dialed, Failed> {
         let mut negotiation = Negotiation::new(start);
-        let legacy = LegacyTransport::new(self.client.clone(), self.elicitor.clone());
+        let legacy = LegacyTransport::new(self.client.clone(), self.features.clone());
         loop {
             let step = negotiation.step();
+            tracing::debug!(?step, "negotiation step sent");
             let (reply, session) = match step {
                 Step::Discover { revision } => (self.discover(revision).await, None),
                 Step::Initialize { revision } => self.initialize(&legacy, revision).await,
             };
+            tracing::debug!(?step, ?reply, "negotiation reply");
             match negotiation.on_reply(reply) {
                 Progress::Send(_) => {}
                 Progress::Connected(connected) => {
+                    tracing::debug!(revision = %connected.revision, "negotiated");
                     return self.established(connected, legacy, session).await;
                 }
-                Progress::Failed(failed) => return Err(failed),
+                Progress::Failed(failed) => {
+                    tracing::debug!(%failed, "negotiation refused");
+                    return Err(failed);
+                }
             }
         }
     }
@@ -299,72 +285,5 @@ fn reply_of_error(e: TransportError) -> Reply {
         TransportError::Silent { .. } => Reply::Silent,
         TransportError::Unreachable { detail } => Reply::Unreachable(detail),
         other => Reply::Unreadable(other.to_string()),
-    }
-}
-
-/// An elicitation handler given at most [`ELICITATION_TIMEOUT`]: then the answer is cancel.
-#[derive(Debug)]
-struct Patient(Arc<dyn Elicitor>);
-
-impl Elicitor for Patient {
-    fn elicit(
-        &self,
-        params: ElicitRequestParams,
-    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
-        Box::pin(async move {
-            tokio::time::timeout(ELICITATION_TIMEOUT, self.0.elicit(params))
-                .await
-                .unwrap_or_else(|_| ElicitResult::new(ElicitAction::Cancel))
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A person who never answers.
-    #[derive(Debug)]
-    struct Silent;
-
-    impl Elicitor for Silent {
-        fn elicit(
-            &self,
-            _: ElicitRequestParams,
-        ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
-            Box::pin(std::future::pending())
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_person_has_300_seconds_then_the_answer_is_cancel() {
-        let params: ElicitRequestParams = serde_json::from_value(serde_json::json!({
-            "message": "Name?", "requestedSchema": {"type": "object"}
-        }))
-        .unwrap();
-        let started = tokio::time::Instant::now();
-        let answer = Patient(Arc::new(Silent)).elicit(params).await;
-        assert_eq!(answer.action, ElicitAction::Cancel);
-        assert_eq!(started.elapsed(), ELICITATION_TIMEOUT);
-    }
-
-    #[test]
-    fn a_worker_waits_60_seconds_whatever_the_config_says() {
-        let mut config = Config::default();
-        config.silence = Duration::from_secs(5);
-        let url = "http://127.0.0.1:9/mcp";
-        let supervisor = Kind::Supervisor {
-            instance: "a".into(),
-        };
-        let worker = Kind::Worker {
-            elicitor: Arc::new(Silent),
-        };
-        let supervised = Dialer::new(url, config.clone(), supervisor).unwrap();
-        assert_eq!(supervised.timeout(), Duration::from_secs(5));
-        assert_eq!(
-            Dialer::new(url, config, worker).unwrap().timeout(),
-            CHILD_TIMEOUT
-        );
-        assert_eq!(CHILD_TIMEOUT, Duration::from_secs(60));
     }
 }

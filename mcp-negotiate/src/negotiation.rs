@@ -143,6 +143,8 @@ impl fmt::Display for Failed {
     }
 }
 
+impl std::error::Error for Failed {}
+
 /// What to do after a reply.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -168,7 +170,7 @@ pub enum Progress {
 /// | -32022 whose `data.supported` names 2026-07-28 | ask again at that revision |
 /// | -32022, or a DiscoverResult, listing only older revisions | `initialize` at the newest of them known |
 /// | -32022 listing nothing | `initialize` at 2025-11-25 |
-/// | -32020, -32021, 401, unreachable, or a list with nothing agentd can offer | failed, naming the refusal |
+/// | -32020, -32021, 401, unreachable, or a list with nothing the client can offer | failed, naming the refusal |
 /// | anything else: -32601, 403, another 4xx or 5xx, `{}`, 202, silence | `initialize` at 2025-11-25 |
 ///
 /// And its bullets: no request is sent twice; a fallback refused too names both refusals; a

@@ -11,7 +11,7 @@ use mcp_wire::{
 };
 use serde_json::Value;
 
-use crate::connection::{Connection, Error};
+use crate::client::{Client, Error};
 use crate::listen::{Action, Ended, Interest, ListenEvent, Listener, idle_limit};
 use crate::{Link, Recovery};
 
@@ -45,7 +45,7 @@ pub enum Change {
 /// 2025-11-25 it is the GET stream, with `resources/subscribe` and `resources/unsubscribe`
 /// per URI.
 pub struct Watch {
-    connection: Arc<Connection>,
+    connection: Arc<Client>,
     held: BTreeSet<String>,
     queued: VecDeque<Change>,
     era: Era,
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Watch {
 
 impl Watch {
     /// Starts watching `connection`: list_changed is asked for at once.
-    pub fn new(connection: Arc<Connection>) -> Self {
+    pub fn new(connection: Arc<Client>) -> Self {
         let caps = connection.capabilities();
         let era = match connection.revision().era() {
             mcp_wire::Era::Modern => Era::Modern {
@@ -197,7 +197,7 @@ impl Watch {
     /// again, when the connection recovers [`Recovery::AtOnce`](crate::Recovery::AtOnce).
     /// With [`Recovery::ByOwner`](crate::Recovery::ByOwner) the loss is the transport's
     /// `SessionLost` error; once the owner has called
-    /// [`Connection::redial`](crate::Connection::redial) and asked again for what it holds
+    /// [`Client::redial`](crate::Client::redial) and asked again for what it holds
     /// ([`Watch::subscribe`] with each of [`Watch::held`], each bounded as the owner sees
     /// fit), the next call opens the stream again. Any other failure of the stream is
     /// returned too, and the next call opens it again.
@@ -421,7 +421,7 @@ fn change_of(n: &Notice) -> Option<Change> {
     }
 }
 
-impl Connection {
+impl Client {
     /// Opens a `subscriptions/listen` on the current (modern) link; the listen's silence
     /// bound is the listen idle limit, since the listener closes a quiet listen itself.
     pub(crate) async fn open_listen(&self, params: &ListenParams) -> Result<Call<Value>, Error> {

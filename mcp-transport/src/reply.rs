@@ -99,7 +99,7 @@ pub enum Failure {
         /// What is wrong with it.
         error: mcp_wire::Error,
     },
-    /// An informational or redirect status (1xx, 3xx): agentd follows no redirects.
+    /// An informational or redirect status (1xx, 3xx): the client follows no redirects.
     Unexpected {
         /// The status.
         status: u16,

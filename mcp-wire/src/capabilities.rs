@@ -63,6 +63,18 @@ impl ClientCapabilities {
         self
     }
 
+    /// Adds roots (`"roots":{}`): the client answers `roots/list`. It sends no
+    /// `notifications/roots/list_changed`, so `listChanged` is not declared.
+    pub fn with_roots(mut self) -> Self {
+        self.0.insert("roots".into(), Value::Object(Map::new()));
+        self
+    }
+
+    /// Whether roots are declared.
+    pub fn roots(&self) -> bool {
+        matches!(self.0.get("roots"), Some(Value::Object(_)))
+    }
+
     /// Adds an extension under `extensions` with its settings object.
     pub fn with_extension(mut self, id: &str, settings: Map<String, Value>) -> Self {
         let extensions = self

@@ -127,6 +127,8 @@ impl fmt::Display for ErrorObject {
     }
 }
 
+impl std::error::Error for ErrorObject {}
+
 /// The meaning of an error code, for the codes a client acts on.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

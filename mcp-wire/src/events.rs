@@ -1,7 +1,7 @@
 //! MCP Events (SEP-3415, a draft): the identifiers, error codes and message types, kept in
 //! one place so that a change of the draft is a small diff.
 //!
-//! Poll and webhook delivery are here; push (`events/stream`) is not used by agentd.
+//! Poll and webhook delivery are here; push (`events/stream`) is not modelled.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 /// ```
 /// use mcp_wire::Implementation;
 ///
-/// let mut info = Implementation::new("agentd", "0.1.0");
+/// let mut info = Implementation::new("my-client", "0.1.0");
 /// info.title = Some("my-agent".into());
 /// assert_eq!(
 ///     serde_json::to_string(&info).unwrap(),
-///     r#"{"name":"agentd","version":"0.1.0","title":"my-agent"}"#,
+///     r#"{"name":"my-client","version":"0.1.0","title":"my-agent"}"#,
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

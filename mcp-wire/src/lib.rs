@@ -66,6 +66,7 @@ mod raw;
 mod resources;
 mod result;
 mod revision;
+mod roots;
 mod subscriptions;
 mod tools;
 
@@ -87,7 +88,7 @@ pub use message::{
     Message, Notification, Request, Response, TypedMessage, TypedResponse, decode, decode_as,
     decode_response, encode_error, encode_notification, encode_request, encode_result,
 };
-pub use meta::{AgentMeta, Meta, ModernMeta, RenderedMeta, RequestMeta, WithMeta};
+pub use meta::{Meta, ModernMeta, RenderedMeta, RequestMeta, WithMeta};
 pub use notifications::{
     CancelledParams, ElicitationCompleteParams, LoggingLevel, LoggingMessageParams, ProgressParams,
     ProgressToken, ResourceUpdatedParams, ServerNotification,
@@ -102,9 +103,11 @@ pub use resources::{
     Resource, ResourceContents, ResourceTemplate, SubscribeParams,
 };
 pub use result::{
-    CacheScope, EmptyResult, InputRequest, InputRequired, InputResponses, Outcome, ResultType,
+    CacheScope, EmptyResult, InputRequest, InputRequired, InputResponse, InputResponses, Outcome,
+    ResultType,
 };
 pub use revision::{Era, Revision};
+pub use roots::{ListRootsResult, Root};
 pub use subscriptions::{AcknowledgedParams, ListenFilter, ListenParams};
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 

@@ -14,9 +14,9 @@ use crate::{
 /// use mcp_wire::{ClientCapabilities, Implementation, InitializeParams, Revision};
 ///
 /// let p = InitializeParams::new(Revision::V2025_11_25, ClientCapabilities::none(),
-///     Implementation::new("agentd", "0.1.0"));
+///     Implementation::new("my-client", "0.1.0"));
 /// assert_eq!(serde_json::to_string(&p).unwrap(),
-///     r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agentd","version":"0.1.0"}}"#);
+///     r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"my-client","version":"0.1.0"}}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

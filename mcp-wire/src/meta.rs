@@ -1,7 +1,5 @@
 //! `_meta`: the open metadata object on params, results and notifications, and its keys.
 
-use std::collections::BTreeMap;
-
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -38,33 +36,12 @@ pub mod key {
     pub const BAGGAGE: &str = "baggage";
 }
 
-/// The `_meta` keys agentd puts on its requests so that a server can correlate and
-/// deduplicate (the reference's "Request metadata" table).
-pub mod agent {
-    /// The run a call belongs to; on every call.
-    pub const RUN_ID: &str = "agent/run_id";
-    /// The agent instance's name; on every call.
-    pub const INSTANCE: &str = "agent/instance";
-    /// The conversation context; on calls made during a conversation turn.
-    pub const CTX: &str = "agent/ctx";
-    /// A key stable across retries of the same work.
-    pub const IDEMPOTENCY_KEY: &str = "agent/idempotency_key";
-    /// The attempt number of an `mcp.tool` step.
-    pub const ATTEMPT: &str = "agent/attempt";
-    /// The workflow run of an `mcp.tool` step.
-    pub const RUN: &str = "agent/run";
-    /// The principal the work is for.
-    pub const ACTING_FOR: &str = "agent/acting_for";
-    /// Labels of the work.
-    pub const LABELS: &str = "agent/labels";
-}
-
 /// The three keys every 2026-07-28 request carries in `params._meta`.
 ///
 /// ```
 /// use mcp_wire::{ClientCapabilities, Implementation, Meta, ModernMeta, Revision};
 ///
-/// let info = Implementation::new("agentd", "0.1.0");
+/// let info = Implementation::new("my-client", "0.1.0");
 /// let caps = ClientCapabilities::none();
 /// let mut meta = Meta::new();
 /// ModernMeta { revision: Revision::V2026_07_28, client_info: &info, client_capabilities: &caps }
@@ -120,35 +97,34 @@ impl RenderedMeta {
 }
 
 /// A request's `_meta`, written in one pass from its parts: the modern keys rendered once per
-/// connection, agentd's keys, a progress token, and any other keys.
+/// connection, a progress token, and the caller's own keys.
 ///
 /// ```
-/// use mcp_wire::{AgentMeta, CallToolParams, ClientCapabilities, Implementation, ModernMeta,
+/// use mcp_wire::{CallToolParams, ClientCapabilities, Implementation, Meta, ModernMeta,
 ///     RequestMeta, Revision, WithMeta};
 ///
-/// let info = Implementation::new("agentd", "0.1.0");
+/// let info = Implementation::new("my-client", "0.1.0");
 /// let caps = ClientCapabilities::none();
 /// let rendered = ModernMeta { revision: Revision::V2026_07_28, client_info: &info,
 ///     client_capabilities: &caps }.render().unwrap();
-/// let agent = AgentMeta::new("run-1", "my-agent");
+/// let mut mine = Meta::new();
+/// mine.insert("example.com/run".into(), "run-1".into());
 /// let mut meta = RequestMeta::default();
 /// meta.modern = Some(&rendered);
-/// meta.agent = Some(&agent);
+/// meta.extra = Some(&mine);
 /// let params = CallToolParams::new("add");
 /// let text = serde_json::to_string(&WithMeta { params: &params, meta }).unwrap();
 /// assert_eq!(text, concat!(r#"{"name":"add","_meta":{"#,
 ///     r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
-///     r#""io.modelcontextprotocol/clientInfo":{"name":"agentd","version":"0.1.0"},"#,
+///     r#""io.modelcontextprotocol/clientInfo":{"name":"my-client","version":"0.1.0"},"#,
 ///     r#""io.modelcontextprotocol/clientCapabilities":{},"#,
-///     r#""agent/run_id":"run-1","agent/instance":"my-agent"}}"#));
+///     r#""example.com/run":"run-1"}}"#));
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct RequestMeta<'a> {
     /// The modern keys (2026-07-28 requests).
     pub modern: Option<&'a RenderedMeta>,
-    /// agentd's keys (`tools/call`).
-    pub agent: Option<&'a AgentMeta>,
     /// `progressToken`, to ask for progress notifications.
     pub progress_token: Option<&'a crate::ProgressToken>,
     /// Any other keys; a key written by the parts above is not written twice.
@@ -159,7 +135,6 @@ impl RequestMeta<'_> {
     /// Whether nothing would be written.
     pub fn is_empty(&self) -> bool {
         self.modern.is_none()
-            && self.agent.is_none()
             && self.progress_token.is_none()
             && self.extra.is_none_or(Map::is_empty)
     }
@@ -179,7 +154,6 @@ impl RequestMeta<'_> {
         ];
         (self.modern.is_some() && modern.contains(&k))
             || (self.progress_token.is_some() && k == key::PROGRESS_TOKEN)
-            || self.agent.is_some_and(|a| a.writes(k))
     }
 }
 
@@ -193,9 +167,6 @@ impl Serialize for RequestMeta<'_> {
         }
         if let Some(token) = self.progress_token {
             map.serialize_entry(key::PROGRESS_TOKEN, token)?;
-        }
-        if let Some(agent) = self.agent {
-            agent.entries(&mut map)?;
         }
         for (k, v) in self.extra.into_iter().flatten() {
             if !self.writes(k) {
@@ -216,102 +187,4 @@ pub struct WithMeta<'a, P: Serialize> {
     /// Their `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
     pub meta: RequestMeta<'a>,
-}
-
-/// agentd's request metadata (the keys of [`agent`] plus `traceparent`); each is sent only
-/// when set.
-///
-/// ```
-/// use mcp_wire::{AgentMeta, Meta};
-///
-/// let mut call = AgentMeta::new("run-1", "my-agent");
-/// call.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
-/// let mut meta = Meta::new();
-/// call.insert_into(&mut meta);
-/// assert_eq!(meta["agent/run_id"], "run-1");
-/// assert!(meta.get("agent/attempt").is_none());
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct AgentMeta {
-    /// `agent/run_id`.
-    pub run_id: String,
-    /// `agent/instance`.
-    pub instance: String,
-    /// `traceparent`, when the call is made with an active trace.
-    pub traceparent: Option<String>,
-    /// `agent/ctx`, on calls made during a conversation turn.
-    pub ctx: Option<Value>,
-    /// `agent/idempotency_key`.
-    pub idempotency_key: Option<String>,
-    /// `agent/attempt`, on calls from an `mcp.tool` step.
-    pub attempt: Option<u32>,
-    /// `agent/run`, on calls from an `mcp.tool` step.
-    pub run: Option<String>,
-    /// `agent/acting_for`, on calls from the supervisor's tool registry.
-    pub acting_for: Option<Value>,
-    /// `agent/labels`, on calls from the supervisor's tool registry.
-    pub labels: Option<BTreeMap<String, String>>,
-}
-
-impl AgentMeta {
-    /// The two keys every call carries.
-    pub fn new(run_id: impl Into<String>, instance: impl Into<String>) -> Self {
-        Self {
-            run_id: run_id.into(),
-            instance: instance.into(),
-            ..Self::default()
-        }
-    }
-
-    /// Writes the keys that are set into `meta`, replacing any already there.
-    pub fn insert_into(&self, meta: &mut Meta) {
-        RequestMeta {
-            agent: Some(self),
-            ..RequestMeta::default()
-        }
-        .insert_into(meta);
-    }
-
-    fn writes(&self, k: &str) -> bool {
-        match k {
-            agent::RUN_ID | agent::INSTANCE => true,
-            key::TRACEPARENT => self.traceparent.is_some(),
-            agent::CTX => self.ctx.is_some(),
-            agent::IDEMPOTENCY_KEY => self.idempotency_key.is_some(),
-            agent::ATTEMPT => self.attempt.is_some(),
-            agent::RUN => self.run.is_some(),
-            agent::ACTING_FOR => self.acting_for.is_some(),
-            agent::LABELS => self.labels.is_some(),
-            _ => false,
-        }
-    }
-
-    /// Writes the keys that are set as entries of a map.
-    fn entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry(agent::RUN_ID, &self.run_id)?;
-        map.serialize_entry(agent::INSTANCE, &self.instance)?;
-        if let Some(v) = &self.traceparent {
-            map.serialize_entry(key::TRACEPARENT, v)?;
-        }
-        if let Some(v) = &self.ctx {
-            map.serialize_entry(agent::CTX, v)?;
-        }
-        if let Some(v) = &self.idempotency_key {
-            map.serialize_entry(agent::IDEMPOTENCY_KEY, v)?;
-        }
-        if let Some(v) = &self.attempt {
-            map.serialize_entry(agent::ATTEMPT, v)?;
-        }
-        if let Some(v) = &self.run {
-            map.serialize_entry(agent::RUN, v)?;
-        }
-        if let Some(v) = &self.acting_for {
-            map.serialize_entry(agent::ACTING_FOR, v)?;
-        }
-        if let Some(v) = &self.labels {
-            map.serialize_entry(agent::LABELS, v)?;
-        }
-        Ok(())
-    }
 }

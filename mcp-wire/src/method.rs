@@ -32,9 +32,9 @@ pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 /// `elicitation/create`: a legacy server-to-client request, and a kind of input request.
 pub const ELICITATION_CREATE: &str = "elicitation/create";
-/// `sampling/createMessage`: a server-to-client request agentd does not serve.
+/// `sampling/createMessage`: a server-to-client request (sampling).
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-/// `roots/list`: a server-to-client request agentd does not serve.
+/// `roots/list`: a server-to-client request for the client's roots.
 pub const ROOTS_LIST: &str = "roots/list";
 /// `events/list` (MCP Events).
 pub const EVENTS_LIST: &str = "events/list";

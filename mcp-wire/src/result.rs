@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::{ElicitRequestParams, ElicitResult, Error, Meta, RawJson, method};
+use crate::{ElicitRequestParams, ElicitResult, Error, ListRootsResult, Meta, RawJson, method};
 
 /// A result's `resultType` (2026-07-28). A missing one (a legacy server) reads as
 /// [`ResultType::Complete`]; a value this crate does not know is refused when decoding, since
-/// agentd declares no extension that adds one.
+/// no extension this crate knows adds one.
 ///
 /// ```
 /// use mcp_wire::ResultType;
@@ -30,7 +30,7 @@ pub enum ResultType {
 
 /// Who may share a cacheable result (`cacheScope`, 2026-07-28).
 ///
-/// agentd caches nothing; the field is read so that it survives, and a value this crate
+/// The field is read so that it survives, and a value this crate
 /// does not know reads as [`CacheScope::Private`], the narrower scope.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -204,8 +204,42 @@ impl InputRequest {
 }
 
 /// The retry's `inputResponses`: one answer per key of the interim result's
-/// `inputRequests`. agentd declares only elicitation, so every answer is an [`ElicitResult`].
-pub type InputResponses = BTreeMap<String, ElicitResult>;
+/// `inputRequests`.
+pub type InputResponses = BTreeMap<String, InputResponse>;
+
+/// One answer of a retry's `inputResponses`: the result of the input request it answers.
+///
+/// ```
+/// use mcp_wire::{ElicitAction, ElicitResult, InputResponse, ListRootsResult, Root};
+///
+/// let cancel = InputResponse::from(ElicitResult::new(ElicitAction::Cancel));
+/// assert_eq!(serde_json::to_string(&cancel).unwrap(), r#"{"action":"cancel"}"#);
+/// let roots = InputResponse::from(ListRootsResult::new(vec![Root::new("file:///src")]));
+/// assert_eq!(serde_json::to_string(&roots).unwrap(), r#"{"roots":[{"uri":"file:///src"}]}"#);
+/// let read: InputResponse = serde_json::from_str(r#"{"roots":[]}"#).unwrap();
+/// assert!(matches!(read, InputResponse::Roots(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum InputResponse {
+    /// The answer to `elicitation/create`.
+    Elicitation(ElicitResult),
+    /// The answer to `roots/list`.
+    Roots(ListRootsResult),
+}
+
+impl From<ElicitResult> for InputResponse {
+    fn from(answer: ElicitResult) -> Self {
+        Self::Elicitation(answer)
+    }
+}
+
+impl From<ListRootsResult> for InputResponse {
+    fn from(answer: ListRootsResult) -> Self {
+        Self::Roots(answer)
+    }
+}
 
 /// Reads a member that is there, whatever its value, `null` included, so that an explicit
 /// `null` (`Some(Value::Null)`, or `Some(None)` for an `Option`) stays apart from an absent

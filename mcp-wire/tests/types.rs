@@ -1,15 +1,13 @@
 //! Integration tests of the MCP types: revisions, error kinds, capabilities, values that
 //! must survive a decode and encode unchanged, `server/discover` defaults, `resultType`,
-//! `tools/call` outcomes, pagination, the `_meta` keys agentd writes, and `log_text`.
-
-use std::collections::BTreeMap;
+//! `tools/call` outcomes, pagination, the `_meta` keys, and `log_text`.
 
 use mcp_wire::events::EventsError;
 use mcp_wire::{
-    AgentMeta, CacheScope, CallToolParams, CallToolResult, ClientCapabilities, ContentBlock,
-    DiscoverResult, EmptyResult, Era, Error, ErrorKind, ErrorObject, Implementation,
-    InitializeParams, InitializeResult, LOG_TEXT_MAX, ListToolsResult, Message, Meta, ModernMeta,
-    Outcome, ResultType, Revision, ServerCapabilities, Tool, code, decode, encode_result, log_text,
+    CacheScope, CallToolParams, CallToolResult, ClientCapabilities, ContentBlock, DiscoverResult,
+    EmptyResult, Era, Error, ErrorKind, ErrorObject, Implementation, InitializeParams,
+    InitializeResult, LOG_TEXT_MAX, ListToolsResult, Message, Meta, ModernMeta, Outcome,
+    ResultType, Revision, ServerCapabilities, Tool, code, decode, encode_result, log_text,
 };
 use serde_json::{Map, Value, json};
 
@@ -1044,66 +1042,8 @@ fn modern_meta_inserts_exactly_the_three_keys() {
 }
 
 #[test]
-fn agent_meta_inserts_exactly_the_keys_of_the_reference() {
-    let mut all = AgentMeta::new("run-1", "my-agent");
-    all.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
-    all.ctx = Some(json!({"turn":3}));
-    all.idempotency_key = Some("idem-1".into());
-    all.attempt = Some(2);
-    all.run = Some("wf-9".into());
-    all.acting_for = Some(json!({"principal":"alice"}));
-    all.labels = Some(BTreeMap::from([("team".to_owned(), "infra".to_owned())]));
-    let mut meta = Meta::new();
-    all.insert_into(&mut meta);
-    assert_eq!(
-        keys(&meta),
-        [
-            "agent/acting_for",
-            "agent/attempt",
-            "agent/ctx",
-            "agent/idempotency_key",
-            "agent/instance",
-            "agent/labels",
-            "agent/run",
-            "agent/run_id",
-            "traceparent",
-        ]
-    );
-    assert_eq!(
-        Value::Object(meta),
-        json!({
-            "agent/run_id":"run-1",
-            "agent/instance":"my-agent",
-            "traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-            "agent/ctx":{"turn":3},
-            "agent/idempotency_key":"idem-1",
-            "agent/attempt":2,
-            "agent/run":"wf-9",
-            "agent/acting_for":{"principal":"alice"},
-            "agent/labels":{"team":"infra"}
-        })
-    );
-
-    // Unset optional keys are absent.
-    let mut meta = Meta::new();
-    AgentMeta::new("r", "i").insert_into(&mut meta);
-    assert_eq!(keys(&meta), ["agent/instance", "agent/run_id"]);
-
-    let mut some = AgentMeta::new("r", "i");
-    some.attempt = Some(1);
-    some.run = Some("w".into());
-    let mut meta = object(json!({"agent/run_id":"stale","io.example/keep":true}));
-    some.insert_into(&mut meta);
-    assert_eq!(
-        Value::Object(meta),
-        json!({"agent/run_id":"r","agent/instance":"i","agent/attempt":1,"agent/run":"w",
-               "io.example/keep":true})
-    );
-}
-
-#[test]
 fn meta_key_constants_match_the_spec() {
-    use mcp_wire::meta::{agent, key};
+    use mcp_wire::meta::key;
     let cases = [
         (
             key::PROTOCOL_VERSION,
@@ -1124,14 +1064,6 @@ fn meta_key_constants_match_the_spec() {
         (key::TRACEPARENT, "traceparent"),
         (key::TRACESTATE, "tracestate"),
         (key::BAGGAGE, "baggage"),
-        (agent::RUN_ID, "agent/run_id"),
-        (agent::INSTANCE, "agent/instance"),
-        (agent::CTX, "agent/ctx"),
-        (agent::IDEMPOTENCY_KEY, "agent/idempotency_key"),
-        (agent::ATTEMPT, "agent/attempt"),
-        (agent::RUN, "agent/run"),
-        (agent::ACTING_FOR, "agent/acting_for"),
-        (agent::LABELS, "agent/labels"),
     ];
     for (got, want) in cases {
         assert_eq!(got, want);

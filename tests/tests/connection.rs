@@ -1,4 +1,4 @@
-//! `Connection`, the revision-neutral connection, end to end: against the reference server in
+//! `Client`, the revision-neutral connection, end to end: against the reference server in
 //! both eras (the legacy era forced by a 404 to `server/discover`), and against the real
 //! peers (the Python `mcp` 2.3.0 server and the TypeScript `server-everything`).
 //!
@@ -17,11 +17,11 @@ use std::time::Duration;
 use agentd_tests::peers;
 use agentd_tests::reference::{Fault, Logged, Options, ReferenceServer, Times};
 use common::{AcceptAda, add_args, bounded, object};
-use mcp_negotiate::{Connection, Dialer, Error, Kind, MAX_INPUT_ROUNDS, Reply, Start};
+use mcp_negotiate::{Client, ClientBuilder, Error, MAX_INPUT_ROUNDS, Reply, Start};
 use mcp_transport::driver::{Config, Notice};
 use mcp_wire::{
-    AgentMeta, CallToolResult, CompleteParams, CompletionReference, InvalidAnnotation,
-    ResourceContents, Revision, ServerNotification,
+    CallToolResult, CompleteParams, CompletionReference, InvalidAnnotation, Meta, ResourceContents,
+    Revision, ServerNotification,
 };
 use serde_json::{Value, json};
 
@@ -51,16 +51,21 @@ impl Era {
 
 const INSTANCE: &str = "my-agent";
 
-fn supervisor_kind() -> Kind {
-    Kind::Supervisor {
-        instance: INSTANCE.into(),
-    }
+/// A client as agentd's supervisor makes it: named, titled with the instance, no features.
+fn supervisor_kind() -> ClientBuilder {
+    Client::builder("agentd", "0.1.0").title(INSTANCE)
 }
 
-fn worker_kind() -> Kind {
-    Kind::Worker {
-        elicitor: Arc::new(AcceptAda),
-    }
+/// A client that declares elicitation, answered by `elicitor`, and waits 60 s.
+fn worker_with(elicitor: impl mcp_transport::driver::Elicitor + 'static) -> ClientBuilder {
+    Client::builder("agentd", "0.1.0")
+        .elicitation(elicitor)
+        .timeout(Duration::from_secs(60))
+}
+
+/// A worker whose person answers `Ada`.
+fn worker_kind() -> ClientBuilder {
+    worker_with(AcceptAda)
 }
 
 /// A reference server with default options, answering the probe with a 404 once when
@@ -73,13 +78,13 @@ async fn server_in(era: Era) -> ReferenceServer {
     server
 }
 
-async fn connect_with(url: &str, config: Config, kind: Kind) -> Result<Connection, Error> {
-    let dialer = Dialer::new(url, config, kind).expect("a dialer");
-    bounded("connect", Connection::connect(dialer)).await
+async fn connect_with(url: &str, config: Config, kind: ClientBuilder) -> Result<Client, Error> {
+    let dialer = kind.transport(config).dialer(url).expect("a dialer");
+    bounded("connect", Client::connect(dialer)).await
 }
 
 /// Connects to `server` as `kind`, and checks the era reached.
-async fn connect(server: &ReferenceServer, era: Era, kind: Kind) -> Connection {
+async fn connect(server: &ReferenceServer, era: Era, kind: ClientBuilder) -> Client {
     let connection = connect_with(&server.url(), Config::default(), kind)
         .await
         .unwrap_or_else(|e| panic!("{era:?}: connect failed: {e}"));
@@ -88,7 +93,7 @@ async fn connect(server: &ReferenceServer, era: Era, kind: Kind) -> Connection {
 }
 
 /// A reference server in `era` and a supervisor connection to it.
-async fn setup(era: Era) -> (ReferenceServer, Connection) {
+async fn setup(era: Era) -> (ReferenceServer, Client) {
     let server = server_in(era).await;
     let connection = connect(&server, era, supervisor_kind()).await;
     (server, connection)
@@ -144,13 +149,13 @@ fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
 
 /// Calls a tool with no `_meta` and no interest in notices, within 5 s.
 async fn call(
-    connection: &Connection,
+    connection: &Client,
     name: &str,
     arguments: Option<serde_json::Map<String, Value>>,
 ) -> Result<CallToolResult, Error> {
     bounded(
         name,
-        connection.call_tool(name, arguments, None, |_: Notice| {}),
+        connection.call_tool_with(name, arguments, None, |_: Notice| {}),
     )
     .await
 }
@@ -556,19 +561,24 @@ async fn a_kept_annotated_tool_from_a_scripted_listing_gets_its_param_header() {
 // 3. Request metadata and routing headers of tools/call
 // ---------------------------------------------------------------------------------------------
 
-fn full_agent_meta() -> AgentMeta {
-    let mut agent = AgentMeta::new("run-42", INSTANCE);
-    agent.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
-    agent.ctx = Some(json!({"turn": 3, "conversation": "c-1"}));
-    agent.idempotency_key = Some("idem-7".into());
-    agent.attempt = Some(2);
-    agent.run = Some("wf-run-9".into());
-    agent.acting_for = Some(json!({"principal": "user:ada"}));
-    agent.labels = Some(BTreeMap::from([
-        ("team".to_owned(), "infra".to_owned()),
-        ("env".to_owned(), "prod".to_owned()),
-    ]));
-    agent
+/// The caller's own `_meta` keys: those of agentd's "Request metadata" table.
+fn full_agent_meta() -> Meta {
+    object(json!({
+        "agent/run_id": "run-42",
+        "agent/instance": INSTANCE,
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "agent/ctx": {"turn": 3, "conversation": "c-1"},
+        "agent/idempotency_key": "idem-7",
+        "agent/attempt": 2,
+        "agent/run": "wf-run-9",
+        "agent/acting_for": {"principal": "user:ada"},
+        "agent/labels": {"team": "infra", "env": "prod"},
+    }))
+}
+
+/// The two keys every agentd call carries.
+fn minimal_meta(run_id: &str) -> Meta {
+    object(json!({"agent/run_id": run_id, "agent/instance": INSTANCE}))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -578,7 +588,7 @@ async fn tools_call_carries_every_agent_meta_key_in_both_eras() {
         let agent = full_agent_meta();
         let result = bounded(
             "add",
-            connection.call_tool("add", Some(add_args(2, 3)), Some(&agent), |_| {}),
+            connection.call_tool_with("add", Some(add_args(2, 3)), Some(&agent), |_| {}),
         )
         .await
         .unwrap();
@@ -648,16 +658,16 @@ async fn tools_call_carries_every_agent_meta_key_in_both_eras() {
     }
 }
 
-/// Only the keys that are set are sent: without `AgentMeta` a legacy call carries only its
+/// Only the keys that are set are sent: without its own keys a legacy call carries only its
 /// progress token, a modern one the three protocol keys besides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unset_agent_keys_are_left_out() {
     for era in ERAS {
         let (server, connection) = setup(era).await;
-        let minimal = AgentMeta::new("run-1", INSTANCE);
+        let minimal = minimal_meta("run-1");
         bounded(
             "add",
-            connection.call_tool("add", Some(add_args(1, 1)), Some(&minimal), |_| {}),
+            connection.call_tool_with("add", Some(add_args(1, 1)), Some(&minimal), |_| {}),
         )
         .await
         .unwrap();
@@ -828,17 +838,17 @@ async fn a_worker_states_elicitation_and_no_title() {
 async fn a_worker_following_the_supervisor_starts_like_it_and_routes_its_calls() {
     for era in ERAS {
         let server = server_in(era).await;
-        let supervisor = Dialer::new(&server.url(), Config::default(), supervisor_kind()).unwrap();
+        let supervisor = supervisor_kind().dialer(&server.url()).unwrap();
         let reached_by = bounded("dial", supervisor.dial(Start::Probe))
             .await
             .unwrap()
             .connected
             .reached_by;
         let before = server.log().len();
-        let dialer = Dialer::new(&server.url(), Config::default(), worker_kind()).unwrap();
+        let dialer = worker_kind().dialer(&server.url()).unwrap();
         let worker = bounded(
             "connect_with",
-            Connection::connect_with(dialer, Start::Like(reached_by)),
+            Client::connect_with(dialer, Start::Like(reached_by)),
         )
         .await
         .unwrap_or_else(|e| panic!("{era:?}: {e}"));
@@ -1288,30 +1298,19 @@ async fn an_input_request_for_sampling_is_unanswerable() {
     assert_eq!(requests(&server, "tools/call").len(), 1);
 }
 
-/// Counts the elicitations it answers (as [`AcceptAda`]).
-#[derive(Debug, Default)]
-struct Counting(std::sync::atomic::AtomicUsize);
-
-impl mcp_transport::driver::Elicitor for Counting {
-    fn elicit(
-        &self,
-        params: mcp_wire::ElicitRequestParams,
-    ) -> std::pin::Pin<Box<dyn Future<Output = mcp_wire::ElicitResult> + Send + '_>> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        AcceptAda.elicit(params)
-    }
-}
-
 /// A server that keeps asking is given up on after `MAX_INPUT_ROUNDS` rounds; the last
 /// round's question is put to nobody, as its answer would never be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_keeps_asking_is_given_up_on() {
     let server = server_in(Era::Modern).await;
-    let asked = Arc::new(Counting::default());
-    let kind = Kind::Worker {
-        elicitor: asked.clone(),
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = asked.clone();
+    // Counts the elicitations it answers, as `AcceptAda` does.
+    let counting = move |_: mcp_wire::ElicitRequestParams| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async { mcp_wire::ElicitResult::accept(object(json!({"name": "Ada"}))) }
     };
-    let connection = connect(&server, Era::Modern, kind).await;
+    let connection = connect(&server, Era::Modern, worker_with(counting)).await;
     server.script(
         "tools/call",
         asking(
@@ -1329,7 +1328,7 @@ async fn a_server_that_keeps_asking_is_given_up_on() {
     );
     assert_eq!(requests(&server, "tools/call").len(), MAX_INPUT_ROUNDS);
     assert_eq!(
-        asked.0.load(std::sync::atomic::Ordering::Relaxed),
+        asked.load(std::sync::atomic::Ordering::Relaxed),
         MAX_INPUT_ROUNDS - 1
     );
 }
@@ -1512,8 +1511,8 @@ async fn concurrent_calls_on_a_lost_session_share_one_redial() {
     server.expire_sessions();
     let (a, b) = bounded("two calls", async {
         tokio::join!(
-            connection.call_tool("add", Some(add_args(1, 1)), None, |_| {}),
-            connection.call_tool("add", Some(add_args(2, 2)), None, |_| {}),
+            connection.call_tool_with("add", Some(add_args(1, 1)), None, |_| {}),
+            connection.call_tool_with("add", Some(add_args(2, 2)), None, |_| {}),
         )
     })
     .await;
@@ -1543,7 +1542,7 @@ async fn progress_notifications_reach_on_notice() {
         let mut notices = Vec::new();
         let result = bounded(
             "slow",
-            connection.call_tool(
+            connection.call_tool_with(
                 "slow",
                 args(json!({"steps": 3, "delay_ms": 20})),
                 None,
@@ -1623,7 +1622,7 @@ async fn a_call_that_streams_progress_outlives_the_silence_bound() {
         let mut steps = 0;
         let result = bounded(
             "slow",
-            connection.call_tool(
+            connection.call_tool_with(
                 "slow",
                 args(json!({"steps": 6, "delay_ms": 150})),
                 None,
@@ -1693,14 +1692,14 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
             tokio::join!(
                 async {
                     let r = connection
-                        .call_tool("add", Some(add_args(1, 1)), None, |_| {})
+                        .call_tool_with("add", Some(add_args(1, 1)), None, |_| {})
                         .await;
                     (r, tokio::time::Instant::now())
                 },
                 async {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     let r = connection
-                        .call_tool("add", Some(add_args(2, 2)), None, |_| {})
+                        .call_tool_with("add", Some(add_args(2, 2)), None, |_| {})
                         .await;
                     (r, tokio::time::Instant::now())
                 },
@@ -1737,9 +1736,7 @@ async fn python_peer_is_reached_at_2026_07_28_listed_and_called() {
         let connection = within(
             20,
             "connect",
-            Connection::connect(
-                Dialer::new(&peer.url, Config::default(), supervisor_kind()).unwrap(),
-            ),
+            Client::connect(supervisor_kind().dialer(&peer.url).unwrap()),
         )
         .await
         .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
@@ -1762,7 +1759,7 @@ async fn python_peer_is_reached_at_2026_07_28_listed_and_called() {
         let sum = within(
             10,
             "add",
-            connection.call_tool("add", Some(add_args(20, 22)), Some(&agent), |_| {}),
+            connection.call_tool_with("add", Some(add_args(20, 22)), Some(&agent), |_| {}),
         )
         .await
         .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
@@ -1786,7 +1783,7 @@ async fn python_peer_is_reached_at_2026_07_28_listed_and_called() {
         let slow = within(
             10,
             "slow",
-            connection.call_tool("slow", args(json!({"steps": 2})), None, |n| {
+            connection.call_tool_with("slow", args(json!({"steps": 2})), None, |n| {
                 notices.push(n.method)
             }),
         )
@@ -1805,7 +1802,7 @@ async fn python_peer_is_reached_at_2026_07_28_listed_and_called() {
         let unknown = within(
             10,
             "unknown",
-            connection.call_tool("nope", None, None, |_| {}),
+            connection.call_tool_with("nope", None, None, |_| {}),
         )
         .await;
         // The Python SDK reports an unknown tool as a tool error, not a protocol fault.
@@ -1824,7 +1821,7 @@ async fn python_peer_ask_name_at_2026_07_28_cannot_elicit() {
         let connection = within(
             20,
             "connect",
-            Connection::connect(Dialer::new(&peer.url, Config::default(), worker_kind()).unwrap()),
+            Client::connect(worker_kind().dialer(&peer.url).unwrap()),
         )
         .await
         .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
@@ -1832,7 +1829,7 @@ async fn python_peer_ask_name_at_2026_07_28_cannot_elicit() {
         let asked = within(
             15,
             "ask_name",
-            connection.call_tool("ask_name", args(json!({})), None, |_| {}),
+            connection.call_tool_with("ask_name", args(json!({})), None, |_| {}),
         )
         .await;
         // mcp 2.3.0 answers the call with a JSON-RPC error: it cannot send
@@ -1861,7 +1858,7 @@ async fn everything_falls_back_to_2025_11_25_lists_and_calls_echo() {
     let connection = within(
         20,
         "connect",
-        Connection::connect(Dialer::new(&peer.url, Config::default(), supervisor_kind()).unwrap()),
+        Client::connect(supervisor_kind().dialer(&peer.url).unwrap()),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
@@ -1874,11 +1871,11 @@ async fn everything_falls_back_to_2025_11_25_lists_and_calls_echo() {
     assert!(!names.contains(&"trigger-elicitation-request"), "{names:?}");
     assert!(catalog.dropped().is_empty());
 
-    let agent = AgentMeta::new("run-1", INSTANCE);
+    let agent = minimal_meta("run-1");
     let echoed = within(
         10,
         "echo",
-        connection.call_tool("echo", args(json!({"message": "hi"})), Some(&agent), |_| {}),
+        connection.call_tool_with("echo", args(json!({"message": "hi"})), Some(&agent), |_| {}),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
@@ -1905,7 +1902,7 @@ async fn everything_elicitation_is_answered_by_the_workers_elicitor() {
     let connection = within(
         20,
         "connect",
-        Connection::connect(Dialer::new(&peer.url, Config::default(), worker_kind()).unwrap()),
+        Client::connect(worker_kind().dialer(&peer.url).unwrap()),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
@@ -1923,7 +1920,7 @@ async fn everything_elicitation_is_answered_by_the_workers_elicitor() {
     let answered = within(
         10,
         "trigger-elicitation-request",
-        connection.call_tool("trigger-elicitation-request", args(json!({})), None, |_| {}),
+        connection.call_tool_with("trigger-elicitation-request", args(json!({})), None, |_| {}),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));

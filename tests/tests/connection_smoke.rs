@@ -1,17 +1,15 @@
 //! The revision-neutral connection reaches the reference server in each era and calls a tool.
 
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-use mcp_negotiate::{Connection, Dialer, Kind};
-use mcp_transport::driver::Config;
-use mcp_wire::{AgentMeta, Revision};
+use mcp_negotiate::Client;
+use mcp_wire::{Meta, Revision};
 use serde_json::json;
 
-async fn connect(server: &ReferenceServer) -> Connection {
-    let kind = Kind::Supervisor {
-        instance: "my-agent".into(),
-    };
-    let dialer = Dialer::new(&server.url(), Config::default(), kind).unwrap();
-    Connection::connect(dialer).await.expect("connected")
+async fn connect(server: &ReferenceServer) -> Client {
+    Client::builder("my-app", "1.0.0")
+        .connect(&server.url())
+        .await
+        .expect("connected")
 }
 
 #[tokio::test]
@@ -31,30 +29,39 @@ async fn both_eras_list_and_call() {
         let catalog = connection.catalog();
         let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["add", "slow", "ask", "region", "fail"]);
-        let agent = AgentMeta::new("run-1", "my-agent");
-        let args = json!({"a": 2, "b": 3}).as_object().cloned();
         let result = connection
-            .call_tool("add", args, Some(&agent), |_| {})
+            .call_tool("add", json!({"a": 2, "b": 3}))
             .await
             .unwrap();
         assert_eq!(result.content[0].as_text(), Some("5"));
+        let mut meta = Meta::new();
+        meta.insert("example.com/run".into(), "run-1".into());
         let args = json!({"region": "Zürich"}).as_object().cloned();
         let routed = connection
-            .call_tool("region", args, None, |_| {})
+            .call_tool_with("region", args, Some(&meta), |_| {})
             .await
             .unwrap();
         assert_eq!(routed.content[0].as_text(), Some("Zürich"));
-        let failed = connection
-            .call_tool("fail", None, None, |_| {})
-            .await
-            .unwrap();
+        let failed = connection.call_tool("fail", json!(null)).await.unwrap();
         assert!(failed.is_error());
-        let call = server
-            .log()
-            .into_iter()
-            .find(|l| l.body["params"]["name"] == "add")
-            .unwrap();
-        assert_eq!(call.body["params"]["_meta"]["agent/run_id"], "run-1");
+        let log = server.log();
+        let call = |name: &str| {
+            log.iter()
+                .find(|l| l.body["params"]["name"] == name)
+                .unwrap()
+        };
+        assert_eq!(
+            call("region").body["params"]["_meta"]["example.com/run"],
+            "run-1"
+        );
+        assert_eq!(
+            call("add").body["params"]["_meta"].get("example.com/run"),
+            None
+        );
+        assert_eq!(
+            connection.call_tool("add", json!([1, 2])).await,
+            Err(mcp_negotiate::Error::Arguments)
+        );
     }
 }
 

@@ -7,20 +7,21 @@ use std::time::{Duration, Instant};
 use agentd_tests::reference::{Options, ReferenceServer};
 use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Listing, Log, Refusal};
 use mcp_events::listing::{Lister, Step};
-use mcp_negotiate::{Connection, Dialer, Error, Kind};
+use mcp_negotiate::{Client, Error};
 use mcp_transport::driver::Config as TransportConfig;
 use mcp_wire::events::EventType;
 use serde_json::{Value, json};
 
-async fn connect(server: &ReferenceServer) -> Connection {
-    let kind = Kind::Supervisor {
-        instance: "events".into(),
-    };
-    let dialer = Dialer::new(&server.url(), TransportConfig::default(), kind).unwrap();
-    Connection::connect(dialer).await.expect("connected")
+async fn connect(server: &ReferenceServer) -> Client {
+    let kind = Client::builder("agentd", "0.1.0").title("events");
+    let dialer = kind
+        .transport(TransportConfig::default())
+        .dialer(&server.url())
+        .unwrap();
+    Client::connect(dialer).await.expect("connected")
 }
 
-async fn types(connection: &Connection, now: Instant) -> Vec<EventType> {
+async fn types(connection: &Client, now: Instant) -> Vec<EventType> {
     let mut lister = Lister::new(now);
     loop {
         let cursor = lister.poll_request(now).expect("a page is due");
@@ -34,7 +35,7 @@ async fn types(connection: &Connection, now: Instant) -> Vec<EventType> {
 }
 
 /// Sends what the binding asks for, as the driver does; the batch it hands over, committed.
-async fn turn(connection: &Connection, b: &mut Binding, now: Instant) -> Batch {
+async fn turn(connection: &Client, b: &mut Binding, now: Instant) -> Batch {
     let Some(Action::Poll(params)) = b.poll_action(now) else {
         panic!("no poll due")
     };

@@ -15,7 +15,8 @@ use agentd_tests::peers;
 use common::{AcceptAda, MODERN, add_args, handshake, modern_meta, object, request};
 use mcp_transport::Error;
 use mcp_transport::driver::{
-    Call, Config, Delivery, Elicitor, HttpClient, LegacyTransport, ModernTransport, Routing,
+    Call, ClientFeatures, Config, Delivery, Elicitor, HttpClient, LegacyTransport, ModernTransport,
+    Routing,
 };
 use mcp_wire::{
     CallToolParams, CallToolResult, Cursor, DiscoverParams, DiscoverResult, ElicitAction,
@@ -105,7 +106,10 @@ async fn legacy_call(
 async fn python_legacy_in_json_and_stream_modes() {
     for json_mode in [true, false] {
         let peer = peers::python(json_mode);
-        let transport = LegacyTransport::new(client(&peer.url), Some(Arc::new(AcceptAda)));
+        let transport = LegacyTransport::new(
+            client(&peer.url),
+            ClientFeatures::none().with_elicitor(Arc::new(AcceptAda)),
+        );
         assert_eq!(handshake(&transport).await, Revision::V2025_11_25);
         let tools = legacy_tools(&transport).await;
         for tool in ["add", "slow", "ask_name", "touch"] {
@@ -153,7 +157,7 @@ async fn python_legacy_in_json_and_stream_modes() {
         // The same session, held by a second transport, is gone once the first ends it.
         let session = transport.snapshot();
         transport.close().await.expect("DELETE");
-        let other = LegacyTransport::new(client(&peer.url), None);
+        let other = LegacyTransport::new(client(&peer.url), ClientFeatures::none());
         other
             .established(Revision::V2025_11_25, session.id().map(str::as_bytes))
             .unwrap();
@@ -295,7 +299,10 @@ impl Elicitor for Decline {
 #[tokio::test]
 async fn everything_legacy() {
     let peer = peers::everything();
-    let transport = LegacyTransport::new(client(&peer.url), Some(Arc::new(Decline)));
+    let transport = LegacyTransport::new(
+        client(&peer.url),
+        ClientFeatures::none().with_elicitor(Arc::new(Decline)),
+    );
     assert_eq!(handshake(&transport).await, Revision::V2025_11_25);
     let tools = legacy_tools(&transport).await;
     for tool in [
@@ -395,15 +402,16 @@ async fn everything_legacy() {
 /// (2026-07-28) and server-everything's GET stream with `resources/subscribe` (2025-11-25).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_against_both_peers() {
-    use mcp_negotiate::{Change, Connection, Dialer, Kind, Watch};
+    use mcp_negotiate::{Change, Client, Watch};
 
-    let kind = || Kind::Supervisor {
-        instance: "interop".into(),
-    };
+    let kind = || Client::builder("agentd", "0.1.0").title("interop");
     for json_mode in [true, false] {
         let peer = peers::python(json_mode);
-        let dialer = Dialer::new(&peer.url, Config::default(), kind()).unwrap();
-        let connection = Arc::new(Connection::connect(dialer).await.expect("connected"));
+        let dialer = kind()
+            .transport(Config::default())
+            .dialer(&peer.url)
+            .unwrap();
+        let connection = Arc::new(Client::connect(dialer).await.expect("connected"));
         assert_eq!(connection.revision(), MODERN);
         let mut watch = Watch::new(connection.clone());
         watch
@@ -413,7 +421,7 @@ async fn watch_against_both_peers() {
         let toucher = connection.clone();
         let touch = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            toucher.call_tool("touch", None, None, |_| {}).await
+            toucher.call_tool_with("touch", None, None, |_| {}).await
         });
         let change = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -431,14 +439,17 @@ async fn watch_against_both_peers() {
     }
 
     let peer = peers::everything();
-    let dialer = Dialer::new(&peer.url, Config::default(), kind()).unwrap();
-    let connection = Arc::new(Connection::connect(dialer).await.expect("connected"));
+    let dialer = kind()
+        .transport(Config::default())
+        .dialer(&peer.url)
+        .unwrap();
+    let connection = Arc::new(Client::connect(dialer).await.expect("connected"));
     assert_eq!(connection.revision(), Revision::V2025_11_25);
     let mut watch = Watch::new(connection.clone());
     let uri = "demo://resource/static/document/architecture.md";
     watch.subscribe(uri).await.expect("subscribable");
     connection
-        .call_tool("toggle-subscriber-updates", None, None, |_| {})
+        .call_tool_with("toggle-subscriber-updates", None, None, |_| {})
         .await
         .expect("toggled");
     let change = tokio::time::timeout(Duration::from_secs(15), async {
@@ -460,7 +471,7 @@ async fn watch_against_both_peers() {
 /// legacy connection does) is reached at 2025-11-25; both list and call the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_through_the_connection_in_both_eras() {
-    use mcp_negotiate::{Connection, Dialer, Kind, Start, Step};
+    use mcp_negotiate::{Client, Start, Step};
 
     let peer = peers::python(false);
     for (start, revision) in [
@@ -472,18 +483,16 @@ async fn python_through_the_connection_in_both_eras() {
             Revision::V2025_11_25,
         ),
     ] {
-        let kind = Kind::Supervisor {
-            instance: "interop".into(),
-        };
-        let dialer = Dialer::new(&peer.url, Config::default(), kind).unwrap();
-        let connection = Connection::connect_with(dialer, start)
+        let kind = Client::builder("agentd", "0.1.0").title("interop");
+        let dialer = kind.transport(Config::default()).dialer(&peer.url).unwrap();
+        let connection = Client::connect_with(dialer, start)
             .await
             .expect("connected");
         assert_eq!(connection.revision(), revision);
         assert!(connection.catalog().tools().iter().any(|t| t.name == "add"));
         let args = object(json!({"a": 40, "b": 2}));
         let result = connection
-            .call_tool("add", Some(args), None, |_| {})
+            .call_tool_with("add", Some(args), None, |_| {})
             .await
             .unwrap();
         assert_eq!(result.content[0].as_text(), Some("42"), "{revision}");

@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-use mcp_negotiate::{Dialed, Dialer, Failed, Kind, Link, Reply, Start, Step};
+use mcp_negotiate::{Client, Dialed, Dialer, Failed, Link, Reply, Start, Step};
 use mcp_transport::driver::Config;
 use mcp_wire::Revision;
 use serde_json::{Value, json};
@@ -17,10 +16,10 @@ fn supervisor(server: &ReferenceServer) -> Dialer {
 }
 
 fn supervisor_with(server: &ReferenceServer, config: Config) -> Dialer {
-    let kind = Kind::Supervisor {
-        instance: "my-agent".into(),
-    };
-    Dialer::new(&server.url(), config, kind).expect("a dialer")
+    let kind = Client::builder("agentd", "0.1.0").title("my-agent");
+    kind.transport(config)
+        .dialer(&server.url())
+        .expect("a dialer")
 }
 
 async fn dial(server: &ReferenceServer) -> Result<Dialed, Failed> {
@@ -144,15 +143,11 @@ async fn refusals_fail_the_connect_naming_the_refusal() {
         .local_addr()
         .unwrap()
         .port();
-    let kind = Kind::Supervisor {
-        instance: "a".into(),
-    };
-    let dialer = Dialer::new(
-        &format!("http://127.0.0.1:{port}/mcp"),
-        Config::default(),
-        kind,
-    )
-    .unwrap();
+    let kind = Client::builder("agentd", "0.1.0").title("a");
+    let dialer = kind
+        .transport(Config::default())
+        .dialer(&format!("http://127.0.0.1:{port}/mcp"))
+        .unwrap();
     let failed = dialer.dial(Start::Probe).await.expect_err("unreachable");
     assert!(
         matches!(failed.refusals[0].reply, Reply::Unreachable(_)),
@@ -289,10 +284,11 @@ async fn a_redial_starts_the_way_the_connection_it_follows_got_there() {
 #[tokio::test]
 async fn a_worker_says_name_and_version_and_declares_elicitation() {
     let server = ReferenceServer::start(Options::default()).await;
-    let kind = Kind::Worker {
-        elicitor: Arc::new(common::AcceptAda),
-    };
-    let dialer = Dialer::new(&server.url(), Config::default(), kind).unwrap();
+    let kind = Client::builder("agentd", "0.1.0").elicitation(common::AcceptAda);
+    let dialer = kind
+        .transport(Config::default())
+        .dialer(&server.url())
+        .unwrap();
     dialer.dial(Start::Probe).await.expect("connected");
     let meta = &server.log()[0].body["params"]["_meta"];
     assert_eq!(

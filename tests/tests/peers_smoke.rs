@@ -19,7 +19,7 @@ struct Response {
 
 /// POSTs `initialize` to the peer and reads one complete response.
 ///
-/// SSE answers keep `Connection: keep-alive` even when the request says `close` (the
+/// SSE answers keep `Client: keep-alive` even when the request says `close` (the
 /// everything peer then holds the socket for its keep-alive timeout), so the response ends
 /// where its framing (`Content-Length` or the last chunk) says, not at EOF.
 fn post_initialize(peer: &Peer) -> Response {
@@ -38,7 +38,7 @@ fn post_initialize(peer: &Peer) -> Response {
          Accept: application/json, text/event-stream\r\n\
          Content-Type: application/json\r\n\
          Content-Length: {}\r\n\
-         Connection: close\r\n\
+         Client: close\r\n\
          \r\n\
          {INITIALIZE}",
         INITIALIZE.len()

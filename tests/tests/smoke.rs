@@ -43,7 +43,7 @@ async fn modern_discover_and_legacy_initialize() {
     let discovered = call.response(|_| {}).await.unwrap().outcome.unwrap();
     assert_eq!(discovered.supported_versions, ["2026-07-28"]);
 
-    let legacy = LegacyTransport::new(client, None);
+    let legacy = LegacyTransport::new(client, mcp_transport::driver::ClientFeatures::none());
     let mut body = Vec::new();
     let params = InitializeParams::new(Revision::V2025_11_25, caps, info);
     encode_request(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use common::{AcceptAda, bounded, client, handshake, notification, request, wait_until};
 use mcp_transport::Error;
-use mcp_transport::driver::{Config, Delivery, Elicitor, LegacyTransport, Posted};
+use mcp_transport::driver::{ClientFeatures, Config, Delivery, Elicitor, LegacyTransport, Posted};
 use mcp_wire::{
     CallToolParams, CallToolResult, EmptyResult, ListToolsResult, Meta, Outcome, PageParams,
     ReadResourceParams, ReadResourceResult, RequestId, Revision, ServerNotification,
@@ -22,7 +22,11 @@ use serde_json::{Value, json};
 
 /// A transport of `server`, before its handshake.
 fn legacy(server: &ReferenceServer, elicitor: Option<Arc<dyn Elicitor>>) -> LegacyTransport {
-    LegacyTransport::new(client(server, Config::default()), elicitor)
+    let features = match elicitor {
+        Some(elicitor) => ClientFeatures::none().with_elicitor(elicitor),
+        None => ClientFeatures::none(),
+    };
+    LegacyTransport::new(client(server, Config::default()), features)
 }
 
 /// A transport of `server`, after its handshake.

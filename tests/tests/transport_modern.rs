@@ -690,7 +690,7 @@ async fn input_required_then_retry_with_input_responses() {
     let mut responses = mcp_wire::InputResponses::new();
     responses.insert(
         "name".into(),
-        ElicitResult::accept(object(json!({"name": "Ada"}))),
+        ElicitResult::accept(object(json!({"name": "Ada"}))).into(),
     );
     retry.input_responses = Some(responses);
     retry.request_state = Some(state.clone());

@@ -7,28 +7,21 @@ use std::time::Duration;
 
 use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use mcp_negotiate::listen::ListenEvent;
-use mcp_negotiate::{Change, Connection, Dialer, Error, Kind, Recovery, Watch};
-use mcp_transport::driver::Config;
+use mcp_negotiate::{Change, Client, Error, Recovery, Watch};
 
-async fn connect(server: &ReferenceServer, legacy: bool) -> Arc<Connection> {
+async fn connect(server: &ReferenceServer, legacy: bool) -> Arc<Client> {
     connect_with(server, legacy, Recovery::AtOnce).await
 }
 
-async fn connect_with(
-    server: &ReferenceServer,
-    legacy: bool,
-    recovery: Recovery,
-) -> Arc<Connection> {
+async fn connect_with(server: &ReferenceServer, legacy: bool, recovery: Recovery) -> Arc<Client> {
     if legacy {
         server.script("server/discover", Fault::Status(404, None), Times::Once);
     }
-    let kind = Kind::Supervisor {
-        instance: "watch".into(),
-    };
-    let dialer = Dialer::new(&server.url(), Config::default(), kind)
-        .unwrap()
-        .with_recovery(recovery);
-    Arc::new(Connection::connect(dialer).await.expect("connected"))
+    let client = Client::builder("agentd", "0.1.0")
+        .title("watch")
+        .recovery(recovery)
+        .connect(&server.url());
+    Arc::new(client.await.expect("connected"))
 }
 
 /// The next change that is not a listen event, within 5 s.
@@ -242,7 +235,7 @@ async fn an_owner_redials_a_lost_session_when_it_chooses() {
     });
     assert_eq!(next.await.expect("in time"), lost);
     let posts = server.log().len();
-    let call = connection.call_tool("echo", None, None, |_| {}).await;
+    let call = connection.call_tool_with("echo", None, None, |_| {}).await;
     assert_eq!(
         call.map(|_| ()),
         Err(Error::Transport(mcp_transport::Error::SessionLost))

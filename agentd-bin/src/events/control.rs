@@ -28,7 +28,7 @@ use mcp_events::listing::Lister;
 use mcp_events::runtime::{Grant, Refused, Registry, Subscription, Wanted};
 use mcp_events::store::Store;
 use mcp_events::webhook::Secret;
-use mcp_negotiate::Connection;
+use mcp_negotiate::Client;
 use mcp_wire::events::{DeliveryMode, EventType};
 use serde_json::json;
 use tokio::runtime::Handle;
@@ -468,7 +468,7 @@ impl Control {
     }
 
     /// The held connection of `server`, if it is connected.
-    fn connection(&self, server: &str) -> Result<Arc<Connection>, Refused> {
+    fn connection(&self, server: &str) -> Result<Arc<Client>, Refused> {
         let (connections, _) =
             self.0
                 .servers

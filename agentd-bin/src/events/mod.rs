@@ -26,7 +26,7 @@ use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
 use mcp_events::listing::{Lister, Step};
 use mcp_events::sqlite::Sqlite;
 use mcp_events::store::Store;
-use mcp_negotiate::{Connection, Error};
+use mcp_negotiate::{Client, Error};
 use mcp_wire::events::UnsubscribeEventsParams;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -66,7 +66,7 @@ type Armed = (
 
 /// A server's connection, as its holder hands it on: `None` until the first dial answers,
 /// marked changed at every re-dial.
-type Connections = watch::Receiver<Option<Arc<Connection>>>;
+type Connections = watch::Receiver<Option<Arc<Client>>>;
 
 /// What the server's latest listing came to, once there is one.
 type Listings = watch::Receiver<Option<Arc<Listed>>>;
@@ -298,7 +298,7 @@ async fn serve(
 async fn list_pages(
     ctx: &Ctx,
     server: &str,
-    connection: &Connection,
+    connection: &Client,
     lister: &mut Lister,
     mut cursor: Option<mcp_wire::Cursor>,
 ) -> Result<Listed, Failure> {
@@ -326,7 +326,7 @@ async fn list_pages(
 
 /// Whether `connection` reached 2026-07-28, and whether its server declares the events
 /// extension.
-fn facts(connection: &Connection) -> (bool, bool) {
+fn facts(connection: &Client) -> (bool, bool) {
     (
         connection.revision().era() == mcp_wire::Era::Modern,
         connection.capabilities().events().is_some(),
@@ -343,7 +343,7 @@ fn again(lister: &mut Option<Lister>) {
 struct On {
     ctx: Ctx,
     server: String,
-    connection: Arc<Connection>,
+    connection: Arc<Client>,
     relist: mpsc::Sender<()>,
 }
 

@@ -1,18 +1,17 @@
 //! One request's answer as it arrives: notifications first, then its response.
 
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use super::features::{Answer, ClientFeatures};
 use bytes::Bytes;
 use http::Method;
 use hyper::body::Incoming as Body;
 use mcp_wire::{
-    ElicitRequestParams, ElicitResult, ErrorObject, Message, RawJson, RequestId, TypedMessage,
-    TypedResponse, code, decode, decode_as, encode_error, encode_result, method,
+    ErrorObject, Message, RawJson, RequestId, TypedMessage, TypedResponse, code, decode, decode_as,
+    encode_error, encode_result, method,
 };
 use serde::de::DeserializeOwned;
 
@@ -21,15 +20,6 @@ use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::session::{Loss, Resume, Resumption, Session};
 use crate::sse::Decoder;
-
-/// Answers a server's `elicitation/create` (2025-11-25): the layer above asks a person.
-pub trait Elicitor: Send + Sync + fmt::Debug {
-    /// The answer to one elicitation.
-    fn elicit(
-        &self,
-        params: ElicitRequestParams,
-    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>>;
-}
 
 /// A notification a server sent on a request's stream (progress, a log message, or on a
 /// listen, a change).
@@ -67,12 +57,12 @@ pub enum Delivery<T> {
 }
 
 /// What a legacy stream needs besides its bytes: the client to resume with and to post
-/// answers to server requests, the session headers, and the elicitation handler.
+/// answers to server requests, the session headers, and the client's features.
 #[derive(Debug, Clone)]
 pub(crate) struct Legacy {
     pub(crate) client: HttpClient,
     pub(crate) headers: Vec<(&'static str, String)>,
-    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    pub(crate) features: ClientFeatures,
     /// The session the stream rides, told of a 404 to a reopen.
     pub(crate) session: Arc<Mutex<Session>>,
 }
@@ -82,37 +72,27 @@ impl Legacy {
         self.headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
     }
 
-    /// Answers a server's request on a stream: `ping` with `{}`, `elicitation/create` through
-    /// the handler, anything else -32601. The answer is POSTed back, bounded by the answer
-    /// timeout; a failed answer does not fail the stream it came on.
-    async fn answer(self, id: RequestId, method_name: String, params: Option<String>) {
+    /// Answers a server's request on a stream: `ping` with `{}`, a request a declared
+    /// feature serves through [`ClientFeatures::answer`], anything else -32601. The answer is
+    /// POSTed back, bounded by the answer timeout; a failed answer does not fail the stream
+    /// it came on.
+    async fn answer(self, id: RequestId, method_name: String, params: Option<RawJson>) {
         let mut body = Vec::new();
         let written = match method_name.as_str() {
             method::PING => encode_result(&mut body, &id, &serde_json::json!({})),
-            method::ELICITATION_CREATE if self.elicitor.is_some() => {
-                let parsed =
-                    serde_json::from_str::<ElicitRequestParams>(params.as_deref().unwrap_or("{}"));
-                match (parsed, &self.elicitor) {
-                    (Ok(params), Some(elicitor)) => {
-                        let answer = elicitor.elicit(params).await;
-                        encode_result(&mut body, &id, &answer)
-                    }
-                    (Err(e), _) => encode_error(
-                        &mut body,
-                        Some(&id),
-                        &ErrorObject::new(code::INVALID_PARAMS, e.to_string()),
+            other => match self.features.answer(other, params.as_ref()).await {
+                Some(Answer::Elicitation(answer)) => encode_result(&mut body, &id, &answer),
+                Some(Answer::Roots(answer)) => encode_result(&mut body, &id, &answer),
+                Some(Answer::Invalid(error)) => encode_error(&mut body, Some(&id), &error),
+                None => encode_error(
+                    &mut body,
+                    Some(&id),
+                    &ErrorObject::new(
+                        code::METHOD_NOT_FOUND,
+                        format!("the client does not serve {other}"),
                     ),
-                    (Ok(_), None) => unreachable!("checked above"),
-                }
-            }
-            other => encode_error(
-                &mut body,
-                Some(&id),
-                &ErrorObject::new(
-                    code::METHOD_NOT_FOUND,
-                    format!("the client does not serve {other}"),
                 ),
-            ),
+            },
         };
         if written.is_err() {
             return;
@@ -390,6 +370,7 @@ impl<T: DeserializeOwned> Call<T> {
                     _ if self.endless => (now + resume.retry(), None),
                     _ => return Err(Error::Ended),
                 };
+                tracing::debug!(last_event_id = ?last, "the stream closed early: resuming it");
                 self.reopening = Some((at, last.clone()));
                 (at, last)
             }
@@ -430,7 +411,7 @@ impl<T: DeserializeOwned> Call<T> {
                     tokio::spawn(legacy.clone().answer(
                         r.id,
                         r.method.into_owned(),
-                        r.params.map(|p| p.get().to_owned()),
+                        r.params.map(RawJson::from),
                     ));
                 }
                 Ok(None)

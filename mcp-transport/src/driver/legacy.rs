@@ -9,8 +9,9 @@ use http::{HeaderMap, Method};
 use mcp_wire::{RequestId, Revision, method};
 use serde::de::DeserializeOwned;
 
-use super::call::{Call, Elicitor, Legacy};
+use super::call::{Call, Legacy};
 use super::client::{HttpClient, read_body};
+use super::features::ClientFeatures;
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::reply::{Answer, Failure, Head};
@@ -26,7 +27,7 @@ use crate::session::{Loss, Session};
 pub struct LegacyTransport {
     client: HttpClient,
     session: Arc<Mutex<Session>>,
-    elicitor: Option<Arc<dyn Elicitor>>,
+    features: ClientFeatures,
 }
 
 /// A request's answer, with the session id its head carried.
@@ -39,13 +40,13 @@ pub struct Posted<T> {
 }
 
 impl LegacyTransport {
-    /// A transport over `client`; `elicitor` answers the server's `elicitation/create`
-    /// (without one, they are answered -32601).
-    pub fn new(client: HttpClient, elicitor: Option<Arc<dyn Elicitor>>) -> Self {
+    /// A transport over `client`; `features` answer the server's requests on its streams
+    /// (a request no feature serves is answered -32601).
+    pub fn new(client: HttpClient, features: ClientFeatures) -> Self {
         Self {
             client,
             session: Arc::new(Mutex::new(Session::new())),
-            elicitor,
+            features,
         }
     }
 
@@ -63,7 +64,7 @@ impl LegacyTransport {
         self.session().initialized(revision, session_id)
     }
 
-    /// The session's headers and elicitor for a request of `method_name`, and the session id
+    /// The session's headers and features for a request of `method_name`, and the session id
     /// it carries; refused once the client ended the session, except for `initialize`.
     fn legacy(&self, method_name: &str) -> Result<(Legacy, Option<String>), Error> {
         let session = self.session();
@@ -82,7 +83,7 @@ impl LegacyTransport {
         let legacy = Legacy {
             client: self.client.clone(),
             headers,
-            elicitor: self.elicitor.clone(),
+            features: self.features.clone(),
             session: self.session.clone(),
         };
         Ok((legacy, sent))
@@ -116,6 +117,7 @@ impl LegacyTransport {
         // A 404 to a request that carried a session, current or already replaced, means the
         // request was not served: both are `Error::SessionLost`.
         if self.session().on_status(status, sent.as_deref()) != Loss::Kept {
+            tracing::debug!(method = method_name, "the server lost the session (404)");
             return Err(Error::SessionLost);
         }
         drop(headers);

@@ -10,10 +10,12 @@
 
 mod call;
 mod client;
+mod features;
 mod legacy;
 mod modern;
 
-pub use call::{Call, Delivery, Elicitor, Notice};
+pub use call::{Call, Delivery, Notice};
 pub use client::{Config, HttpClient};
+pub use features::{Answer, ClientFeatures, Elicitor};
 pub use legacy::{LegacyTransport, Posted};
 pub use modern::{ModernTransport, Routing};

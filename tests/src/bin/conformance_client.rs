@@ -12,8 +12,8 @@
 //! - `MCP_CONFORMANCE_CONTEXT`: JSON data some scenarios hand over (`toolCalls` of
 //!   `http-custom-headers`).
 //!
-//! The connection is the library's [`Connection`], opened with
-//! [`Connection::connect_with`] at the start the version names.
+//! The connection is the library's [`Client`], opened with
+//! [`Client::connect_with`] at the start the version names.
 //!
 //! `elicitation-sep1034-client-defaults` also needs the legacy session's GET stream: its mock
 //! sends `elicitation/create` there (without a related request), and drops it when no GET
@@ -27,14 +27,11 @@
 
 use std::collections::BTreeMap;
 use std::env;
-use std::future::Future;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_negotiate::{Connection, Dialer, Kind, Start, Step, Watch};
-use mcp_transport::driver::{Config, Elicitor};
+use mcp_negotiate::{Client, Start, Step, Watch};
 use mcp_wire::{
     CallToolResult, ElicitAction, ElicitMode, ElicitRequestParams, ElicitResult, Era, Revision,
     Tool,
@@ -111,13 +108,13 @@ fn start_of(version: &str) -> Res<Start> {
 
 async fn play(url: &str, scenario: &str, version: &str, context: &Value) -> Res<()> {
     let start = start_of(version)?;
-    let client = Client::open(url, start).await?;
+    let client = Peer::open(url, start).await?;
     let played = scenario_steps(&client, scenario, context).await;
     client.close();
     played
 }
 
-async fn scenario_steps(client: &Client, scenario: &str, context: &Value) -> Res<()> {
+async fn scenario_steps(client: &Peer, scenario: &str, context: &Value) -> Res<()> {
     match scenario {
         // The handshake and a listing are the whole scenario.
         "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Ok(()),
@@ -150,7 +147,7 @@ async fn scenario_steps(client: &Client, scenario: &str, context: &Value) -> Res
 
 /// SEP-2322: `input_required` rounds, `requestState` echoed, and a call made while another
 /// is between rounds keeps to itself.
-async fn request_state(client: &Client) -> Res<()> {
+async fn request_state(client: &Peer) -> Res<()> {
     let (echo, unrelated) = tokio::join!(
         client.call_tool("test_mrtr_echo_state", Some(Map::new())),
         client.call_tool("test_mrtr_unrelated", Some(Map::new())),
@@ -168,7 +165,7 @@ async fn request_state(client: &Client) -> Res<()> {
 }
 
 /// SEP-2243: `Mcp-Method` on everything, `Mcp-Name` on calls, reads and prompts.
-async fn standard_headers(client: &Client) -> Res<()> {
+async fn standard_headers(client: &Peer) -> Res<()> {
     let connection = &client.connection;
     for tool in client.tools() {
         client.call_tool(&tool.name, Some(Map::new())).await?;
@@ -199,7 +196,7 @@ async fn standard_headers(client: &Client) -> Res<()> {
 }
 
 /// SEP-2243: the calls the scenario's context lists, with their arguments.
-async fn custom_headers(client: &Client, context: &Value) -> Res<()> {
+async fn custom_headers(client: &Peer, context: &Value) -> Res<()> {
     let calls = context
         .get("toolCalls")
         .and_then(Value::as_array)
@@ -216,7 +213,7 @@ async fn custom_headers(client: &Client, context: &Value) -> Res<()> {
 }
 
 /// Calls every tool the listing kept, with a placeholder for each required argument.
-async fn call_every_tool(client: &Client) -> Res<()> {
+async fn call_every_tool(client: &Peer) -> Res<()> {
     for tool in client.tools() {
         let arguments = placeholders(&tool);
         client.call_tool(&tool.name, Some(arguments)).await?;
@@ -269,17 +266,16 @@ fn expect_text(result: &CallToolResult, expected: &str) -> Res<()> {
 
 /// The library's connection, in either era, and the task that keeps a legacy session's GET
 /// stream open, once started.
-struct Client {
-    connection: Arc<Connection>,
+struct Peer {
+    connection: Arc<Client>,
     watch: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-impl Client {
+impl Peer {
     async fn open(url: &str, start: Start) -> Res<Self> {
-        let elicitor: Arc<dyn Elicitor> = Arc::new(Defaults);
-        let dialer = Dialer::new(url, Config::default(), Kind::Worker { elicitor })
-            .map_err(|e| format!("bad server URL {url}: {e}"))?;
-        let connection = Connection::connect_with(dialer, start)
+        let connection = Client::builder("conformance-client", env!("CARGO_PKG_VERSION"))
+            .elicitation(defaults_accepted)
+            .connect_with(url, start)
             .await
             .map_err(|e| format!("connect: {e}"))?;
         eprintln!(
@@ -342,7 +338,7 @@ impl Client {
     ) -> Res<CallToolResult> {
         let result = self
             .connection
-            .call_tool(name, arguments, None, |n| {
+            .call_tool_with(name, arguments, None, |n| {
                 eprintln!("notification {}", n.method);
             })
             .await
@@ -373,29 +369,19 @@ fn names(tools: &[Tool]) -> Vec<&str> {
 
 /// Answers every form elicitation with `accept` and the schema's `default`s (SEP-1034), and
 /// declines URL elicitations.
-#[derive(Debug)]
-struct Defaults;
-
-impl Elicitor for Defaults {
-    fn elicit(
-        &self,
-        params: ElicitRequestParams,
-    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
-        Box::pin(async move {
-            eprintln!("elicitation: {:?}", params.message);
-            if params.mode() != ElicitMode::Form {
-                return ElicitResult::new(ElicitAction::Decline);
-            }
-            let schema: Value = params
-                .requested_schema
-                .as_ref()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(Value::Null);
-            let content = defaults(&schema);
-            eprintln!("elicitation answer: accept {content:?}");
-            ElicitResult::accept(content)
-        })
+async fn defaults_accepted(params: ElicitRequestParams) -> ElicitResult {
+    eprintln!("elicitation: {:?}", params.message);
+    if params.mode() != ElicitMode::Form {
+        return ElicitResult::new(ElicitAction::Decline);
     }
+    let schema: Value = params
+        .requested_schema
+        .as_ref()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(Value::Null);
+    let content = defaults(&schema);
+    eprintln!("elicitation answer: accept {content:?}");
+    ElicitResult::accept(content)
 }
 
 /// The `default` of each property of a flat form schema.

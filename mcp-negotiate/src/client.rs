@@ -8,11 +8,11 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-use mcp_transport::driver::{Delivery, Elicitor, Notice, Routing};
+use mcp_transport::driver::{Answer, Delivery, Notice, Routing};
 use mcp_wire::{
-    AgentMeta, CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor,
-    ElicitAction, ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired,
-    InputResponses, InvalidAnnotation, Outcome, Page, PageItem, PageParams, Prompt,
+    CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor, ElicitAction,
+    ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired, InputResponse,
+    InputResponses, InvalidAnnotation, Meta, Outcome, Page, PageItem, PageParams, Prompt,
     ReadResourceParams, ReadResourceResult, RequestMeta, Resource, ResourceTemplate, Revision,
     ServerCapabilities, Tool, ToolHeaders, TypedResponse, WithMeta, encode_request, method,
 };
@@ -50,6 +50,8 @@ pub enum Error {
     /// The tool was left out of the listing for an invalid `x-mcp-header` annotation: it is
     /// not called.
     ToolDropped(DroppedTool),
+    /// A tool's arguments were not a JSON object.
+    Arguments,
 }
 
 impl fmt::Display for Error {
@@ -68,6 +70,7 @@ impl fmt::Display for Error {
                 "tool {} was left out of the listing: {}",
                 d.tool, d.reason
             ),
+            Self::Arguments => f.write_str("tool arguments must be a JSON object"),
             Self::TooManyRounds => write!(
                 f,
                 "the server asked for input in each of {MAX_INPUT_ROUNDS} rounds"
@@ -76,7 +79,16 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Negotiation(failed) => Some(failed),
+            Self::Transport(e) => Some(e),
+            Self::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<mcp_transport::Error> for Error {
     fn from(e: mcp_transport::Error) -> Self {
@@ -132,37 +144,37 @@ struct Current {
 /// that met the 404 (refused before the server read it) is sent again, once, on the new
 /// session. Requests already accepted on the lost session are never sent again (they may
 /// have run): they fail with the transport's `SessionLost`.
-pub struct Connection {
+pub struct Client {
     dialer: Dialer,
     current: RwLock<Arc<Current>>,
     redial: Mutex<()>,
     /// The session is lost and waits for its owner's re-dial ([`Recovery::ByOwner`]).
     lost: tokio::sync::watch::Sender<bool>,
     catalog: RwLock<Arc<Catalog>>,
-    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
-impl fmt::Debug for Connection {
+impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let current = self.current();
-        f.debug_struct("Connection")
+        f.debug_struct("Client")
             .field("revision", &current.dialed.connected.revision)
             .field("generation", &current.generation)
             .finish_non_exhaustive()
     }
 }
 
-impl Connection {
-    /// Dials the server (probing first), negotiates, and lists its tools (every page).
+impl Client {
+    /// Dials the server (probing first), negotiates, and lists its tools (every page) when
+    /// the dialer lists tools and the server declares them.
     pub async fn connect(dialer: Dialer) -> Result<Self, Error> {
         Self::connect_with(dialer, Start::Probe).await
     }
 
-    /// As [`Connection::connect`], starting as `start` says: the way another connection to
+    /// As [`Client::connect`], starting as `start` says: the way another connection to
     /// the same server got there (a turn worker's or subagent's dial).
     pub async fn connect_with(dialer: Dialer, start: Start) -> Result<Self, Error> {
         let dialed = dialer.dial(start).await.map_err(Error::Negotiation)?;
-        let elicitor = dialer.elicitor();
+        let list_tools = dialer.lists_tools() && dialed.connected.capabilities.tools();
         let connection = Self {
             dialer,
             current: RwLock::new(Arc::new(Current {
@@ -172,9 +184,10 @@ impl Connection {
             redial: Mutex::new(()),
             lost: tokio::sync::watch::Sender::new(false),
             catalog: RwLock::new(Arc::new(Catalog::default())),
-            elicitor,
         };
-        connection.refresh_tools().await?;
+        if list_tools {
+            connection.refresh_tools().await?;
+        }
         Ok(connection)
     }
 
@@ -185,7 +198,7 @@ impl Connection {
             .clone()
     }
 
-    /// Resolves once the legacy session is lost and waits for [`Connection::redial`] (with
+    /// Resolves once the legacy session is lost and waits for [`Client::redial`] (with
     /// [`Recovery::ByOwner`]; whichever request or stream met the 404). Cancel-safe.
     pub async fn session_lost(&self) {
         let mut lost = self.lost.subscribe();
@@ -193,7 +206,7 @@ impl Connection {
         let _ = lost.wait_for(|lost| *lost).await;
     }
 
-    /// Records that the session was lost, for [`Connection::session_lost`].
+    /// Records that the session was lost, for [`Client::session_lost`].
     pub(crate) fn mark_lost(&self) {
         if self.dialer.recovery() == Recovery::ByOwner {
             self.lost.send_replace(true);
@@ -263,7 +276,7 @@ impl Connection {
         self.current().dialed.connected.capabilities.clone()
     }
 
-    /// The tool catalogue made at connect (or at the last [`Connection::refresh_tools`]).
+    /// The tool catalogue made at connect (or at the last [`Client::refresh_tools`]).
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog
             .read()
@@ -285,15 +298,19 @@ impl Connection {
                 // Annotations mean nothing to a legacy server: only a modern listing drops.
                 Err(_) if !modern => catalog.tools.push(tool),
                 Err(mcp_wire::Error::InvalidHeaderAnnotation(reason)) => {
+                    tracing::debug!(tool = %tool.name, %reason, "tool dropped from the listing");
                     catalog.dropped.push(DroppedTool {
                         tool: tool.name,
                         reason,
                     });
                 }
-                Err(_) => catalog.dropped.push(DroppedTool {
-                    tool: tool.name,
-                    reason: InvalidAnnotation::Schema,
-                }),
+                Err(_) => {
+                    tracing::debug!(tool = %tool.name, "tool dropped from the listing: schema");
+                    catalog.dropped.push(DroppedTool {
+                        tool: tool.name,
+                        reason: InvalidAnnotation::Schema,
+                    });
+                }
             }
         }
         let catalog = Arc::new(catalog);
@@ -333,30 +350,44 @@ impl Connection {
         }
     }
 
-    /// Calls a tool. A tool that ran and failed is `Ok` with [`CallToolResult::is_error`];
-    /// a protocol fault is [`Error::Rpc`]. `agent` gives the `_meta` keys of the reference's
-    /// "Request metadata" table. The call asks for progress (its id is the token), so a
-    /// server can keep a long call alive by reporting it; progress and other notifications
-    /// go to `on_notice`.
+    /// Calls a tool with `arguments` (a JSON object, or `null` for none). A tool that ran and
+    /// failed is `Ok` with [`CallToolResult::is_error`]; a protocol fault is [`Error::Rpc`].
     pub async fn call_tool(
         &self,
         name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<CallToolResult, Error> {
+        let arguments = match arguments {
+            serde_json::Value::Object(map) => Some(map),
+            serde_json::Value::Null => None,
+            _ => return Err(Error::Arguments),
+        };
+        self.call_tool_with(name, arguments, None, |_| {}).await
+    }
+
+    /// Calls a tool, with `meta` added to the request's `_meta` (keys the client writes
+    /// itself are not overridden). The call asks for progress (its id is the token), so a
+    /// server can keep a long call alive by reporting it; progress and other notifications
+    /// go to `on_notice`.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-        agent: Option<&AgentMeta>,
+        meta: Option<&Meta>,
         on_notice: impl FnMut(Notice),
     ) -> Result<CallToolResult, Error> {
-        self.call_tool_until(name, arguments, agent, on_notice, never())
+        self.call_tool_until(name, arguments, meta, on_notice, never())
             .await
     }
 
-    /// As [`Connection::call_tool`], cancelled when `cancel` completes first
+    /// As [`Client::call_tool_with`], cancelled when `cancel` completes first
     /// ([`Error::Cancelled`]): a 2026-07-28 server sees the call's stream close, a legacy one
     /// is sent `notifications/cancelled`.
     pub async fn call_tool_until(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-        agent: Option<&AgentMeta>,
+        meta: Option<&Meta>,
         on_notice: impl FnMut(Notice),
         cancel: impl Future<Output = ()> + Send,
     ) -> Result<CallToolResult, Error> {
@@ -380,7 +411,7 @@ impl Connection {
             name: Some(name),
             params: &headers,
             progress: true,
-            agent,
+            meta,
         };
         self.with_input(
             params,
@@ -493,7 +524,7 @@ impl Connection {
     }
 
     /// Sends a request that may be answered `input_required`, answering every round through
-    /// the elicitation handler (each answer bounded by [`crate::ELICITATION_TIMEOUT`]), echoing
+    /// the client's features (an elicitation bounded by its timeout), echoing
     /// `requestState`, with a new id each round.
     async fn with_input<P, T>(
         &self,
@@ -533,17 +564,30 @@ impl Connection {
             return Ok((None, asked.request_state));
         };
         let mut responses = InputResponses::new();
+        let features = self.dialer.features();
         for (key, request) in requests {
-            let Some(params) = request.elicitation() else {
-                return Err(Error::Unanswerable {
-                    method: request.method,
-                });
-            };
-            let params =
-                params.map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
-            let answer = match &self.elicitor {
-                Some(elicitor) => elicitor.elicit(params).await,
-                None => ElicitResult::new(ElicitAction::Cancel),
+            let answer = match features
+                .answer(&request.method, request.params.as_ref())
+                .await
+            {
+                Some(Answer::Elicitation(answer)) => InputResponse::from(answer),
+                Some(Answer::Roots(answer)) => InputResponse::from(answer),
+                Some(Answer::Invalid(error)) => {
+                    return Err(Error::Transport(mcp_transport::Error::Malformed(
+                        mcp_wire::Error::Shape {
+                            detail: error.message,
+                        },
+                    )));
+                }
+                // An elicitation the client did not declare is answered cancel.
+                None if request.method == method::ELICITATION_CREATE => {
+                    InputResponse::from(ElicitResult::new(ElicitAction::Cancel))
+                }
+                _ => {
+                    return Err(Error::Unanswerable {
+                        method: request.method,
+                    });
+                }
             };
             responses.insert(key, answer);
         }
@@ -601,7 +645,7 @@ impl Connection {
     ) -> Result<TypedResponse<T>, Error> {
         let id = self.dialer.next_id();
         let mut meta = RequestMeta::default();
-        meta.agent = target.agent;
+        meta.extra = target.meta;
         if target.progress {
             meta.progress_token = Some(&id);
         }
@@ -659,6 +703,7 @@ impl Connection {
             return Ok(());
         }
         let reached_by = self.current().dialed.connected.reached_by;
+        tracing::debug!(generation, "the legacy session was lost: dialing again");
         let dialed = self
             .dialer
             .dial(Start::Like(reached_by))
@@ -701,8 +746,8 @@ struct Target<'a> {
     params: &'a [(String, String)],
     /// Ask for progress notifications (the request id is the token).
     progress: bool,
-    /// agentd's `_meta` keys.
-    agent: Option<&'a AgentMeta>,
+    /// The caller's own `_meta` keys.
+    meta: Option<&'a Meta>,
 }
 
 /// The method of a request whose answer may be `input_required`.
