@@ -171,7 +171,7 @@ impl Client {
     }
 
     /// As [`Client::connect`], starting as `start` says: the way another connection to
-    /// the same server got there (a turn worker's or subagent's dial).
+    /// the same server got there.
     pub async fn connect_with(dialer: Dialer, start: Start) -> Result<Self, Error> {
         let dialed = dialer.dial(start).await.map_err(Error::Negotiation)?;
         let list_tools = dialer.lists_tools() && dialed.connected.capabilities.tools();

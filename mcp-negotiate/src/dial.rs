@@ -28,12 +28,11 @@ use crate::{Connected, Failed, Negotiation, Progress, Reply, Start, Step};
 #[non_exhaustive]
 pub enum Recovery {
     /// Dial again at once, the way the connection first got there, and send the refused
-    /// request again on the new session (a turn worker's or subagent's connection).
+    /// request again on the new session.
     #[default]
     AtOnce,
     /// Fail the request with the transport's `SessionLost` and leave the re-dial to the
-    /// owner, on its own schedule ([`Connection::redial`](crate::Connection::redial)): the
-    /// supervisor's connections.
+    /// owner, on its own schedule ([`Client::redial`](crate::Client::redial)).
     ByOwner,
 }
 

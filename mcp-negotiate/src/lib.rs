@@ -1,19 +1,13 @@
 //! MCP revision negotiation and the revision-neutral client.
 //!
 //! - [`Client`] (feature `client`, on by default): one server, negotiated, used the same way
-//!   whichever revision it speaks: listing to the end, calls with their `_meta` and routing
-//!   headers, `input_required` rounds, reads, prompts, completions, cancellation, and a
-//!   re-dial when a legacy session is lost. [`Client::builder`] sets what the client says
-//!   about itself (`clientInfo`, the features it declares) and its bounds.
-//! - [`Dialer`]: the negotiation driven over `mcp-transport`, handing back the negotiated
-//!   [`Link`]; one per server, cheap to clone, dialing as often as asked.
-//! - [`Watch`]: resource subscriptions and list_changed over a client: the listen on
-//!   2026-07-28, the GET stream and `resources/subscribe` on 2025-11-25.
+//!   whichever revision it speaks. [`Client::builder`] sets what the client says about itself
+//!   and its bounds; [`Dialer`] holds them with the server's HTTP client; [`Watch`] holds
+//!   resource subscriptions and list_changed.
 //! - [`Negotiation`] and [`listen::Listener`]: the pure machines beneath, built without
 //!   hyper, rustls or tokio (`default-features = false`).
-//!
-//! The client emits `tracing` events at debug level (the dial and each negotiation step,
-//! a re-dial, a dropped tool); a subscriber shows what it did.
+#![cfg_attr(feature = "client", doc = "")]
+#![cfg_attr(feature = "client", doc = include_str!("../README.md"))]
 
 #[cfg(feature = "client")]
 mod builder;

@@ -35,7 +35,7 @@ impl Step {
 }
 
 /// How a connection starts: with the probe, or the way an earlier connection to the same
-/// server got there (a re-dial, a turn worker's or a subagent's dial).
+/// server got there (a re-dial, or a second connection following the first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Start {
