@@ -162,7 +162,7 @@ fn arguments_are_checked_against_the_input_schema_before_anything_is_sent() {
 }
 
 #[test]
-fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
+fn the_mode_is_the_first_listed_that_the_type_offers_and_the_client_can_use() {
     let now = Instant::now();
     let mut config = Config::new("s", "ticket.created", "in");
     config.delivery = vec![DeliveryMode::Webhook, DeliveryMode::Poll];
@@ -174,7 +174,7 @@ fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
     );
     assert_eq!(b.mode(), Some(DeliveryMode::Poll));
 
-    // With a callback, webhook is usable; push, listed first, is not one agentd speaks.
+    // With a callback, webhook is usable; push, listed first, is not one the crate speaks.
     let mut config = Config::new("s", "ticket.created", "in");
     config.delivery = vec![
         DeliveryMode::Push,
@@ -724,7 +724,7 @@ mod webhook {
     }
 
     #[test]
-    fn without_a_callback_webhook_is_not_a_mode_agentd_can_use() {
+    fn without_a_callback_webhook_is_not_a_mode_the_client_can_use() {
         let now = Instant::now();
         let mut c = config(&[DeliveryMode::Webhook, DeliveryMode::Poll]);
         c.callback = None;
