@@ -338,8 +338,8 @@ pub(crate) fn parse(
             ));
         }
         let per_server = bindings.iter().filter(|o| o.server == *server).count();
-        if per_server >= mcp_events::limits::BINDINGS_PER_SERVER
-            || bindings.len() >= mcp_events::limits::BINDINGS_PER_INSTANCE
+        if per_server >= agentd_tools::runtime::BINDINGS_PER_SERVER
+            || bindings.len() >= agentd_tools::runtime::BINDINGS_PER_INSTANCE
         {
             return Err(at(
                 Some(b.server.span()),
@@ -376,7 +376,7 @@ pub(crate) fn parse(
                 "must be at least 1".to_owned(),
             ));
         }
-        if b.into == mcp_events::store::AUDIT_STREAM {
+        if b.into == agentd_tools::runtime::AUDIT_STREAM {
             return Err(at(
                 Some(b.server.span()),
                 &key("into"),
@@ -403,7 +403,7 @@ pub(crate) fn parse(
             ));
         }
         if let Some(live) = &g.live
-            && let Err(e) = mcp_events::runtime::Grant::new(owner, Some(*live.get_ref()))
+            && let Err(e) = agentd_tools::runtime::Grant::new(owner, Some(*live.get_ref()))
         {
             return Err(at(
                 Some(live.span()),

@@ -8,7 +8,7 @@
 //! | 401 | the signature check failed (`mcp.events.hook.denied`) |
 //! | 405 | not a POST |
 //! | 410 | no binding at this path, a body that is not a JSON object, or a malformed occurrence |
-//! | 413 | a body over 256 KiB, answered before it is read |
+//! | 413 | a body over 256 KiB (or `store.max_value_bytes` when smaller), answered before it is read |
 //! | 429 | pressure (the binding's queue is full), or the binding's rate is spent (`Retry-After`) |
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
 
@@ -20,7 +20,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
-use mcp_events::limits::OCCURRENCE_MAX;
+use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 use mcp_wire::events::WebhookBody;
 use serde_json::json;
@@ -49,6 +49,8 @@ pub(crate) struct Route {
     pub(crate) event: String,
     /// The secrets deliveries may be signed with (several while one is rotated).
     pub(crate) secrets: Vec<Secret>,
+    /// The binding's bounds: its body's, and the signature's timestamp tolerance.
+    pub(crate) limits: Limits,
     pub(crate) hooks: mpsc::Sender<Hook>,
 }
 
@@ -98,18 +100,20 @@ pub(crate) async fn receive(
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > OCCURRENCE_MAX as u64) {
+    let body_max = route.limits.occurrence_max;
+    if declared.is_some_and(|n| n > body_max as u64) {
         return status(413, "");
     }
     let (parts, body) = req.into_parts();
-    let Ok(body) = Limited::new(body, OCCURRENCE_MAX).collect().await else {
+    let Ok(body) = Limited::new(body, body_max).collect().await else {
         return status(413, "");
     };
     let body = body.to_bytes();
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let checked = Headers::read(header).and_then(|headers| {
         let secrets: Vec<&Secret> = route.secrets.iter().collect();
-        verify(&headers, &body, &secrets, wall_ms() / 1000).map(|()| headers.id.to_owned())
+        let now = wall_ms() / 1000;
+        verify(&headers, &body, &secrets, now, &route.limits).map(|()| headers.id.to_owned())
     });
     let webhook_id = match checked {
         Ok(id) => id,
@@ -243,6 +247,7 @@ mod tests {
             server: "s".into(),
             event: "t".into(),
             secrets: Vec::new(),
+            limits: Limits::default(),
             hooks,
         });
         let metrics = Arc::new(Metrics::default());

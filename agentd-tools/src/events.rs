@@ -3,13 +3,13 @@
 //!
 //! The tools parse their arguments, check that the caller may use them, and call the
 //! library calls of [`Subscriptions`], which the daemon implements over its held
-//! connections, its store and its [`Registry`](mcp_events::runtime::Registry). They are
+//! connections, its store and its [`Registry`](crate::runtime::Registry). They are
 //! offered to root and workflow callers whose owner's grant sets `tools: true`.
 //!
 //! ```
 //! use agentd_tools::{Caller, Grant};
 //! use agentd_tools::events::{Subscriptions, call, input_schema};
-//! use mcp_events::runtime::{Refused, Subscription, Wanted};
+//! use agentd_tools::runtime::{Refused, Subscription, Wanted};
 //! use mcp_wire::events::EventType;
 //! use serde_json::json;
 //!
@@ -50,11 +50,11 @@
 
 use std::time::Duration;
 
-use mcp_events::runtime::{Refused, Subscription, Wanted};
 use mcp_wire::events::{DeliveryMode, EventType};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::runtime::{Refused, Subscription, Wanted};
 use crate::{Caller, Error, catalogue};
 
 /// The names of the events tools.
@@ -234,7 +234,7 @@ fn wanted(args: SubscribeArgs) -> Result<Wanted, String> {
 mod tests {
     use std::sync::Mutex;
 
-    use mcp_events::runtime::{Grant, Registry};
+    use crate::runtime::{Grant, Registry};
 
     use super::*;
     use crate::Grant as Kind;

@@ -3,7 +3,8 @@
 //!
 //! These tools act on the agent, never on the world. The catalogue says what each tool is
 //! called, who may use it by default, and what it does. Of the implementations, the
-//! [`events`] tools are built (runtime MCP Events subscriptions); the others are not yet.
+//! [`events`] tools are built (runtime MCP Events subscriptions, kept by the [`runtime`]
+//! registry); the others are not yet.
 //!
 //! ```
 //! use agentd_tools::{Grant, catalogue};
@@ -17,6 +18,7 @@ use std::fmt;
 
 pub mod events;
 pub mod meta;
+pub mod runtime;
 
 pub use meta::AgentMeta;
 
@@ -59,7 +61,7 @@ pub enum Error {
         err: String,
     },
     /// The runtime subscriptions refused.
-    Refused(mcp_events::runtime::Refused),
+    Refused(runtime::Refused),
 }
 
 impl fmt::Display for Error {
@@ -75,8 +77,8 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<mcp_events::runtime::Refused> for Error {
-    fn from(refused: mcp_events::runtime::Refused) -> Self {
+impl From<runtime::Refused> for Error {
+    fn from(refused: runtime::Refused) -> Self {
         Self::Refused(refused)
     }
 }

@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
         url: "https://a/hooks/_mcp/b".into(),
         secret: Secret::from_bytes(&[1; 32]).expect("a secret"),
     });
-    config.max_value_bytes = 2048;
+    config.limits.occurrence_max = 2048;
     config.rate = Some(Rate {
         max: 5,
         per: Duration::from_secs(10),

@@ -4,7 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_events::occurrence::{Target, check, occurrence_limit, stream_event};
+use mcp_events::Limits;
+use mcp_events::occurrence::{Target, check, stream_event};
 use mcp_wire::events::WebhookBody;
 
 const STORE: usize = 4096;
@@ -13,11 +14,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(WebhookBody::Occurrence(o)) = WebhookBody::decode(data) else {
         return;
     };
-    if check(&o, STORE).is_err() {
+    let mut limits = Limits::default();
+    limits.occurrence_max = STORE;
+    if check(&o, &limits).is_err() {
         return;
     }
     assert!(o.event_id.len() <= 1024);
-    assert!(serde_json::to_vec(&o).expect("encodes").len() <= occurrence_limit(STORE));
+    assert!(serde_json::to_vec(&o).expect("encodes").len() <= STORE);
     let target = Target {
         server: "s",
         event: &o.name,

@@ -5,6 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 
 const NOW: i64 = 1_764_482_400;
@@ -24,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         signature,
         subscription: "sub",
     };
-    if verify(&headers, body, &[&secret], NOW).is_ok() {
+    if verify(&headers, body, &[&secret], NOW, &Limits::default()).is_ok() {
         let sent: i64 = timestamp.parse().expect("a passing timestamp is a number");
         let again = secret.sign(id, sent, body);
         assert!(signature.split(' ').any(|s| s == again), "{signature:?}");
@@ -37,5 +38,8 @@ fuzz_target!(|data: &[u8]| {
         signature: &signed,
         subscription: "sub",
     };
-    assert_eq!(verify(&good, body, &[&secret], NOW), Ok(()));
+    assert_eq!(
+        verify(&good, body, &[&secret], NOW, &Limits::default()),
+        Ok(())
+    );
 });

@@ -13,7 +13,8 @@ use mcp_events::store::Store;
 fn append(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("mcp-events-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut store = Sqlite::open(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut store = Sqlite::open(&dir.join("store.sqlite3")).unwrap();
     let body = vec![b'x'; 1024];
     let mut next = 0u64;
     let mut group = c.benchmark_group("append");

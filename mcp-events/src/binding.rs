@@ -19,6 +19,9 @@
 //! assert_eq!(batch.cursor.as_deref(), Some("c1"));
 //! ```
 //!
+//! Every bound and wait below is the binding's [`Limits`] (`Config::limits`); the numbers
+//! given are those of [`Limits::default`].
+//!
 //! Poll: `events/poll` for at most 50 occurrences from the stored cursor; the next poll after
 //! the server's `nextPollMs` (1 s to 15 min, 30 s when it names none, ±10%), or at once
 //! while it says `hasMore` and the page held something new, ten times in a row at most. A
@@ -50,20 +53,19 @@ use mcp_wire::events::{
 use mcp_wire::{ErrorObject, log_text};
 use serde_json::{Map, Value};
 
-use crate::Dedup;
-use crate::limits::{
-    CALLBACK_FAILURES_MAX, LEASE_DEFAULT, LEASE_REFRESH_PERCENT, POLL_BURST_MAX, POLL_MAX_EVENTS,
-    REFUSAL_PAUSE_AFTER,
-};
+use sha2::{Digest, Sha256};
+
 use crate::occurrence::{Target, check, check_cursor, stream_event};
-use crate::schedule::{Retry, jitter, poll_wait};
+use crate::schedule::Retry;
 use crate::webhook::Secret;
+use crate::{Dedup, Limits};
 
 /// What a binding is: which event of which server goes into which stream, how.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Config {
-    /// The binding's key, assigned by agentd (`data.subscription` of its Stream events).
+    /// The binding's key, as the client names it (`data.subscription` of its Stream
+    /// events).
     pub key: String,
     /// The server's name in the configuration.
     pub server: String,
@@ -75,11 +77,11 @@ pub struct Config {
     pub arguments: Map<String, Value>,
     /// The operator's order of delivery modes.
     pub delivery: Vec<DeliveryMode>,
-    /// Where and how webhook deliveries come: without it, webhook is not a mode agentd can
-    /// use for this binding (no `webhooks.url`).
+    /// Where and how webhook deliveries come: without it, webhook is not a mode the client
+    /// can use for this binding.
     pub callback: Option<Callback>,
-    /// `store.max_value_bytes`.
-    pub max_value_bytes: usize,
+    /// The bounds and schedules it keeps.
+    pub limits: Limits,
     /// How many occurrences it may append per window; past that, intake pauses (`rate`)
     /// until the window ends.
     pub rate: Option<Rate>,
@@ -94,7 +96,7 @@ pub struct Rate {
     pub per: Duration,
 }
 
-/// A binding's webhook endpoint: `<webhooks.url>/hooks/_mcp/<binding>`, and its secret.
+/// A binding's webhook endpoint (the URL its deliveries are sent to), and its secret.
 #[derive(Debug, Clone)]
 pub struct Callback {
     /// The callback URL given to the server.
@@ -111,7 +113,7 @@ impl PartialEq for Callback {
 
 impl Config {
     /// A poll binding of `event` on `server` into `into` without arguments, keyed by
-    /// [`key_of`], with the reference's default value bound (256 KiB).
+    /// [`key_of`], within [`Limits::default`].
     pub fn new(server: &str, event: &str, into: &str) -> Self {
         Self {
             key: key_of(server, event, into, &Map::new()),
@@ -121,19 +123,19 @@ impl Config {
             arguments: Map::new(),
             delivery: vec![DeliveryMode::Poll],
             callback: None,
-            max_value_bytes: crate::limits::OCCURRENCE_MAX,
+            limits: Limits::default(),
             rate: None,
         }
     }
 }
 
-/// The key agentd gives a binding: `b` and 16 hex digits of the SHA-256 of what it is (its
-/// server, type, stream and arguments), so the same binding keeps its key, its stored cursor
-/// and its webhook route (`/hooks/_mcp/<key>`) across restarts and reloads.
+/// A key for a binding: `b` and 16 hex digits of the SHA-256 of what it is (its server,
+/// type, stream and arguments), so the same binding keeps its key, its stored cursor and its
+/// webhook route across restarts and reloads.
 pub fn key_of(server: &str, event: &str, into: &str, arguments: &Map<String, Value>) -> String {
     let what = serde_json::json!([server, event, into, arguments]).to_string();
-    let hash = ring::digest::digest(&ring::digest::SHA256, what.as_bytes());
-    format!("b{}", crate::occurrence::hex(&hash.as_ref()[..8]))
+    let hash = Sha256::digest(what.as_bytes());
+    format!("b{}", crate::occurrence::hex(&hash[..8]))
 }
 
 /// Why a binding cannot work (`mcp.events.refused`, `reason`).
@@ -148,7 +150,7 @@ pub enum Refusal {
     MethodNotFound,
     /// The listing does not name the type.
     UnknownEvent,
-    /// No listed mode is one the type offers and agentd supports.
+    /// No listed mode is one the type offers and the client supports.
     NoCommonMode,
     /// The arguments fail the type's input schema, or the server answered -32602.
     InvalidArguments,
@@ -215,7 +217,7 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Transport(e) => f.write_str(e),
-            Self::Timeout => f.write_str("no answer within 30 s"),
+            Self::Timeout => f.write_str("no answer within the request's bound"),
             Self::Status(status) => write!(f, "HTTP {status}"),
             Self::Rpc(e) => write!(f, "{} {}", e.code, e.message),
         }
@@ -245,7 +247,8 @@ pub enum Pause {
     Rate,
     /// The store did not take the last batch.
     StoreDegraded,
-    /// A webhook refusal that may pass was still outstanding after 5 minutes.
+    /// A webhook refusal that may pass was still outstanding after
+    /// [`Limits::refusal_pause_after`].
     Refusal,
 }
 
@@ -495,6 +498,7 @@ pub struct Binding {
 impl Binding {
     /// A binding, going on from `cursor` (the stored one, if any).
     pub fn new(config: Config, cursor: Option<String>) -> Self {
+        let limits = config.limits;
         Self {
             config,
             state: State::Unarmed,
@@ -502,9 +506,9 @@ impl Binding {
             cursor,
             committing: Vec::new(),
             committing_cursor: None,
-            retry: Retry::new(),
+            retry: Retry::new(&limits),
             burst: 0,
-            dedup: Dedup::new(),
+            dedup: Dedup::new(&limits),
             payload: None,
             armed_logged: false,
             no_replay_logged: false,
@@ -662,14 +666,14 @@ impl Binding {
                             delivery,
                             self.cursor.clone(),
                         );
-                        params.ttl_ms = Some(millis(LEASE_DEFAULT));
+                        params.ttl_ms = Some(millis(self.config.limits.lease));
                         // Deliveries were suspended: ask for them again.
                         params.active = self.suspended.then_some(true);
                         Some(Action::Subscribe(params))
                     }
                     _ => {
                         let mut params = PollParams::new(name, arguments, self.cursor.clone());
-                        params.max_events = Some(POLL_MAX_EVENTS);
+                        params.max_events = Some(self.config.limits.poll_max_events);
                         Some(Action::Poll(params))
                     }
                 }
@@ -722,14 +726,16 @@ impl Binding {
         if page.truncated {
             self.gap("truncated");
         }
-        let next = match page.has_more && !records.is_empty() && self.burst < POLL_BURST_MAX {
+        let limits = self.config.limits;
+        let next = match page.has_more && !records.is_empty() && self.burst < limits.poll_burst_max
+        {
             true => {
                 self.burst += 1;
                 now
             }
             false => {
                 self.burst = 0;
-                now + jitter(poll_wait(page.next_poll_ms), random)
+                now + limits.jitter(limits.poll_wait(page.next_poll_ms), random)
             }
         };
         self.committing = records.iter().map(|r| r.event_id.clone()).collect();
@@ -753,6 +759,7 @@ impl Binding {
             return Batch::default();
         };
         self.count_request(mcp_wire::method::EVENTS_SUBSCRIBE, "ok");
+        let limits = self.config.limits;
         self.callback_failures = 0;
         self.refused_since = None;
         self.subscription = Some(result.id);
@@ -764,14 +771,14 @@ impl Binding {
             .refresh_before
             .as_deref()
             .and_then(crate::time::unix_millis)
-            .map_or(LEASE_DEFAULT, |until| {
+            .map_or(limits.lease, |until| {
                 Duration::from_millis(u64::try_from(until.saturating_sub(wall_ms)).unwrap_or(0))
             });
-        let refresh = granted * LEASE_REFRESH_PERCENT / 100;
+        let refresh = granted.saturating_mul(limits.lease_refresh_percent) / 100;
         // A lease too short to hold is asked for again on the retry schedule, not at once.
-        self.backing_off = refresh < crate::limits::POLL_MIN;
+        self.backing_off = refresh < limits.poll_min;
         let mut next = match self.backing_off {
-            true => now + jitter(self.retry.next_failure(false), random),
+            true => now + limits.jitter(self.retry.next_failure(false), random),
             false => now + refresh,
         };
         self.suspended = false;
@@ -789,7 +796,7 @@ impl Binding {
                 // Asked for again from the stored cursor, on the retry schedule.
                 if !self.backing_off {
                     self.backing_off = true;
-                    next = now + jitter(self.retry.next_failure(false), random);
+                    next = now + limits.jitter(self.retry.next_failure(false), random);
                 }
             }
             if status.throttled && !self.throttled {
@@ -894,7 +901,10 @@ impl Binding {
                     }
                     _ => {
                         self.armed_logged = false;
-                        let wait = jitter(self.retry.next_failure(false), random);
+                        let wait = self
+                            .config
+                            .limits
+                            .jitter(self.retry.next_failure(false), random);
                         self.state = State::Due(now + wait);
                     }
                 }
@@ -1085,7 +1095,7 @@ impl Binding {
                         .map(|c| c.url.clone())
                         .unwrap_or_default(),
                 });
-                if self.callback_failures >= CALLBACK_FAILURES_MAX {
+                if self.callback_failures >= self.config.limits.callback_failures_max {
                     self.left.push(DeliveryMode::Webhook);
                     if let Some(to) = self.choose_mode() {
                         self.count_request(method, "failed");
@@ -1103,7 +1113,10 @@ impl Binding {
         }
         self.count_request(method, "failed");
         let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
-        let wait = jitter(self.retry.next_failure(exhausted), random);
+        let wait = self
+            .config
+            .limits
+            .jitter(self.retry.next_failure(exhausted), random);
         let (code, err, retry_ms) = (failure.code(), log_text(&failure.to_string()), millis(wait));
         if !webhook {
             self.logs.push_back(Log::PollFailed {
@@ -1122,7 +1135,7 @@ impl Binding {
         // A refusal that may pass, still outstanding after 5 minutes, pauses the binding.
         if code.is_some() {
             let since = *self.refused_since.get_or_insert(now);
-            if now.saturating_duration_since(since) >= REFUSAL_PAUSE_AFTER {
+            if now.saturating_duration_since(since) >= self.config.limits.refusal_pause_after {
                 self.logs.push_back(Log::Paused {
                     cause: Pause::Refusal,
                     detail: err,
@@ -1134,7 +1147,7 @@ impl Binding {
         self.state = State::Due(now + wait);
     }
 
-    /// The first mode the operator lists that the type offers, agentd can use, and the
+    /// The first mode the operator lists that the type offers, the client can use, and the
     /// binding has not left.
     fn choose_mode(&self) -> Option<DeliveryMode> {
         self.config.delivery.iter().copied().find(|m| {
@@ -1178,7 +1191,7 @@ impl Binding {
         match sent {
             None => self.cursor.clone(),
             // The occurrence that carried it is appended: only the cursor is not kept.
-            Some(Some(c)) if check_cursor(&c).is_err() => {
+            Some(Some(c)) if check_cursor(&c, &self.config.limits).is_err() => {
                 self.logs.push_back(Log::Rejected {
                     event_id: carrier.map(log_text).unwrap_or_default(),
                     cause: "oversize",
@@ -1203,7 +1216,7 @@ impl Binding {
         now: Instant,
         wall_ms: i64,
     ) -> Result<Option<Record>, ()> {
-        if let Err(e) = check(o, self.config.max_value_bytes) {
+        if let Err(e) = check(o, &self.config.limits) {
             self.stats.rejected += 1;
             self.logs.push_back(Log::Rejected {
                 event_id: log_text(&o.event_id),

@@ -1,15 +1,16 @@
-//! Duplicate detection: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
+//! Duplicate detection: the `eventId`s a binding saw in the last [`Limits::dedup_window`]
+//! (35 minutes by default), at most [`Limits::dedup_ids`] (4096).
 //!
-//! Ids are kept as their SHA-256, so a window holds 4096 small keys whatever the ids' sizes.
+//! Ids are kept as their SHA-256, so a window holds small keys whatever the ids' sizes.
 //! When the window is full, the oldest id is let go before its time and counted
-//! ([`Dedup::evicted`], `agent_mcp_events_dedup_evicted_total`).
+//! ([`Dedup::evicted`]).
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use mcp_events::Dedup;
+//! use mcp_events::{Dedup, Limits};
 //!
 //! let start = Instant::now();
-//! let mut seen = Dedup::new();
+//! let mut seen = Dedup::new(&Limits::default());
 //! assert!(seen.insert("evt_1", start));
 //! assert!(!seen.insert("evt_1", start + Duration::from_secs(60))); // a duplicate
 //! assert!(seen.insert("evt_1", start + Duration::from_secs(35 * 60))); // out of the window
@@ -18,9 +19,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ring::digest;
+use sha2::{Digest, Sha256};
 
-use crate::limits::{DEDUP_IDS, DEDUP_WINDOW};
+use crate::Limits;
 
 type Key = [u8; 32];
 
@@ -37,22 +38,19 @@ pub struct Dedup {
 }
 
 impl Default for Dedup {
+    /// The window of [`Limits::default`].
     fn default() -> Self {
-        Self::new()
+        Self::new(&Limits::default())
     }
 }
 
 impl Dedup {
-    /// The reference's window: 35 minutes, 4096 ids.
-    pub fn new() -> Self {
-        Self::with_bounds(DEDUP_WINDOW, DEDUP_IDS)
-    }
-
-    /// A window of `window` and at most `capacity` ids (at least one).
-    pub fn with_bounds(window: Duration, capacity: usize) -> Self {
-        let capacity = capacity.max(1);
+    /// A window of [`Limits::dedup_window`] and at most [`Limits::dedup_ids`] ids (at least
+    /// one).
+    pub fn new(limits: &Limits) -> Self {
+        let capacity = limits.dedup_ids.max(1);
         Self {
-            window,
+            window: limits.dedup_window,
             capacity,
             keys: HashMap::with_capacity(capacity),
             order: VecDeque::with_capacity(capacity),
@@ -113,9 +111,7 @@ impl Dedup {
 }
 
 fn key(id: &str) -> Key {
-    let mut key = [0u8; 32];
-    key.copy_from_slice(digest::digest(&digest::SHA256, id.as_bytes()).as_ref());
-    key
+    Sha256::digest(id.as_bytes()).into()
 }
 
 #[cfg(test)]
@@ -125,8 +121,8 @@ mod tests {
     #[test]
     fn the_window_holds_4096_ids_and_counts_what_it_lets_go() {
         let start = Instant::now();
-        let mut seen = Dedup::new();
-        for i in 0..DEDUP_IDS {
+        let mut seen = Dedup::default();
+        for i in 0..Limits::default().dedup_ids {
             assert!(seen.insert(&format!("e{i}"), start));
         }
         assert_eq!((seen.len(), seen.evicted()), (4096, 0));
@@ -144,14 +140,38 @@ mod tests {
     #[test]
     fn ids_leave_the_window_after_35_minutes() {
         let start = Instant::now();
-        let mut seen = Dedup::new();
+        let mut seen = Dedup::default();
+        let window = Limits::default().dedup_window;
+        assert_eq!(window, Duration::from_secs(35 * 60));
         assert!(seen.insert("a", start));
-        let just_inside = start + DEDUP_WINDOW - Duration::from_millis(1);
+        let just_inside = start + window - Duration::from_millis(1);
         assert!(!seen.insert("a", just_inside));
         assert!(seen.contains("a", just_inside));
-        assert!(!seen.contains("a", start + DEDUP_WINDOW));
-        assert!(seen.insert("a", start + DEDUP_WINDOW));
+        assert!(!seen.contains("a", start + window));
+        assert!(seen.insert("a", start + window));
         assert_eq!(seen.len(), 1, "the expired one was dropped");
         assert_eq!(seen.evicted(), 0, "expiry is no eviction");
+    }
+
+    #[test]
+    fn a_window_of_other_limits_keeps_them() {
+        let start = Instant::now();
+        let limits = Limits {
+            dedup_ids: 2,
+            dedup_window: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        let mut seen = Dedup::new(&limits);
+        assert!(seen.insert("a", start));
+        assert!(seen.insert("b", start));
+        assert!(!seen.insert("a", start), "at the bound");
+        assert!(seen.insert("c", start), "one past the bound");
+        assert_eq!((seen.len(), seen.evicted()), (2, 1));
+        assert!(!seen.contains("a", start));
+        let later = start + Duration::from_secs(10);
+        assert!(seen.contains("b", later - Duration::from_millis(1)));
+        assert!(!seen.contains("b", later));
+        assert!(seen.insert("b", later));
+        assert_eq!(seen.len(), 1);
     }
 }

@@ -2,15 +2,15 @@
 
 use std::fmt;
 
-/// A size the reference bounds.
+/// A size the [`Limits`](crate::Limits) bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Bound {
-    /// One occurrence, or one webhook body: 256 KiB, and at most `store.max_value_bytes`.
+    /// One occurrence, or one webhook body (at most [`crate::Limits::occurrence_max`]).
     Occurrence,
-    /// An `eventId`: 1 KiB.
+    /// An `eventId` ([`Limits::event_id_max`](crate::Limits::event_id_max)).
     EventId,
-    /// A stored cursor: 4 KiB.
+    /// A stored cursor ([`Limits::cursor_max`](crate::Limits::cursor_max)).
     Cursor,
 }
 
@@ -36,7 +36,8 @@ pub enum Error {
     },
     /// `webhook-timestamp` is not a Unix time in whole seconds.
     BadTimestamp,
-    /// `webhook-timestamp` is further than 5 minutes from now.
+    /// `webhook-timestamp` is further from now than the tolerance
+    /// ([`Limits::webhook_tolerance`](crate::Limits::webhook_tolerance)).
     Stale {
         /// How far, in seconds (negative: in the future).
         age_secs: i64,
@@ -82,7 +83,7 @@ impl fmt::Display for Error {
             Self::Stale { age_secs } => {
                 write!(
                     f,
-                    "webhook-timestamp is {age_secs} s from now, past 5 minutes"
+                    "webhook-timestamp is {age_secs} s from now, past the tolerance"
                 )
             }
             Self::BadSignature => f.write_str("no signature matches the delivery"),

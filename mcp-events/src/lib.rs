@@ -5,16 +5,15 @@
 //! - [`listing`]: `events/list` paged to the end within its bounds, and listed again.
 //! - [`webhook`]: the signing secret of a webhook subscription and the Standard Webhooks
 //!   check every delivery passes before its body is used.
-//! - [`Dedup`]: the `eventId`s a binding saw in the last 35 minutes, at most 4096.
-//! - [`occurrence`]: an occurrence checked against the bounds and written once as the
-//!   reference's Stream event.
-//! - [`store`]: the trait a durable store of cursors, secrets and streams implements;
-//!   `sqlite` (feature `sqlite`) is the embedded one.
-//! - [`runtime`]: runtime subscriptions (`events.subscribe` and its kin): grants, lifetimes,
-//!   bounds, and the index kept in the store.
+//! - [`Dedup`]: the `eventId`s a binding saw recently (35 minutes, at most 4096, by default).
+//! - [`occurrence`]: an occurrence checked against the bounds and written once as a Stream
+//!   event.
+//! - [`store`]: the trait a durable store of cursors, secrets, streams and documents
+//!   implements; `sqlite` (feature `sqlite`) is the embedded one.
 //! - [`schedule`]: the retry and poll waits, with their jitter.
 //! - [`time`]: the RFC 3339 timestamps the wire carries.
-//! - [`limits`]: every bound and schedule the reference names.
+//! - [`Limits`]: every bound and schedule the machines keep, chosen by the client (its
+//!   `Default` holds the values each field names).
 //!
 //! Nothing here does IO, reads a clock or draws randomness: time and randomness are passed
 //! in. The one exception is behind the `sqlite` feature: `sqlite`, the embedded [`store`]
@@ -23,10 +22,9 @@
 pub mod binding;
 mod dedup;
 mod error;
-pub mod limits;
+mod limits;
 pub mod listing;
 pub mod occurrence;
-pub mod runtime;
 pub mod schedule;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -36,3 +34,4 @@ pub mod webhook;
 
 pub use dedup::Dedup;
 pub use error::{Bound, Error};
+pub use limits::Limits;

@@ -1,73 +1,113 @@
-//! Every bound and schedule the reference names for MCP Events, in one place.
+//! The bounds and schedules of MCP Events, as one value the client chooses.
 
 use std::time::Duration;
 
-/// Bindings per server.
-pub const BINDINGS_PER_SERVER: usize = 64;
-/// Bindings and subscriptions per instance.
-pub const BINDINGS_PER_INSTANCE: usize = 256;
-/// Live runtime subscriptions a grant allows: at most this.
-pub const GRANT_MAX: u32 = 64;
-/// Live runtime subscriptions a grant allows when it says nothing.
-pub const GRANT_DEFAULT: u32 = 8;
-/// A tool-made subscription's lifetime: at most this.
-pub const LIFETIME_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
-/// A tool-made subscription's lifetime when it says nothing.
-pub const LIFETIME_DEFAULT: Duration = Duration::from_secs(24 * 3600);
-/// Runtime subscription arguments, serialized.
-pub const ARGUMENTS_MAX: usize = 4 * 1024;
+/// Every bound and schedule the machines of this crate keep: the occurrence checks
+/// ([`occurrence::check`](crate::occurrence::check)), the dedup window ([`Dedup`](crate::Dedup)),
+/// the listing pager ([`Lister`](crate::listing::Lister)), a binding's polls, lease and retries
+/// ([`binding::Config::limits`](crate::binding::Config::limits)), and the webhook check
+/// ([`webhook::verify`](crate::webhook::verify)).
+///
+/// [`Limits::default`] holds the value each field names; change a field of it to choose
+/// another. The machines add these durations to an [`Instant`](std::time::Instant): keep
+/// them to what a clock reading can be moved by (years at most, not `Duration::MAX`).
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_events::Limits;
+///
+/// let mut limits = Limits::default();
+/// limits.occurrence_max = 64 * 1024;
+/// limits.dedup_window = Duration::from_secs(10 * 60);
+/// assert_eq!(limits.dedup_ids, 4096);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// One occurrence, as its JSON re-encoded, or one webhook body, in bytes. Default:
+    /// 256 KiB.
+    pub occurrence_max: usize,
+    /// An `eventId`, in bytes. Default: 1 KiB.
+    pub event_id_max: usize,
+    /// A cursor that is stored, in bytes (a longer one is not kept). Default: 4 KiB.
+    pub cursor_max: usize,
+    /// Duplicate detection: an `eventId` is a duplicate when seen this recently. Default:
+    /// 35 minutes.
+    pub dedup_window: Duration,
+    /// Duplicate detection: at most this many ids per binding (the oldest is let go).
+    /// Default: 4096.
+    pub dedup_ids: usize,
+    /// Listing: at most this many pages of `events/list`. Default: 20.
+    pub list_pages_max: usize,
+    /// Listing: at most this many event types. Default: 1000.
+    pub list_types_max: usize,
+    /// A server's event types are listed again this long after a whole listing. Default:
+    /// 15 minutes.
+    pub relist_every: Duration,
+    /// `maxEvents` of each `events/poll`. Default: 50.
+    pub poll_max_events: u32,
+    /// Polls at once in a row while the server says `hasMore` and each page held something
+    /// new. Default: 10.
+    pub poll_burst_max: u32,
+    /// The shortest wait between polls. Default: 1 s.
+    pub poll_min: Duration,
+    /// The wait between polls when the server names none. Default: 30 s.
+    pub poll_default: Duration,
+    /// The longest wait between polls. Default: 15 minutes.
+    pub poll_max: Duration,
+    /// The webhook lease asked for (`ttlMs`). Default: 1 h.
+    pub lease: Duration,
+    /// A lease is refreshed when this share (percent) of what the server granted has passed.
+    /// Default: 80.
+    pub lease_refresh_percent: u32,
+    /// A webhook refusal that may pass, still outstanding after this, pauses the binding.
+    /// Default: 5 minutes.
+    pub refusal_pause_after: Duration,
+    /// `callback_failed` this many times in a row moves a binding to its next mode.
+    /// Default: 5.
+    pub callback_failures_max: u32,
+    /// A webhook delivery's `webhook-timestamp` may be this far from now, either way.
+    /// Default: 5 minutes.
+    pub webhook_tolerance: Duration,
+    /// A failed `events/*` request is asked again this long after the first failure, the
+    /// wait doubling after each. Default: 1 s.
+    pub retry_first: Duration,
+    /// …up to this. Default: 5 minutes.
+    pub retry_max: Duration,
+    /// …or, while the server answers -32025 ResourceExhausted, up to this. Default:
+    /// 15 minutes.
+    pub retry_exhausted_max: Duration,
+    /// Every wait of a schedule is moved by up to this share (percent) of itself, either
+    /// way. Default: 10.
+    pub jitter_percent: u32,
+}
 
-/// One occurrence, or one webhook body (and at most `store.max_value_bytes`).
-pub const OCCURRENCE_MAX: usize = 256 * 1024;
-/// An `eventId`.
-pub const EVENT_ID_MAX: usize = 1024;
-/// A stored cursor.
-pub const CURSOR_MAX: usize = 4 * 1024;
-
-/// Duplicate detection: ids seen this recently.
-pub const DEDUP_WINDOW: Duration = Duration::from_secs(35 * 60);
-/// Duplicate detection: at most this many ids per binding.
-pub const DEDUP_IDS: usize = 4096;
-
-/// Listing: at most this many pages.
-pub const LIST_PAGES_MAX: usize = 20;
-/// Listing: at most this many types.
-pub const LIST_TYPES_MAX: usize = 1000;
-/// A server's event types are listed again this often.
-pub const RELIST_EVERY: Duration = Duration::from_secs(15 * 60);
-
-/// A poll asks for at most this many occurrences.
-pub const POLL_MAX_EVENTS: u32 = 50;
-/// Polls in a row while the server says `hasMore` and each page held something new.
-pub const POLL_BURST_MAX: u32 = 10;
-/// The shortest wait between polls.
-pub const POLL_MIN: Duration = Duration::from_secs(1);
-/// The wait between polls when the server names none.
-pub const POLL_DEFAULT: Duration = Duration::from_secs(30);
-/// The longest wait between polls.
-pub const POLL_MAX: Duration = Duration::from_secs(15 * 60);
-
-/// The webhook lease asked for.
-pub const LEASE_DEFAULT: Duration = Duration::from_secs(3600);
-/// A lease is refreshed when this share of what the server granted has passed (80%).
-pub const LEASE_REFRESH_PERCENT: u32 = 80;
-/// A webhook refusal still outstanding after this pauses the binding.
-pub const REFUSAL_PAUSE_AFTER: Duration = Duration::from_secs(5 * 60);
-/// `callback_failed` this many times in a row moves the binding to the next mode.
-pub const CALLBACK_FAILURES_MAX: u32 = 5;
-/// A webhook delivery's timestamp may be this far from now.
-pub const WEBHOOK_TOLERANCE: Duration = Duration::from_secs(5 * 60);
-
-/// A failed `events/*` request is retried this long after the first failure…
-pub const RETRY_FIRST: Duration = Duration::from_secs(1);
-/// …doubling up to this…
-pub const RETRY_MAX: Duration = Duration::from_secs(5 * 60);
-/// …or, after -32025 ResourceExhausted, up to this.
-pub const RETRY_EXHAUSTED_MAX: Duration = Duration::from_secs(15 * 60);
-/// Every wait of a schedule is moved by up to this share of itself, either way (10%).
-pub const JITTER_PERCENT: u32 = 10;
-
-/// Each `events/*` request is bounded at this.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// `events/*` requests run on this many worker threads of their own.
-pub const WORKER_THREADS: usize = 4;
+impl Default for Limits {
+    /// The value each field names.
+    fn default() -> Self {
+        Self {
+            occurrence_max: 256 * 1024,
+            event_id_max: 1024,
+            cursor_max: 4 * 1024,
+            dedup_window: Duration::from_secs(35 * 60),
+            dedup_ids: 4096,
+            list_pages_max: 20,
+            list_types_max: 1000,
+            relist_every: Duration::from_secs(15 * 60),
+            poll_max_events: 50,
+            poll_burst_max: 10,
+            poll_min: Duration::from_secs(1),
+            poll_default: Duration::from_secs(30),
+            poll_max: Duration::from_secs(15 * 60),
+            lease: Duration::from_secs(3600),
+            lease_refresh_percent: 80,
+            refusal_pause_after: Duration::from_secs(5 * 60),
+            callback_failures_max: 5,
+            webhook_tolerance: Duration::from_secs(5 * 60),
+            retry_first: Duration::from_secs(1),
+            retry_max: Duration::from_secs(5 * 60),
+            retry_exhausted_max: Duration::from_secs(15 * 60),
+            jitter_percent: 10,
+        }
+    }
+}

@@ -1,15 +1,17 @@
-//! Listing a server's event types: `events/list` paged to the end, 20 pages or 1000 types at
-//! most, and listed again every 15 minutes (or sooner, when asked: a reload, the server's
-//! `list_changed`, a binding whose type went away).
+//! Listing a server's event types: `events/list` paged to the end, within
+//! [`Limits::list_pages_max`] pages and [`Limits::list_types_max`] types (20 and 1000 by
+//! default), and listed again every [`Limits::relist_every`] (15 minutes), or sooner when
+//! asked (a reload, the server's `list_changed`, a binding whose type went away).
 //!
 //! ```
 //! use std::time::Instant;
+//! use mcp_events::Limits;
 //! use mcp_events::listing::{Lister, Step};
 //! use mcp_wire::events::{DeliveryMode, EventType, ListEventsResult};
 //! use mcp_wire::Cursor;
 //!
 //! let now = Instant::now();
-//! let mut lister = Lister::new(now);
+//! let mut lister = Lister::new(now, &Limits::default());
 //! assert_eq!(lister.poll_request(now), Some(None)); // the first page
 //! let page = ListEventsResult::new(vec![EventType::new("a", &[DeliveryMode::Poll])], None);
 //! let Step::Done(types) = lister.on_page(page, now) else { panic!() };
@@ -22,7 +24,7 @@ use std::time::Instant;
 use mcp_wire::Cursor;
 use mcp_wire::events::{EventType, ListEventsResult};
 
-use crate::limits::{LIST_PAGES_MAX, LIST_TYPES_MAX, RELIST_EVERY};
+use crate::Limits;
 use crate::schedule::Retry;
 
 /// What a page came to.
@@ -33,7 +35,7 @@ pub enum Step {
     More,
     /// The listing is whole.
     Done(Vec<EventType>),
-    /// Past 20 pages or 1000 types: `list_too_large`.
+    /// Past the pages or types the limits allow: `list_too_large`.
     TooLarge,
 }
 
@@ -46,16 +48,18 @@ pub struct Lister {
     partial: Option<(Vec<EventType>, usize, Option<Cursor>)>,
     in_flight: bool,
     retry: Retry,
+    limits: Limits,
 }
 
 impl Lister {
-    /// A lister due at `now`.
-    pub fn new(now: Instant) -> Self {
+    /// A lister due at `now`, within `limits`.
+    pub fn new(now: Instant, limits: &Limits) -> Self {
         Self {
             due: Some(now),
             partial: None,
             in_flight: false,
-            retry: Retry::new(),
+            retry: Retry::new(limits),
+            limits: *limits,
         }
     }
 
@@ -100,7 +104,7 @@ impl Lister {
         };
         let pages = pages + 1;
         types.extend(page.items);
-        if pages > LIST_PAGES_MAX || types.len() > LIST_TYPES_MAX {
+        if pages > self.limits.list_pages_max || types.len() > self.limits.list_types_max {
             self.finish(now);
             return Step::TooLarge;
         }
@@ -117,7 +121,7 @@ impl Lister {
     }
 
     /// The listing failed (the page is asked for again, from the first, on the retry
-    /// schedule, moved by up to ±10% by `random`); the wait before it.
+    /// schedule, moved by the jitter of the limits by `random`); the wait before it.
     pub fn on_failure(
         &mut self,
         now: Instant,
@@ -126,7 +130,9 @@ impl Lister {
     ) -> std::time::Duration {
         self.in_flight = false;
         self.partial = None;
-        let wait = crate::schedule::jitter(self.retry.next_failure(exhausted), random);
+        let wait = self
+            .limits
+            .jitter(self.retry.next_failure(exhausted), random);
         self.due = Some(now + wait);
         wait
     }
@@ -141,7 +147,7 @@ impl Lister {
 
     fn finish(&mut self, now: Instant) {
         self.retry.reset();
-        self.due = Some(now + RELIST_EVERY);
+        self.due = Some(now + self.limits.relist_every);
     }
 }
 
@@ -161,8 +167,12 @@ mod tests {
     }
 
     fn list(pages: usize, per_page: usize) -> Step {
+        list_within(&Limits::default(), pages, per_page)
+    }
+
+    fn list_within(limits: &Limits, pages: usize, per_page: usize) -> Step {
         let now = Instant::now();
-        let mut l = Lister::new(now);
+        let mut l = Lister::new(now, limits);
         let mut step = Step::More;
         for p in 0..pages {
             assert!(l.poll_request(now).is_some(), "page {p}");
@@ -181,17 +191,36 @@ mod tests {
     }
 
     #[test]
+    fn other_bounds_are_kept() {
+        let mut limits = Limits {
+            list_pages_max: 2,
+            list_types_max: 5,
+            ..Limits::default()
+        };
+        assert!(matches!(list_within(&limits, 2, 1), Step::Done(t) if t.len() == 2));
+        assert_eq!(list_within(&limits, 3, 1), Step::TooLarge);
+        assert!(matches!(list_within(&limits, 1, 5), Step::Done(t) if t.len() == 5));
+        assert_eq!(list_within(&limits, 1, 6), Step::TooLarge);
+        limits.relist_every = Duration::from_secs(60);
+        let now = Instant::now();
+        let mut l = Lister::new(now, &limits);
+        l.poll_request(now);
+        assert!(matches!(l.on_page(page(1, None), now), Step::Done(_)));
+        assert_eq!(l.poll_timeout(), Some(now + Duration::from_secs(60)));
+    }
+
+    #[test]
     fn pages_follow_their_cursor_and_the_listing_comes_back_every_15_minutes() {
         let now = Instant::now();
-        let mut l = Lister::new(now);
+        let mut l = Lister::new(now, &Limits::default());
         assert_eq!(l.poll_request(now), Some(None));
         assert_eq!(l.poll_request(now), None, "one page at a time");
         assert_eq!(l.on_page(page(1, Some("")), now), Step::More);
         assert_eq!(l.poll_request(now), Some(Some(Cursor(String::new()))));
         assert!(matches!(l.on_page(page(1, None), now), Step::Done(t) if t.len() == 2));
-        assert_eq!(l.poll_timeout(), Some(now + RELIST_EVERY));
+        assert_eq!(l.poll_timeout(), Some(now + Limits::default().relist_every));
         assert_eq!(
-            l.poll_request(now + RELIST_EVERY - Duration::from_millis(1)),
+            l.poll_request(now + Limits::default().relist_every - Duration::from_millis(1)),
             None
         );
         l.again(now);
@@ -201,7 +230,7 @@ mod tests {
     #[test]
     fn a_failed_listing_starts_again_on_the_retry_schedule() {
         let now = Instant::now();
-        let mut l = Lister::new(now);
+        let mut l = Lister::new(now, &Limits::default());
         l.poll_request(now);
         assert_eq!(l.on_page(page(1, Some("c")), now), Step::More);
         l.poll_request(now);
@@ -219,6 +248,6 @@ mod tests {
         );
         l.poll_request(at + Duration::from_secs(2));
         l.hold(at);
-        assert_eq!(l.poll_timeout(), Some(at + RELIST_EVERY));
+        assert_eq!(l.poll_timeout(), Some(at + Limits::default().relist_every));
     }
 }

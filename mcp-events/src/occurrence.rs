@@ -2,6 +2,7 @@
 //! the reference's Stream event.
 //!
 //! ```
+//! use mcp_events::Limits;
 //! use mcp_events::occurrence::{Target, check, stream_event};
 //! use mcp_wire::RawJson;
 //! use mcp_wire::events::EventOccurrence;
@@ -9,7 +10,7 @@
 //! let target = Target { server: "tickets", event: "ticket.created", stream: "tickets", subscription: "b1" };
 //! let data = RawJson::from_text(r#"{"id":7}"#).unwrap();
 //! let o = EventOccurrence::new("e1", "ticket.created", "2026-11-30T06:00:00Z", data);
-//! check(&o, 262_144).unwrap();
+//! check(&o, &Limits::default()).unwrap();
 //! let mut record = Vec::new();
 //! stream_event(&target, &o, true, &mut record);
 //! let v: serde_json::Value = serde_json::from_slice(&record).unwrap();
@@ -20,11 +21,10 @@
 use std::fmt::Write as _;
 
 use mcp_wire::events::EventOccurrence;
-use ring::digest;
 use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
 
-use crate::limits::{CURSOR_MAX, EVENT_ID_MAX, OCCURRENCE_MAX};
-use crate::{Bound, Error};
+use crate::{Bound, Error, Limits};
 
 /// The longest stream event id kept as it is; a longer one names the `eventId` by its
 /// SHA-256.
@@ -39,21 +39,17 @@ pub struct Target<'a> {
     pub event: &'a str,
     /// The stream appended to (the binding's `into`).
     pub stream: &'a str,
-    /// The binding's key, assigned by agentd.
+    /// The binding's key (`data.subscription`).
     pub subscription: &'a str,
 }
 
-/// The largest occurrence a store of `max_value_bytes` takes: 256 KiB, and at most that.
-pub fn occurrence_limit(max_value_bytes: usize) -> usize {
-    OCCURRENCE_MAX.min(max_value_bytes)
-}
-
-/// Checks an occurrence against the bounds (its `eventId` 1 KiB, its cursor 4 KiB, the
-/// whole of it [`occurrence_limit`]) and its shape (`data` an object, `timestamp` RFC 3339).
-pub fn check(o: &EventOccurrence, max_value_bytes: usize) -> Result<(), Error> {
-    bounded(Bound::EventId, o.event_id.len(), EVENT_ID_MAX)?;
+/// Checks an occurrence against the bounds of `limits` (its `eventId`
+/// [`Limits::event_id_max`], its cursor [`Limits::cursor_max`], the whole of it as JSON
+/// [`Limits::occurrence_max`]) and its shape (`data` an object, `timestamp` RFC 3339).
+pub fn check(o: &EventOccurrence, limits: &Limits) -> Result<(), Error> {
+    bounded(Bound::EventId, o.event_id.len(), limits.event_id_max)?;
     if let Some(Some(cursor)) = &o.cursor {
-        check_cursor(cursor)?;
+        check_cursor(cursor, limits)?;
     }
     if !o.data.is_object() {
         return Err(Error::Malformed {
@@ -68,12 +64,12 @@ pub fn check(o: &EventOccurrence, max_value_bytes: usize) -> Result<(), Error> {
     let mut size = Counter(0);
     // Writing to a counter fails only if serialization does, which it cannot here.
     let _ = serde_json::to_writer(&mut size, o);
-    bounded(Bound::Occurrence, size.0, occurrence_limit(max_value_bytes))
+    bounded(Bound::Occurrence, size.0, limits.occurrence_max)
 }
 
-/// Checks a cursor before it is stored: 4 KiB at most.
-pub fn check_cursor(cursor: &str) -> Result<(), Error> {
-    bounded(Bound::Cursor, cursor.len(), CURSOR_MAX)
+/// Checks a cursor before it is stored: [`Limits::cursor_max`] at most.
+pub fn check_cursor(cursor: &str, limits: &Limits) -> Result<(), Error> {
+    bounded(Bound::Cursor, cursor.len(), limits.cursor_max)
 }
 
 fn bounded(bound: Bound, size: usize, limit: usize) -> Result<(), Error> {
@@ -91,8 +87,8 @@ pub fn stream_id(server: &str, event: &str, event_id: &str) -> String {
     if plain.len() <= STREAM_ID_MAX {
         return plain;
     }
-    let hash = digest::digest(&digest::SHA256, event_id.as_bytes());
-    format!("mcp/{server}/{event}/sha256:{}", hex(hash.as_ref()))
+    let hash = Sha256::digest(event_id.as_bytes());
+    format!("mcp/{server}/{event}/sha256:{}", hex(&hash))
 }
 
 /// Lower-case hex of `bytes`.
@@ -182,11 +178,22 @@ mod tests {
         )
     }
 
+    /// The default limits, but for the whole occurrence.
+    fn within(occurrence_max: usize) -> Limits {
+        Limits {
+            occurrence_max,
+            ..Limits::default()
+        }
+    }
+
     #[test]
     fn bounds_hold_at_the_limit_and_refuse_one_past() {
-        assert!(check(&occurrence(&"e".repeat(1024), "{}"), 1 << 20).is_ok());
+        let limits = Limits::default();
+        let (event_id_max, cursor_max) = (limits.event_id_max, limits.cursor_max);
+        assert_eq!((event_id_max, cursor_max), (1024, 4096));
+        assert!(check(&occurrence(&"e".repeat(event_id_max), "{}"), &limits).is_ok());
         assert_eq!(
-            check(&occurrence(&"e".repeat(1025), "{}"), 1 << 20),
+            check(&occurrence(&"e".repeat(event_id_max + 1), "{}"), &limits),
             Err(Error::TooLarge {
                 bound: Bound::EventId,
                 size: 1025,
@@ -194,40 +201,65 @@ mod tests {
             })
         );
         let mut o = occurrence("e", "{}");
-        o.cursor = Some(Some("c".repeat(4096)));
-        assert!(check(&o, 1 << 20).is_ok());
-        o.cursor = Some(Some("c".repeat(4097)));
-        assert_eq!(check(&o, 1 << 20).unwrap_err().cause(), "oversize");
+        o.cursor = Some(Some("c".repeat(cursor_max)));
+        assert!(check(&o, &limits).is_ok());
+        o.cursor = Some(Some("c".repeat(cursor_max + 1)));
+        assert_eq!(check(&o, &limits).unwrap_err().cause(), "oversize");
 
-        // The whole occurrence, as JSON: 256 KiB, or the store's bound when smaller.
+        // The whole occurrence, as JSON: 256 KiB by default, or what the limits say.
         let base = occurrence("e", r#"{"x":""}"#);
         let overhead = serde_json::to_vec(&base).unwrap().len();
         let sized =
             |n: usize| occurrence("e", &format!(r#"{{"x":"{}"}}"#, "a".repeat(n - overhead)));
-        assert!(check(&sized(OCCURRENCE_MAX), usize::MAX).is_ok());
+        let max = limits.occurrence_max;
+        assert_eq!(max, 256 * 1024);
+        assert!(check(&sized(max), &limits).is_ok());
         assert_eq!(
-            check(&sized(OCCURRENCE_MAX + 1), usize::MAX),
+            check(&sized(max + 1), &limits),
             Err(Error::TooLarge {
                 bound: Bound::Occurrence,
-                size: OCCURRENCE_MAX + 1,
-                limit: OCCURRENCE_MAX
+                size: max + 1,
+                limit: max
             })
         );
-        assert!(check(&sized(1000), 1000).is_ok());
-        assert!(check(&sized(1001), 1000).is_err());
+        assert!(check(&sized(1000), &within(1000)).is_ok());
+        assert!(check(&sized(1001), &within(1000)).is_err());
+    }
+
+    #[test]
+    fn other_bounds_are_kept() {
+        let limits = Limits {
+            event_id_max: 4,
+            cursor_max: 2,
+            ..Limits::default()
+        };
+        assert!(check(&occurrence("eeee", "{}"), &limits).is_ok());
+        assert_eq!(
+            check(&occurrence("eeeee", "{}"), &limits)
+                .unwrap_err()
+                .cause(),
+            "oversize"
+        );
+        assert!(check_cursor("cc", &limits).is_ok());
+        assert!(check_cursor("ccc", &limits).is_err());
     }
 
     #[test]
     fn a_payload_that_is_not_an_object_or_a_bad_timestamp_is_malformed() {
         for data in ["[]", "1", "\"x\"", "null"] {
             assert_eq!(
-                check(&occurrence("e", data), 1 << 20).unwrap_err().cause(),
+                check(&occurrence("e", data), &Limits::default())
+                    .unwrap_err()
+                    .cause(),
                 "malformed"
             );
         }
         let mut o = occurrence("e", "{}");
         o.timestamp = "yesterday".into();
-        assert_eq!(check(&o, 1 << 20).unwrap_err().cause(), "malformed");
+        assert_eq!(
+            check(&o, &Limits::default()).unwrap_err().cause(),
+            "malformed"
+        );
     }
 
     #[test]

@@ -1,14 +1,14 @@
-//! The embedded store (feature `sqlite`): SQLite (WAL, synchronous commits) in
-//! `<dir>/agentd.sqlite3`, readable with `sqlite3`.
+//! The embedded store (feature `sqlite`): SQLite (WAL, synchronous commits) in the file the
+//! caller names, readable with `sqlite3`.
 //!
 //! ```sql
 //! bindings(key PRIMARY KEY, cursor, secret, subscription)
 //! events(seq INTEGER PRIMARY KEY AUTOINCREMENT, stream, id, binding, body, UNIQUE(stream, id))
-//! meta(key PRIMARY KEY, value)     -- 'subscriptions': the runtime subscriptions' index
+//! meta(key PRIMARY KEY, value)     -- the documents, by name
 //! ```
 //!
-//! The audit records of runtime subscriptions are events of the stream `agentd.audit`,
-//! written with the index in one transaction.
+//! A document's records are events of the stream named with it (their `id` is
+//! `record/<seq>`, their `binding` empty), written with the document in one transaction.
 //!
 //! A batch's records and its cursor are written in one transaction; a record whose id its
 //! stream holds already is passed over (`INSERT OR IGNORE`), so a batch committed twice after
@@ -19,10 +19,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::binding::Batch;
-use crate::store::{AUDIT_STREAM, Entry, Store, StoreError, Stored};
-
-/// The file name of the database inside `store.path`.
-pub const FILE: &str = "agentd.sqlite3";
+use crate::store::{Entry, Store, StoreError, Stored};
 
 /// The SQLite store.
 #[derive(Debug)]
@@ -35,10 +32,11 @@ fn failed(e: rusqlite::Error) -> StoreError {
 }
 
 impl Sqlite {
-    /// Opens (creating) the store in directory `dir`.
-    pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("{}: {e}", dir.display())))?;
-        let db = Connection::open(dir.join(FILE)).map_err(failed)?;
+    /// Opens the store in the database file `path`, creating the file (not its directory)
+    /// when there is none.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db =
+            Connection::open(path).map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
         db.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
@@ -147,36 +145,40 @@ impl Store for Sqlite {
         rows.collect::<Result<_, _>>().map_err(failed)
     }
 
-    fn save_index(&mut self, index: &str, audit: &[Vec<u8>]) -> Result<(), StoreError> {
+    fn save_document(
+        &mut self,
+        name: &str,
+        value: &str,
+        stream: &str,
+        records: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         let tx = self.db.transaction().map_err(failed)?;
         tx.execute(
-            "INSERT INTO meta (key, value) VALUES ('subscriptions', ?1)
-             ON CONFLICT (key) DO UPDATE SET value = ?1",
-            params![index],
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = ?2",
+            params![name, value],
         )
         .map_err(failed)?;
         {
-            // An audit record's id is its place in the store: unique, and never reused.
+            // A record's id is its place in the store: unique, and never reused.
             let mut insert = tx
                 .prepare_cached(
                     "INSERT INTO events (stream, id, binding, body)
-                     VALUES (?1, 'audit/' || (SELECT IFNULL(MAX(seq), 0) + 1 FROM events), '', ?2)",
+                     VALUES (?1, 'record/' || (SELECT IFNULL(MAX(seq), 0) + 1 FROM events), '', ?2)",
                 )
                 .map_err(failed)?;
-            for record in audit {
-                insert
-                    .execute(params![AUDIT_STREAM, record])
-                    .map_err(failed)?;
+            for record in records {
+                insert.execute(params![stream, record]).map_err(failed)?;
             }
         }
         tx.commit().map_err(failed)
     }
 
-    fn load_index(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_document(&mut self, name: &str) -> Result<Option<String>, StoreError> {
         self.db
             .query_row(
-                "SELECT value FROM meta WHERE key = 'subscriptions'",
-                [],
+                "SELECT value FROM meta WHERE key = ?1",
+                params![name],
                 |r| r.get(0),
             )
             .optional()
@@ -220,13 +222,16 @@ mod tests {
     fn temp() -> std::path::PathBuf {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        std::env::temp_dir().join(format!("agentd-store-{}-{n}", std::process::id()))
+        let dir = std::env::temp_dir().join(format!("mcp-events-store-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     #[test]
     fn a_batch_and_its_cursor_commit_together_and_nothing_twice() {
         let dir = temp();
-        let mut store = Sqlite::open(&dir).unwrap();
+        let file = dir.join("store.sqlite3");
+        let mut store = Sqlite::open(&file).unwrap();
         assert_eq!(store.load("b").unwrap(), Stored::default());
         let batch = Batch {
             records: vec![record("a"), record("b")],
@@ -236,7 +241,7 @@ mod tests {
         // The same batch again (a crash between the commit and the acknowledgment).
         assert_eq!(store.commit("b", "in", &batch).unwrap(), 0);
         drop(store);
-        let mut store = Sqlite::open(&dir).unwrap();
+        let mut store = Sqlite::open(&file).unwrap();
         assert_eq!(store.load("b").unwrap().cursor.as_deref(), Some("c2"));
         let read = store.read("in", 0, 10).unwrap();
         assert_eq!(read.len(), 2);
@@ -267,17 +272,23 @@ mod tests {
             .unwrap();
         assert_eq!(store.load("b").unwrap().cursor, None);
 
-        assert_eq!(store.load_index().unwrap(), None);
-        store.save_index("[]", &[]).unwrap();
+        assert_eq!(store.load_document("index").unwrap(), None);
+        store.save_document("index", "[]", "trail", &[]).unwrap();
         let audit = [b"{\"a\":1}".to_vec(), b"{\"a\":2}".to_vec()];
-        store.save_index(r#"[{"id":"b1"}]"#, &audit).unwrap();
-        store.save_index(r#"[{"id":"b1"}]"#, &audit[..1]).unwrap();
+        store
+            .save_document("index", r#"[{"id":"b1"}]"#, "trail", &audit)
+            .unwrap();
+        store
+            .save_document("index", r#"[{"id":"b1"}]"#, "trail", &audit[..1])
+            .unwrap();
+        store.save_document("other", "{}", "trail", &[]).unwrap();
         assert_eq!(
-            store.load_index().unwrap().as_deref(),
+            store.load_document("index").unwrap().as_deref(),
             Some(r#"[{"id":"b1"}]"#)
         );
+        assert_eq!(store.load_document("other").unwrap().as_deref(), Some("{}"));
         let trail: Vec<Vec<u8>> = store
-            .read(AUDIT_STREAM, 0, 10)
+            .read("trail", 0, 10)
             .unwrap()
             .into_iter()
             .map(|e| e.bytes)

@@ -1,5 +1,6 @@
 //! Where bindings keep what must outlive the process: each binding's cursor, webhook secret
-//! and subscription id, and the streams its occurrences are appended to.
+//! and subscription id, the streams its occurrences are appended to, and documents of the
+//! client's own (named JSON values, written together with records of a stream).
 //!
 //! The one rule a store keeps: [`Store::commit`] appends a batch's records and stores its
 //! cursor in one transaction, and never appends a record whose id its stream already holds.
@@ -8,10 +9,6 @@
 use std::fmt;
 
 use crate::binding::Batch;
-
-/// The stream the audit records of runtime subscriptions are appended to; no binding or
-/// subscription may append into it.
-pub const AUDIT_STREAM: &str = "agentd.audit";
 
 /// What a store keeps of one binding.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,18 +64,24 @@ pub trait Store: Send {
     /// Up to `limit` records of `stream` after position `after`, oldest first.
     fn read(&mut self, stream: &str, after: i64, limit: usize) -> Result<Vec<Entry>, StoreError>;
 
-    /// In one transaction: keeps the index of runtime subscriptions
-    /// ([`Registry::index`](crate::runtime::Registry::index)) and appends `audit`, the
-    /// records of the changes it holds, to [`AUDIT_STREAM`].
-    fn save_index(&mut self, index: &str, audit: &[Vec<u8>]) -> Result<(), StoreError>;
+    /// In one transaction: keeps `value` as the document `name` (in place of what it held)
+    /// and appends `records` to `stream`, each as a record of its own (such as the records
+    /// of the changes the document holds).
+    fn save_document(
+        &mut self,
+        name: &str,
+        value: &str,
+        stream: &str,
+        records: &[Vec<u8>],
+    ) -> Result<(), StoreError>;
 
-    /// The index of runtime subscriptions kept, if any.
-    fn load_index(&mut self) -> Result<Option<String>, StoreError>;
+    /// The document `name`, if one is kept.
+    fn load_document(&mut self, name: &str) -> Result<Option<String>, StoreError>;
 
-    /// Forgets `binding` and deletes its records from `stream` (`mcp.events.removed`).
+    /// Forgets `binding` and deletes its records from `stream` (a binding removed).
     fn remove(&mut self, binding: &str, stream: &str) -> Result<(), StoreError>;
 
     /// Forgets `binding`'s cursor, secret and subscription id; its records stay in their
-    /// stream (a runtime subscription released).
+    /// stream (a binding ended, its records kept).
     fn forget(&mut self, binding: &str) -> Result<(), StoreError>;
 }

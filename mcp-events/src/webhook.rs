@@ -1,14 +1,15 @@
-//! The Standard Webhooks profile of MCP Events deliveries: the signing secret agentd makes
+//! The Standard Webhooks profile of MCP Events deliveries: the signing secret a client makes
 //! for each subscription, and the check every delivery passes before its body is used.
 //!
 //! A delivery carries four headers: `webhook-id`, `webhook-timestamp` (Unix seconds),
 //! `webhook-signature` (space-separated `v1,<base64>` signatures; other versions are passed
 //! over) and `X-MCP-Subscription-Id`. A `v1` signature is the base64 of
 //! HMAC-SHA256(secret, `id.timestamp.body`) over the raw body. The delivery passes when its
-//! timestamp is within 5 minutes of now and any `v1` signature matches under any current
-//! secret (several, while a secret is rotated).
+//! timestamp is within [`Limits::webhook_tolerance`] of now (5 minutes by default) and any
+//! `v1` signature matches under any current secret (several, while a secret is rotated).
 //!
 //! ```
+//! use mcp_events::Limits;
 //! use mcp_events::webhook::{Headers, Secret, verify};
 //!
 //! let secret = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
@@ -20,22 +21,24 @@
 //!     signature: &signature,
 //!     subscription: "sub_1",
 //! };
-//! assert!(verify(&headers, body, &[&secret], 1_700_000_060).is_ok());
-//! assert!(verify(&headers, b"{}", &[&secret], 1_700_000_060).is_err());
+//! let limits = Limits::default();
+//! assert!(verify(&headers, body, &[&secret], 1_700_000_060, &limits).is_ok());
+//! assert!(verify(&headers, b"{}", &[&secret], 1_700_000_060, &limits).is_err());
 //! ```
 
 use std::fmt;
 
-use mcp_wire::base64;
-use ring::hmac;
-use ring::rand::SecureRandom;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, KeyInit, Mac};
+use rand_core::TryCryptoRng;
+use sha2::Sha256;
 
-use crate::Error;
-use crate::limits::WEBHOOK_TOLERANCE;
+use crate::{Error, Limits};
 
 /// The prefix of a secret's text.
 pub const SECRET_PREFIX: &str = "whsec_";
-/// The bytes of a secret agentd makes.
+/// The bytes of a secret [`Secret::random`] makes.
 pub const SECRET_BYTES: usize = 32;
 /// The header naming the delivery (an `eventId`, or `msg_…` for a control envelope).
 pub const ID: &str = "webhook-id";
@@ -51,7 +54,8 @@ pub const SUBSCRIPTION: &str = mcp_wire::events::SUBSCRIPTION_HEADER;
 /// Its `Debug` does not show it.
 #[derive(Clone)]
 pub struct Secret {
-    key: hmac::Key,
+    /// HMAC-SHA256 keyed with the secret, before any input.
+    key: Hmac<Sha256>,
     text: String,
 }
 
@@ -62,12 +66,13 @@ impl fmt::Debug for Secret {
 }
 
 impl Secret {
-    /// A fresh secret of [`SECRET_BYTES`] from `random` (a CSPRNG such as
-    /// `ring::rand::SystemRandom`).
-    pub fn random(random: &dyn SecureRandom) -> Result<Self, Error> {
+    /// A fresh secret of [`SECRET_BYTES`] drawn from `rng`, a CSPRNG (the operating
+    /// system's, such as `getrandom::SysRng`, or one seeded from it); the generator's error
+    /// when it fails.
+    pub fn random<R: TryCryptoRng + ?Sized>(rng: &mut R) -> Result<Self, R::Error> {
         let mut bytes = [0u8; SECRET_BYTES];
-        random.fill(&mut bytes).map_err(|_| Error::BadSecret)?;
-        Self::from_bytes(&bytes)
+        rng.try_fill_bytes(&mut bytes)?;
+        Ok(Self::of(&bytes))
     }
 
     /// The secret of `bytes` (24 to 64 of them).
@@ -75,20 +80,23 @@ impl Secret {
         if !(24..=64).contains(&bytes.len()) {
             return Err(Error::BadSecret);
         }
-        let mut text = String::with_capacity(SECRET_PREFIX.len() + bytes.len() * 4 / 3 + 4);
+        Ok(Self::of(bytes))
+    }
+
+    /// The secret of `bytes`, of a length checked already.
+    fn of(bytes: &[u8]) -> Self {
+        let mut text = String::with_capacity(SECRET_PREFIX.len() + bytes.len().div_ceil(3) * 4);
         text.push_str(SECRET_PREFIX);
-        base64::encode(bytes, &mut text);
-        Ok(Self {
-            key: hmac::Key::new(hmac::HMAC_SHA256, bytes),
-            text,
-        })
+        STANDARD.encode_string(bytes, &mut text);
+        let key = Hmac::new_from_slice(bytes).expect("HMAC takes a key of any length");
+        Self { key, text }
     }
 
     /// Reads a secret's text.
     pub fn parse(text: &str) -> Result<Self, Error> {
         let bytes = text
             .strip_prefix(SECRET_PREFIX)
-            .and_then(base64::decode)
+            .and_then(|b64| STANDARD.decode(b64).ok())
             .ok_or(Error::BadSecret)?;
         Self::from_bytes(&bytes)
     }
@@ -99,22 +107,23 @@ impl Secret {
     }
 
     /// The `v1` signature of a delivery, as a `webhook-signature` value (what a server
-    /// sends; the reference server and the tests sign with it).
+    /// sends).
     pub fn sign(&self, id: &str, timestamp: i64, body: &[u8]) -> String {
-        let tag = self.tag(id, &timestamp.to_string(), body);
+        let tag = self.mac(id, &timestamp.to_string(), body).finalize();
         let mut out = String::from("v1,");
-        base64::encode(tag.as_ref(), &mut out);
+        STANDARD.encode_string(tag.into_bytes(), &mut out);
         out
     }
 
-    fn tag(&self, id: &str, timestamp: &str, body: &[u8]) -> hmac::Tag {
-        let mut context = hmac::Context::with_key(&self.key);
-        context.update(id.as_bytes());
-        context.update(b".");
-        context.update(timestamp.as_bytes());
-        context.update(b".");
-        context.update(body);
-        context.sign()
+    /// The HMAC of `id.timestamp.body`, not finalized.
+    fn mac(&self, id: &str, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
+        let mut mac = self.key.clone();
+        mac.update(id.as_bytes());
+        mac.update(b".");
+        mac.update(timestamp.as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        mac
     }
 }
 
@@ -145,13 +154,15 @@ impl<'a> Headers<'a> {
     }
 }
 
-/// Checks a delivery: its timestamp within 5 minutes of `now` (Unix seconds), and a `v1`
-/// signature that is the HMAC of `body` under one of `secrets`.
+/// Checks a delivery: its timestamp within [`Limits::webhook_tolerance`] of `now` (Unix
+/// seconds), and a `v1` signature that is the HMAC of `body` under one of `secrets`,
+/// compared in constant time.
 pub fn verify(
     headers: &Headers<'_>,
     body: &[u8],
     secrets: &[&Secret],
     now: i64,
+    limits: &Limits,
 ) -> Result<(), Error> {
     let sent: i64 = match headers.timestamp.as_bytes() {
         [b'1'..=b'9', rest @ ..] if rest.len() < 18 && rest.iter().all(u8::is_ascii_digit) => {
@@ -160,29 +171,32 @@ pub fn verify(
         _ => return Err(Error::BadTimestamp),
     };
     let age_secs = now.saturating_sub(sent);
-    let tolerance = i64::try_from(WEBHOOK_TOLERANCE.as_secs()).unwrap_or(i64::MAX);
+    let tolerance = i64::try_from(limits.webhook_tolerance.as_secs()).unwrap_or(i64::MAX);
     if age_secs.abs() > tolerance {
         return Err(Error::Stale { age_secs });
     }
-    let tags: Vec<hmac::Tag> = secrets
+    // The body is hashed once per secret; each signature is checked against a copy.
+    let macs: Vec<Hmac<Sha256>> = secrets
         .iter()
-        .map(|s| s.tag(headers.id, headers.timestamp, body))
+        .map(|s| s.mac(headers.id, headers.timestamp, body))
         .collect();
+    let mut given = [0u8; 64];
     let matches = headers
         .signature
         .split(' ')
         .filter_map(|s| s.strip_prefix("v1,"))
-        .filter_map(base64::decode)
-        .any(|given| tags.iter().any(|tag| same(tag.as_ref(), &given)));
+        .any(|s| {
+            // A signature that does not decode, or decodes past 64 bytes, matches nothing.
+            let Ok(n) = STANDARD.decode_slice(s, &mut given) else {
+                return false;
+            };
+            macs.iter()
+                .any(|mac| mac.clone().verify_slice(&given[..n]).is_ok())
+        });
     match matches {
         true => Ok(()),
         false => Err(Error::BadSignature),
     }
-}
-
-/// Compares in time that does not depend on where the bytes differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -206,14 +220,21 @@ mod tests {
 
     #[test]
     fn a_signed_delivery_passes_and_any_change_fails() {
+        let l = Limits::default();
         let s = secret(7);
         let body = br#"{"eventId":"evt_1"}"#;
         let sig = s.sign("evt_1", NOW, body);
         let ts = NOW.to_string();
-        assert_eq!(verify(&headers(&sig, &ts), body, &[&s], NOW), Ok(()));
+        assert_eq!(verify(&headers(&sig, &ts), body, &[&s], NOW, &l), Ok(()));
         let wrong = [
-            verify(&headers(&sig, &ts), br#"{"eventId":"evt_2"}"#, &[&s], NOW),
-            verify(&headers(&sig, &ts), body, &[&secret(8)], NOW),
+            verify(
+                &headers(&sig, &ts),
+                br#"{"eventId":"evt_2"}"#,
+                &[&s],
+                NOW,
+                &l,
+            ),
+            verify(&headers(&sig, &ts), body, &[&secret(8)], NOW, &l),
             verify(
                 &Headers {
                     id: "evt_2",
@@ -222,10 +243,17 @@ mod tests {
                 body,
                 &[&s],
                 NOW,
+                &l,
             ),
-            verify(&headers(&sig, &(NOW + 1).to_string()), body, &[&s], NOW),
-            verify(&headers(&sig.replace("v1,", "v2,"), &ts), body, &[&s], NOW),
-            verify(&headers(&sig, &ts), body, &[], NOW),
+            verify(&headers(&sig, &(NOW + 1).to_string()), body, &[&s], NOW, &l),
+            verify(
+                &headers(&sig.replace("v1,", "v2,"), &ts),
+                body,
+                &[&s],
+                NOW,
+                &l,
+            ),
+            verify(&headers(&sig, &ts), body, &[], NOW, &l),
         ];
         for outcome in wrong {
             assert_eq!(outcome, Err(Error::BadSignature));
@@ -234,6 +262,7 @@ mod tests {
 
     #[test]
     fn any_signature_under_any_secret_passes_during_a_rotation() {
+        let l = Limits::default();
         let (old, new) = (secret(1), secret(2));
         let body = b"{}";
         let both = format!(
@@ -242,26 +271,36 @@ mod tests {
             new.sign("evt_1", NOW, body)
         );
         let ts = NOW.to_string();
-        assert_eq!(verify(&headers(&both, &ts), body, &[&new], NOW), Ok(()));
-        assert_eq!(verify(&headers(&both, &ts), body, &[&old], NOW), Ok(()));
+        assert_eq!(verify(&headers(&both, &ts), body, &[&new], NOW, &l), Ok(()));
+        assert_eq!(verify(&headers(&both, &ts), body, &[&old], NOW, &l), Ok(()));
         let only_old = old.sign("evt_1", NOW, body);
         assert_eq!(
-            verify(&headers(&only_old, &ts), body, &[&new, &old], NOW),
+            verify(&headers(&only_old, &ts), body, &[&new, &old], NOW, &l),
             Ok(())
         );
     }
 
     #[test]
     fn the_timestamp_is_within_five_minutes_either_way() {
+        let l = Limits::default();
         let s = secret(3);
         let at = |sent: i64, now: i64| {
             let sig = s.sign("evt_1", sent, b"{}");
-            verify(&headers(&sig, &sent.to_string()), b"{}", &[&s], now)
+            verify(&headers(&sig, &sent.to_string()), b"{}", &[&s], now, &l)
         };
         assert_eq!(at(NOW, NOW + 300), Ok(()));
         assert_eq!(at(NOW, NOW + 301), Err(Error::Stale { age_secs: 301 }));
         assert_eq!(at(NOW, NOW - 300), Ok(()));
         assert_eq!(at(NOW, NOW - 301), Err(Error::Stale { age_secs: -301 }));
+        let narrow = Limits {
+            webhook_tolerance: std::time::Duration::from_secs(10),
+            ..Limits::default()
+        };
+        let sig = s.sign("evt_1", NOW, b"{}");
+        let within =
+            |now: i64| verify(&headers(&sig, &NOW.to_string()), b"{}", &[&s], now, &narrow);
+        assert_eq!(within(NOW + 10), Ok(()));
+        assert_eq!(within(NOW + 11), Err(Error::Stale { age_secs: 11 }));
         let sig = s.sign("evt_1", NOW, b"{}");
         for bad in [
             "",
@@ -272,13 +311,19 @@ mod tests {
             "01764482400",
         ] {
             assert_eq!(
-                verify(&headers(&sig, bad), b"{}", &[&s], NOW),
+                verify(&headers(&sig, bad), b"{}", &[&s], NOW, &l),
                 Err(Error::BadTimestamp),
                 "{bad:?}"
             );
         }
         assert_eq!(
-            verify(&headers(&sig, "99999999999999999999"), b"{}", &[&s], NOW),
+            verify(
+                &headers(&sig, "99999999999999999999"),
+                b"{}",
+                &[&s],
+                NOW,
+                &l
+            ),
             Err(Error::BadTimestamp)
         );
     }
@@ -289,7 +334,8 @@ mod tests {
         assert!(Secret::from_bytes(&[0; 24]).is_ok());
         assert!(Secret::from_bytes(&[0; 64]).is_ok());
         assert_eq!(Secret::from_bytes(&[0; 65]).err(), Some(Error::BadSecret));
-        let s = Secret::random(&ring::rand::SystemRandom::new()).unwrap();
+        let s = Secret::random(&mut getrandom::SysRng).unwrap();
+        assert_eq!(s.as_str().len(), "whsec_".len() + 44);
         assert!(s.as_str().starts_with("whsec_"));
         assert_eq!(Secret::parse(s.as_str()).unwrap().as_str(), s.as_str());
         for bad in [

@@ -162,7 +162,7 @@ fn arguments_are_checked_against_the_input_schema_before_anything_is_sent() {
 }
 
 #[test]
-fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
+fn the_mode_is_the_first_listed_that_the_type_offers_and_the_client_can_use() {
     let now = Instant::now();
     let mut config = Config::new("s", "ticket.created", "in");
     config.delivery = vec![DeliveryMode::Webhook, DeliveryMode::Poll];
@@ -174,7 +174,7 @@ fn the_mode_is_the_first_listed_that_the_type_offers_and_agentd_can_use() {
     );
     assert_eq!(b.mode(), Some(DeliveryMode::Poll));
 
-    // With a callback, webhook is usable; push, listed first, is not one agentd speaks.
+    // With a callback, webhook is usable; push, listed first, is not one the crate speaks.
     let mut config = Config::new("s", "ticket.created", "in");
     config.delivery = vec![
         DeliveryMode::Push,
@@ -267,6 +267,40 @@ fn polls_wait_what_the_server_says_and_burst_while_it_has_more() {
     assert_eq!(b.cursor(), Some("c99"));
     assert_eq!(b.stats().appended, 11);
     assert_eq!(b.stats().duplicate, 1);
+}
+
+#[test]
+fn a_binding_keeps_the_limits_it_is_given() {
+    let mut config = Config::new("s", "ticket.created", "in");
+    let limits = &mut config.limits;
+    limits.poll_max_events = 5;
+    limits.poll_burst_max = 2;
+    limits.poll_default = Duration::from_secs(7);
+    limits.jitter_percent = 0;
+    limits.retry_first = Duration::from_secs(3);
+    limits.event_id_max = 4;
+    let (mut b, mut now) = armed(config, None);
+    let Some(Action::Poll(p)) = b.poll_action(now) else {
+        panic!("not a poll")
+    };
+    assert_eq!(p.max_events, Some(5));
+    // hasMore with something new: at once, twice in a row, then the wait.
+    for (i, id) in ["e1", "e2", "e3"].into_iter().enumerate() {
+        let mut p = page(&[id, "long_id"], Some("c"));
+        p.has_more = true;
+        let batch = b.on_poll(Ok(p), now, WALL, 0);
+        assert_eq!(ids(&batch), [id], "an eventId past 4 bytes is rejected");
+        b.on_committed(true, now);
+        let wait = b.poll_timeout().unwrap() - now;
+        match i {
+            0..2 => assert_eq!(wait, Duration::ZERO, "poll {i}"),
+            _ => assert_eq!(wait, Duration::from_secs(7)),
+        }
+        now += wait;
+        assert!(b.poll_action(now).is_some());
+    }
+    b.on_poll(Err(Failure::Status(503)), now, WALL, 0);
+    assert_eq!(b.poll_timeout().unwrap() - now, Duration::from_secs(3));
 }
 
 #[test]
@@ -369,7 +403,7 @@ fn errors_that_will_not_pass_refuse_and_a_changed_type_is_listed_again() {
 #[test]
 fn intake_rejects_past_the_bounds_passes_duplicates_over_and_marks_schema_mismatches() {
     let mut config = Config::new("s", "ticket.created", "in");
-    config.max_value_bytes = 300;
+    config.limits.occurrence_max = 300;
     let (mut b, now) = armed(config, None);
     let mut t = ty(&[DeliveryMode::Poll]);
     t.payload_schema =
@@ -690,7 +724,7 @@ mod webhook {
     }
 
     #[test]
-    fn without_a_callback_webhook_is_not_a_mode_agentd_can_use() {
+    fn without_a_callback_webhook_is_not_a_mode_the_client_can_use() {
         let now = Instant::now();
         let mut c = config(&[DeliveryMode::Webhook, DeliveryMode::Poll]);
         c.callback = None;

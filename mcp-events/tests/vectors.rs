@@ -2,6 +2,7 @@
 //! library; the first is the Standard Webhooks specification's own example): we sign the
 //! same, and verify them.
 
+use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 use serde_json::Value;
 
@@ -11,6 +12,7 @@ fn signatures_match_the_vectors() {
     let fixture: Value = serde_json::from_str(text).unwrap();
     let vectors = fixture["vectors"].as_array().unwrap();
     assert_eq!(vectors.len(), 3);
+    let limits = Limits::default();
     for v in vectors {
         let field = |name: &str| v[name].as_str().unwrap();
         let secret = Secret::parse(field("secret")).unwrap();
@@ -26,9 +28,12 @@ fn signatures_match_the_vectors() {
             signature: field("webhook-signature"),
             subscription: "sub",
         };
-        assert_eq!(verify(&headers, body, &[&secret], timestamp), Ok(()));
+        assert_eq!(
+            verify(&headers, body, &[&secret], timestamp, &limits),
+            Ok(())
+        );
         let mut tampered = body.to_vec();
         tampered.push(b' ');
-        assert!(verify(&headers, &tampered, &[&secret], timestamp).is_err());
+        assert!(verify(&headers, &tampered, &[&secret], timestamp, &limits).is_err());
     }
 }

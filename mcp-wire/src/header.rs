@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
 use crate::{Error, RawJson};
@@ -336,7 +338,7 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(SENTINEL_START.len() + value.len().div_ceil(3) * 4 + 2);
     out.push_str(SENTINEL_START);
-    crate::base64::encode(value.as_bytes(), &mut out);
+    STANDARD.encode_string(value.as_bytes(), &mut out);
     out.push_str(SENTINEL_END);
     Cow::Owned(out)
 }
@@ -365,7 +367,7 @@ pub fn decode_value(value: &str) -> Result<Cow<'_, str>, Error> {
     else {
         return Ok(Cow::Borrowed(value));
     };
-    let bytes = crate::base64::decode(inner).ok_or(Error::EncodedHeader)?;
+    let bytes = STANDARD.decode(inner).map_err(|_| Error::EncodedHeader)?;
     String::from_utf8(bytes)
         .map(Cow::Owned)
         .map_err(|_| Error::EncodedHeader)

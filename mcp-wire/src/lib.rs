@@ -2,7 +2,7 @@
 //! 2026-07-28.
 //!
 //! This crate is the vocabulary of an MCP client: it reads and writes messages and knows
-//! what they mean, and does no IO. It depends on serde and serde_json only.
+//! what they mean, and does no IO. It depends on serde, serde_json and base64 only.
 //!
 //! - [`decode`] reads one message from bytes, bounded by a size limit, borrowing `params`
 //!   and `result` as raw JSON; [`decode_response`] reads a response straight into its
@@ -43,7 +43,6 @@
 //! assert!(!result.is_error());
 //! ```
 
-pub mod base64;
 mod capabilities;
 mod completion;
 mod content;

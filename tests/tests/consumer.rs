@@ -79,7 +79,11 @@ async fn the_consumer_reaches_the_reference_server_with_its_own_client_info() {
 async fn the_consumer_reaches_the_python_sdk_server() {
     let peer = peers::python(true);
     let out = said(&run(peer.url.clone()).await);
-    assert!(out.contains("connected at 2026-07-28"), "{out}\n{}", peer.output_tail());
+    assert!(
+        out.contains("connected at 2026-07-28"),
+        "{out}\n{}",
+        peer.output_tail()
+    );
     assert!(out.contains("tool add"), "{out}");
     assert!(out.contains("add(2, 3) = 5"), "{out}");
 }

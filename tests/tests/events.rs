@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use agentd_tests::reference::{Options, ReferenceServer};
+use mcp_events::Limits;
 use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Listing, Log, Refusal};
 use mcp_events::listing::{Lister, Step};
 use mcp_negotiate::{Client, Error};
@@ -22,7 +23,7 @@ async fn connect(server: &ReferenceServer) -> Client {
 }
 
 async fn types(connection: &Client, now: Instant) -> Vec<EventType> {
-    let mut lister = Lister::new(now);
+    let mut lister = Lister::new(now, &Limits::default());
     loop {
         let cursor = lister.poll_request(now).expect("a page is due");
         let page = connection.list_events(cursor).await.expect("listed");

@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentd_tests::peers;
+use getrandom::SysRng;
+use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 use serde_json::{Value, json};
 
@@ -82,9 +84,11 @@ fn bodies() -> Vec<String> {
 
 #[test]
 fn python_signs_and_agentd_verifies() {
-    let random = ring::rand::SystemRandom::new();
     let ts = now();
-    let secrets: Vec<Secret> = (0..4).map(|_| Secret::random(&random).unwrap()).collect();
+    let limits = Limits::default();
+    let secrets: Vec<Secret> = (0..4)
+        .map(|_| Secret::random(&mut SysRng).unwrap())
+        .collect();
     let cases: Vec<Value> = bodies()
         .iter()
         .zip(&secrets)
@@ -106,14 +110,14 @@ fn python_signs_and_agentd_verifies() {
         };
         assert_eq!(signature, secret.sign(&id, ts, body.as_bytes()), "case {i}");
         assert_eq!(
-            verify(&headers, body.as_bytes(), &[secret], ts),
+            verify(&headers, body.as_bytes(), &[secret], ts, &limits),
             Ok(()),
             "case {i}"
         );
         let mut tampered = body.clone().into_bytes();
         tampered[1] ^= 1;
         assert!(
-            verify(&headers, &tampered, &[secret], ts).is_err(),
+            verify(&headers, &tampered, &[secret], ts, &limits).is_err(),
             "case {i}"
         );
     }
@@ -121,10 +125,9 @@ fn python_signs_and_agentd_verifies() {
 
 #[test]
 fn agentd_signs_and_python_verifies() {
-    let random = ring::rand::SystemRandom::new();
     let (old, new) = (
-        Secret::random(&random).unwrap(),
-        Secret::random(&random).unwrap(),
+        Secret::random(&mut SysRng).unwrap(),
+        Secret::random(&mut SysRng).unwrap(),
     );
     let ts = now();
     let mut cases = Vec::new();
@@ -145,7 +148,7 @@ fn agentd_signs_and_python_verifies() {
         cases.push(json!({"secret": old.as_str(), "body": body, "headers": headers(&rotation)}));
         expected.push(true);
         // Under a secret that signed nothing, and over another body: refused.
-        let other = Secret::random(&random).unwrap();
+        let other = Secret::random(&mut SysRng).unwrap();
         cases.push(json!({"secret": other.as_str(), "body": body, "headers": headers(&signature)}));
         expected.push(false);
         let tampered = body.replacen('{', "{ ", 1);
@@ -179,7 +182,7 @@ fn agentd_signs_and_python_verifies() {
         let secret = Secret::parse(cases[i]["secret"].as_str().unwrap()).unwrap();
         let body = cases[i]["body"].as_str().unwrap();
         assert_eq!(
-            verify(&theirs, body.as_bytes(), &[&secret], ts).is_ok(),
+            verify(&theirs, body.as_bytes(), &[&secret], ts, &Limits::default()).is_ok(),
             *ok,
             "case {i}"
         );

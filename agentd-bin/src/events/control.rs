@@ -5,8 +5,9 @@
 //! 2026-07-28 with the events capability, the type listed, a common mode, the arguments
 //! against the type's input schema) before it is made, so the caller hears of a refusal at
 //! once. A made one is a binding like a configured one: armed on its server's task, with a
-//! webhook route when it may take deliveries. The registry is kept in the store as its index,
-//! written together with the audit records of its changes (stream `agentd.audit`); when that
+//! webhook route when it may take deliveries. The registry is kept in the store as its index
+//! (the document [`INDEX`]), written together with the audit records of its changes (stream
+//! [`AUDIT_STREAM`]); when that
 //! write fails (`mcp.events.index.failed`), the subscription lives on and the write is tried
 //! again every minute until it is kept. Lifetimes end by the wall clock (checked at least
 //! once a minute); at start, the subscriptions kept are armed again, except those whose
@@ -20,12 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentd_tools::events::Subscriptions;
+use agentd_tools::runtime::{AUDIT_STREAM, Grant, Refused, Registry, Subscription, Wanted};
 use mcp_events::binding::{
     Binding, Callback, Config as BindingConfig, Listing, Log, Rate, Refusal,
 };
-use mcp_events::limits::REQUEST_TIMEOUT;
 use mcp_events::listing::Lister;
-use mcp_events::runtime::{Grant, Refused, Registry, Subscription, Wanted};
 use mcp_events::store::Store;
 use mcp_events::webhook::Secret;
 use mcp_negotiate::Client;
@@ -34,13 +34,18 @@ use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::{Armed, Connections, Ctx, Listed, facts, list_pages, log, stopping, wall_ms};
+use super::{
+    Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, log, stopping, wall_ms,
+};
 use crate::config::{self, Config};
 use crate::hooks::{PREFIX, Route, Routes};
 use crate::log::Level;
 
 /// How often, at least, lifetimes are checked and an unsaved index written again.
 const TICK: Duration = Duration::from_secs(60);
+
+/// The store's document that holds the index of runtime subscriptions.
+const INDEX: &str = "subscriptions";
 
 /// The runtime subscriptions of one start of the events runtime.
 #[derive(Debug, Clone)]
@@ -58,7 +63,6 @@ struct Inner {
     configured: BTreeSet<String>,
     configured_on: BTreeMap<String, usize>,
     hooks_base: Option<String>,
-    max_value_bytes: usize,
     routes: Routes,
     state: Mutex<State>,
     changed: Notify,
@@ -120,7 +124,6 @@ impl Control {
             configured: config.bindings.iter().map(config::Binding::key).collect(),
             configured_on,
             hooks_base,
-            max_value_bytes: config.max_value_bytes,
             routes,
             state: Mutex::default(),
             changed: Notify::new(),
@@ -141,7 +144,7 @@ impl Control {
         c.key = spec.key();
         c.arguments = spec.arguments.clone();
         c.delivery = spec.delivery.clone();
-        c.max_value_bytes = self.0.max_value_bytes;
+        c.limits = self.0.ctx.limits;
         c.rate = spec.max_per_minute.map(|max| Rate {
             max,
             per: Duration::from_secs(60),
@@ -161,7 +164,7 @@ impl Control {
     /// a fresh one, kept); a runtime subscription only while the registry holds it. Blocks
     /// on the store.
     pub(super) fn arm(&self, spec: &config::Binding) -> Result<(), String> {
-        let fresh = || Secret::random(&ring::rand::SystemRandom::new()).map_err(|e| e.to_string());
+        let fresh = || Secret::random(&mut getrandom::SysRng).map_err(|e| e.to_string());
         let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         let stored = store.load(&spec.key()).map_err(|e| e.to_string())?;
         let mut c = self.binding_config(spec, fresh()?);
@@ -195,6 +198,7 @@ impl Control {
                 server: c.server.clone(),
                 event: c.event.clone(),
                 secrets: vec![callback.secret.clone()],
+                limits: c.limits,
                 hooks,
             };
             let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
@@ -227,7 +231,7 @@ impl Control {
     pub(super) fn restore(&self) {
         let kept = {
             let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
-            store.load_index()
+            store.load_document(INDEX)
         };
         let now = wall_ms();
         let mut registry = Registry::default();
@@ -411,7 +415,7 @@ impl Control {
         for key in &released {
             let _ = store.forget(key);
         }
-        let saved = store.save_index(&index, &audit);
+        let saved = store.save_document(INDEX, &index, AUDIT_STREAM, &audit);
         drop(store);
         let mut state = self.state();
         match saved {
@@ -591,7 +595,7 @@ impl Control {
             (true, false) => return Err(unusable(Refusal::NoCapability)),
             (true, true) => {}
         }
-        let mut lister = Lister::new(std::time::Instant::now());
+        let mut lister = Lister::new(std::time::Instant::now(), &self.0.ctx.limits);
         let first = lister.poll_request(std::time::Instant::now()).flatten();
         match list_pages(&self.0.ctx, &server, &connection, &mut lister, first).await {
             Ok(Listed::Types(types)) => Ok(types),

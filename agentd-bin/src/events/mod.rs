@@ -2,8 +2,9 @@
 //! runtime of four worker threads of its own (never the supervisor's): a task per server
 //! lists its types over the server's held connection, and a task per binding sends its
 //! requests and takes its deliveries. The pure machines are `mcp_events`' (`Lister`,
-//! `Binding`, `Registry`); this module sends what they ask for (each `events/*` request
-//! bounded at 30 s), commits what they hand over to the store, and turns what they report
+//! `Binding`, within the [`limits`] of the reference) and `agentd_tools`' (`Registry`); this
+//! module sends what they ask for (each `events/*` request bounded at 30 s), commits what
+//! they hand over to the store (`<store.path>/agentd.sqlite3`), and turns what they report
 //! into log lines and metrics ([`report`]). The library calls of runtime subscriptions are
 //! [`control`]'s.
 //!
@@ -18,11 +19,12 @@ mod report;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use mcp_events::Limits;
 use mcp_events::binding::{Action, Batch, Binding, Delivery, Failure, Listing, Stats};
-use mcp_events::limits::{REQUEST_TIMEOUT, WORKER_THREADS};
 use mcp_events::listing::{Lister, Step};
 use mcp_events::sqlite::Sqlite;
 use mcp_events::store::Store;
@@ -40,6 +42,28 @@ use crate::hooks::{Answer, Hook, Routes};
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
 
+/// Each `events/*` request is bounded at this.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// `events/*` requests run on this many worker threads of their own.
+const WORKER_THREADS: usize = 4;
+/// The store's database file, inside `store.path`.
+const STORE_FILE: &str = "agentd.sqlite3";
+
+/// The bounds and schedules of MCP Events: the reference's, an occurrence (or a webhook
+/// body) of 256 KiB and at most `store.max_value_bytes`.
+fn limits(config: &Config) -> Limits {
+    let mut limits = Limits::default();
+    limits.occurrence_max = limits.occurrence_max.min(config.max_value_bytes);
+    limits
+}
+
+/// Opens the store in directory `dir` (`store.path`), making the directory when it is
+/// missing.
+fn open_store(dir: &Path) -> Result<Sqlite, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("store: {}: {e}", dir.display()))?;
+    Sqlite::open(&dir.join(STORE_FILE)).map_err(|e| e.to_string())
+}
+
 /// The bindings and runtime subscriptions at work.
 #[derive(Debug)]
 pub(crate) struct Events {
@@ -54,6 +78,7 @@ struct Ctx {
     instance: Arc<str>,
     metrics: Arc<Metrics>,
     store: Arc<Mutex<Sqlite>>,
+    limits: Limits,
 }
 
 /// A binding handed to its server's task: the machine, its deliveries, and the signal that
@@ -88,7 +113,7 @@ impl Events {
         if config.bindings.is_empty() && config.grants.is_empty() {
             return Ok(None);
         }
-        let store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+        let store = open_store(&config.store_path)?;
         // Built before any task: a runtime must not be dropped on an async thread, and every
         // task below runs on it.
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -101,6 +126,7 @@ impl Events {
             instance: config.instance.as_str().into(),
             metrics,
             store: Arc::new(Mutex::new(store)),
+            limits: limits(config),
         };
         let (stop, stopped) = watch::channel(false);
         let mut arms = BTreeMap::new();
@@ -276,7 +302,7 @@ async fn serve(
                     (connections.clone(), listings.clone()),
                     stop.clone(),
                 ));
-                lister.get_or_insert_with(|| Lister::new(std::time::Instant::now()));
+                lister.get_or_insert_with(|| Lister::new(std::time::Instant::now(), &ctx.limits));
             }
             // A binding's type went away or changed in place.
             Some(()) = relists.recv() => again(&mut lister),
@@ -488,7 +514,7 @@ async fn stopping(stop: &mut watch::Receiver<bool>) {
 }
 
 fn far() -> Instant {
-    Instant::now() + std::time::Duration::from_secs(86_400)
+    Instant::now() + Duration::from_secs(86_400)
 }
 
 /// A request bounded at 30 s, its failure in the machine's words.
@@ -575,17 +601,15 @@ pub(crate) fn wall_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// A random `u32` for jitter, from the operating system's CSPRNG.
+/// A random `u32` for jitter, from the operating system's CSPRNG (0 if it fails: the
+/// shortest wait).
 fn random() -> u32 {
-    use ring::rand::SecureRandom as _;
-    let mut bytes = [0u8; 4];
-    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
-    u32::from_le_bytes(bytes)
+    getrandom::u32().unwrap_or_default()
 }
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
 pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
-    let mut store = Sqlite::open(&config.store_path).map_err(|e| e.to_string())?;
+    let mut store = open_store(&config.store_path)?;
     let mut after = 0;
     let mut printed = 0;
     loop {
@@ -610,10 +634,10 @@ mod tests {
 
     /// Waits, at most 10 s, for `what`.
     async fn until(what: impl Fn() -> bool) {
-        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(10);
         while !what() {
             assert!(Instant::now() < deadline, "not within 10 s");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -630,7 +654,7 @@ mod tests {
         let config = crate::config::Server {
             name: "ref".into(),
             url: server.url(),
-            timeout: std::time::Duration::from_secs(5),
+            timeout: Duration::from_secs(5),
             headers: Vec::new(),
             tags: BTreeMap::new(),
         };
@@ -641,7 +665,8 @@ mod tests {
         let ctx = Ctx {
             instance: "t".into(),
             metrics: Arc::default(),
-            store: Arc::new(Mutex::new(Sqlite::open(&dir).unwrap())),
+            store: Arc::new(Mutex::new(open_store(&dir).unwrap())),
+            limits: Limits::default(),
         };
         let (connected, connections) = watch::channel(Some(Arc::new(connection)));
         let (_changed, changes) = watch::channel(0);
@@ -677,7 +702,7 @@ mod tests {
         assert_eq!(request(never).await, Err(Failure::Timeout));
         assert_eq!(Instant::now() - start, REQUEST_TIMEOUT);
         let quick = async {
-            tokio::time::sleep(REQUEST_TIMEOUT - std::time::Duration::from_millis(1)).await;
+            tokio::time::sleep(REQUEST_TIMEOUT - Duration::from_millis(1)).await;
             Ok::<_, Error>(7)
         };
         assert_eq!(request(quick).await, Ok(7));

@@ -1,13 +1,16 @@
 //! Runtime subscriptions: what `events.subscribe`, `events.unsubscribe` and
-//! `events.subscriptions` (agentd's own tools) do, as a pure registry.
+//! `events.subscriptions` ([`events`](crate::events)) do, as a pure registry, and agentd's
+//! bounds on them.
 //!
 //! A grant allows its owner 1 to 64 live subscriptions (8 when it says nothing); each lives
 //! at most 30 days (1 day when it says nothing); its arguments are at most 4 KiB serialized;
-//! a server holds at most 64 bindings and subscriptions, the instance 256. The registry is
-//! kept in the store as its [`Registry::index`], saved after every change.
+//! a server holds at most 64 bindings and subscriptions, the instance 256; none appends into
+//! agentd's audit stream ([`AUDIT_STREAM`]). The registry is kept in the store as its
+//! [`Registry::index`], saved after every change with the audit record of the change
+//! ([`Subscription::audit`]).
 //!
 //! ```
-//! use mcp_events::runtime::{Grant, Registry, Wanted};
+//! use agentd_tools::runtime::{Grant, Registry, Wanted};
 //!
 //! let mut registry = Registry::default();
 //! let grant = Grant::new("root", None).unwrap();
@@ -25,12 +28,25 @@ use mcp_wire::events::DeliveryMode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::binding::{Refusal, key_of};
-use crate::limits::{
-    ARGUMENTS_MAX, BINDINGS_PER_INSTANCE, BINDINGS_PER_SERVER, GRANT_DEFAULT, GRANT_MAX,
-    LIFETIME_DEFAULT, LIFETIME_MAX,
-};
-use crate::store::AUDIT_STREAM;
+use mcp_events::binding::{Refusal, key_of};
+
+/// Bindings per server, configured and runtime together.
+pub const BINDINGS_PER_SERVER: usize = 64;
+/// Bindings and subscriptions per instance.
+pub const BINDINGS_PER_INSTANCE: usize = 256;
+/// Live runtime subscriptions a grant allows: at most this.
+pub const GRANT_MAX: u32 = 64;
+/// Live runtime subscriptions a grant allows when it says nothing.
+pub const GRANT_DEFAULT: u32 = 8;
+/// A tool-made subscription's lifetime: at most this.
+pub const LIFETIME_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+/// A tool-made subscription's lifetime when it says nothing.
+pub const LIFETIME_DEFAULT: Duration = Duration::from_secs(24 * 3600);
+/// Runtime subscription arguments, serialized.
+pub const ARGUMENTS_MAX: usize = 4 * 1024;
+/// The stream the audit records of runtime subscriptions are appended to; no binding or
+/// subscription may append into it.
+pub const AUDIT_STREAM: &str = "agentd.audit";
 
 /// What a grant allows its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
