@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentd_tests::reference::{Options, ReferenceServer};
 use agentd_tools::AgentMeta;
+use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::json;
 use tokio::sync::broadcast;
 

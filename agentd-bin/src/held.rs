@@ -112,6 +112,8 @@ impl Shared {
     }
 
     /// Changes of subscribed resources, from every held server, from now on.
+    // Resource subscriptions are ordered by `agentd demo` alone (feature `demo`).
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) fn updates(&self) -> broadcast::Receiver<Update> {
         self.updates.subscribe()
     }
@@ -129,11 +131,13 @@ async fn stopped(mut stop: watch::Receiver<Stop>) {
 /// An owner's order about a subscription, answered once it was tried.
 #[derive(Debug)]
 enum Order {
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     Subscribe {
         uri: String,
         owner: String,
         answer: oneshot::Sender<Answer>,
     },
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     Release {
         uri: String,
         owner: String,
@@ -195,6 +199,7 @@ impl Held {
     }
 
     /// The connection, once the server is connected; `None` when it was let go first.
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) async fn connection(&self) -> Option<Arc<Client>> {
         let mut connection = self.connection.clone();
         let held = connection.wait_for(Option::is_some).await.ok()?;
@@ -205,6 +210,7 @@ impl Held {
     /// has it subscribed already. The first try's outcome; a try that failed in a way that
     /// may pass is tried again on the subscription schedule, and every subscription is asked
     /// for again on a new session.
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) async fn subscribe(&self, uri: &str, owner: &str) -> Answer {
         let (answer, answered) = oneshot::channel();
         let order = Order::Subscribe {
@@ -216,6 +222,7 @@ impl Held {
     }
 
     /// `owner` lets `uri` go: released (`mcp.unsubscribed`) when no owner wants it.
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) async fn release(&self, uri: &str, owner: &str) -> Answer {
         let (answer, answered) = oneshot::channel();
         let order = Order::Release {
@@ -226,6 +233,7 @@ impl Held {
         self.order(order, answered).await
     }
 
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     async fn order(&self, order: Order, answered: oneshot::Receiver<Answer>) -> Answer {
         let gone = || "the server is no longer held".to_owned();
         self.orders.send(order).await.map_err(|_| gone())?;
@@ -571,7 +579,7 @@ impl Task {
 
 #[cfg(test)]
 mod tests {
-    use agentd_tests::reference::{Options, ReferenceServer};
+    use mcp_reference_server::{Options, ReferenceServer};
 
     use super::*;
 

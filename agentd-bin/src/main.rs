@@ -1,11 +1,12 @@
 //! The `agentd` binary.
 //!
-//! The supervisor (`agentd run`), the embedded demo (`agentd demo`), and with a
+//! The supervisor (`agentd run`), the embedded demo (`agentd demo`, feature `demo`), and with a
 //! configuration file `check`, `tools` and `call`; `revisions` and `--capabilities` say what
 //! it speaks and which tools of its own it has.
 
 mod commands;
 mod config;
+#[cfg(feature = "demo")]
 mod demo;
 mod dial;
 mod events;
@@ -39,6 +40,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    #[cfg(feature = "demo")]
     /// Run the MCP client against an embedded reference server on loopback (one endpoint
     /// per revision): connect, call a tool, watch a resource change. Needs nothing else.
     Demo,
@@ -125,7 +127,12 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let Some(command) = cli.command else {
-        eprintln!("agentd: a command is needed (try `agentd demo`, or `agentd --help`)");
+        let hint = if cfg!(feature = "demo") {
+            "`agentd demo`, or `agentd --help`"
+        } else {
+            "`agentd --help`"
+        };
+        eprintln!("agentd: a command is needed (try {hint})");
         return ExitCode::from(2);
     };
     match command {
@@ -173,6 +180,7 @@ fn main() -> ExitCode {
         } => with_config(&config, |c| async move {
             commands::events_call(&c, owner, kind, tool, arguments.as_deref()).await
         }),
+        #[cfg(feature = "demo")]
         Command::Demo => {
             let Some(runtime) = runtime() else {
                 return ExitCode::FAILURE;

@@ -208,8 +208,8 @@ mod tests {
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
     use mcp_negotiate::Client;
+    use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
     use serde_json::Value;
 
     use super::*;

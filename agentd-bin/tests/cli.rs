@@ -4,8 +4,8 @@ mod common;
 
 use std::process::{Command, Output};
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use common::TempFile;
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::Value;
 
 /// Writes `text` to a fresh file, removed when the returned guard is dropped.

@@ -8,8 +8,8 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentd_tests::reference::{Options, ReferenceServer};
 use common::{Daemon, TempFile, get, until};
+use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
 
 fn server_options() -> Options {
@@ -386,8 +386,8 @@ async fn a_slow_binding_holds_up_no_other() {
     let server = ReferenceServer::start(server_options()).await;
     server.script(
         "events/poll",
-        agentd_tests::reference::Fault::Silence(Duration::from_secs(5)),
-        agentd_tests::reference::Times::Once,
+        mcp_reference_server::Fault::Silence(Duration::from_secs(5)),
+        mcp_reference_server::Times::Once,
     );
     let dir = store_dir("slow");
     let text = config(&server.url(), &dir)

@@ -1,8 +1,9 @@
 //! Cross-layer tests for the agentd MCP client.
 //!
-//! - [`reference`]: the scriptable reference MCP server every layer tests against.
+//! - [`peers`]: the real MCP servers (Python SDK, TypeScript `server-everything`) the
+//!   interop tests run against.
 //!
-//! The integration tests live in `tests/`, the benches in `benches/`.
+//! The integration tests live in `tests/`, the benches in `benches/`. The scriptable
+//! reference MCP server is the `mcp-reference-server` crate (`tests/reference-server`).
 
 pub mod peers;
-pub mod reference;

@@ -177,7 +177,7 @@ fn workspace_root() -> PathBuf {
 
 /// `tests/peers/` in the source tree: the server script and the node preloads.
 fn peers_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers")
+    workspace_root().join("tests").join("peers")
 }
 
 /// Panics with the install command unless `stamp` holds exactly `pins` and `entry` exists.

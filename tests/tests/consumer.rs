@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use agentd_tests::peers;
-use agentd_tests::reference::{Options, ReferenceServer};
+use mcp_reference_server::{Options, ReferenceServer};
 
 fn consumer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("consumer")

@@ -627,8 +627,8 @@ pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
-    use agentd_tests::reference::{Options, ReferenceServer};
     use mcp_events::binding::Config as BindingConfig;
+    use mcp_reference_server::{Options, ReferenceServer};
 
     use super::*;
 

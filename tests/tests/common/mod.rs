@@ -1,16 +1,14 @@
-//! Helpers shared by the transport integration tests: request bodies, the `_meta` keys of a
-//! 2026-07-28 request, the legacy handshake, and bounded waiting.
+//! Helpers shared by the interop tests: request bodies, the `_meta` keys of a 2026-07-28
+//! request, the legacy handshake, and an elicitation handler.
 
 // Each test file uses only some of the helpers.
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
 
-use agentd_tests::reference::ReferenceServer;
 use bytes::Bytes;
-use mcp_transport::driver::{Config, HttpClient, LegacyTransport};
+use mcp_transport::driver::LegacyTransport;
 use mcp_wire::{
     ClientCapabilities, ElicitRequestParams, ElicitResult, Implementation, InitializeParams,
     InitializeResult, Meta, ModernMeta, RequestId, Revision, encode_notification, encode_request,
@@ -62,11 +60,6 @@ pub(crate) fn add_args(a: i64, b: i64) -> Map<String, Value> {
     object(json!({"a": a, "b": b}))
 }
 
-/// A client of the server with `config`.
-pub(crate) fn client(server: &ReferenceServer, config: Config) -> HttpClient {
-    HttpClient::new(&server.url(), config).expect("a valid client")
-}
-
 /// Runs the legacy handshake on `transport`: `initialize`, `established`, then
 /// `notifications/initialized`. Returns the revision agreed.
 pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
@@ -102,27 +95,6 @@ pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
         .await
         .expect("notifications/initialized is accepted");
     revision
-}
-
-/// Polls `condition` every 20 ms until it holds or `bound` passes; whether it held.
-pub(crate) async fn wait_until(bound: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if condition() {
-            return true;
-        }
-        if start.elapsed() > bound {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Bounds a future that must finish in a test: a hang fails the test instead of blocking it.
-pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(5), future)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within 5 s"))
 }
 
 /// An elicitation handler that accepts with `{"name": "Ada"}`.

@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo() {
-//! use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
+//! use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 //!
 //! let server = ReferenceServer::start(Options::default()).await;
 //! server.script("server/discover", Fault::Status(403, None), Times::Once);

@@ -1,13 +1,13 @@
 //! What a client built with `Client::builder` declares and serves: roots answered in an
-//! `input_required` round and on a legacy server's stream, and tools listed at connect only
-//! when the server declares them and the client asks.
+//! `input_required` round, and tools listed at connect only when the server declares them
+//! and the client asks. (Roots on a legacy server's stream: `connection_peers.rs` of the
+//! workspace's tests crate, against server-everything.)
 
 use std::future::Future;
 use std::time::Duration;
 
-use agentd_tests::peers;
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
-use mcp_negotiate::{Client, Watch};
+use mcp_negotiate::Client;
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_wire::{Revision, Root};
 use serde_json::json;
 
@@ -147,42 +147,4 @@ async fn a_roots_round_without_roots_declared_is_unanswerable() {
             method: "roots/list".into()
         })
     );
-}
-
-/// The TypeScript `server-everything` (2025-11-25) asks a client that declares roots for
-/// them on its GET stream, and its `get-roots-list` tool reports what it got.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_lists_the_roots_the_client_declared() {
-    let peer = peers::everything();
-    let client = Client::builder("my-app", "1.0")
-        .roots(roots())
-        .connect(&peer.url);
-    let client = std::sync::Arc::new(
-        within(20, "connect", client)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail())),
-    );
-    assert_eq!(client.revision(), Revision::V2025_11_25);
-    let names: Vec<String> = client
-        .catalog()
-        .tools()
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
-    assert!(names.iter().any(|n| n == "get-roots-list"), "{names:?}");
-    // The server asks on the GET stream, which a watch holds open.
-    let mut watch = Watch::new(client.clone());
-    assert!(within(10, "open", watch.open()).await.unwrap());
-    let listen = tokio::spawn(async move { while let Ok(Some(_)) = watch.next().await {} });
-    let listed = within(
-        15,
-        "get-roots-list",
-        client.call_tool("get-roots-list", json!({})),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    listen.abort();
-    let said: String = listed.content.iter().filter_map(|c| c.as_text()).collect();
-    assert!(said.contains("file:///work/src"), "{said}");
-    assert!(said.contains("file:///work/docs"), "{said}");
 }

@@ -1,6 +1,6 @@
-//! `Client`, the revision-neutral connection, end to end: against the reference server in
-//! both eras (the legacy era forced by a 404 to `server/discover`), and against the real
-//! peers (the Python `mcp` 2.3.0 server and the TypeScript `server-everything`).
+//! `Client`, the revision-neutral connection, end to end against the reference server in
+//! both eras (the legacy era forced by a 404 to `server/discover`). The same connection
+//! against real peers is tested in the `agentd-tests` crate (`tests/tests/connection_peers.rs`).
 //!
 //! The reference's sections exercised: Capabilities (listing to the end, calls, reads,
 //! prompts, completions, elicitation), Request metadata (`_meta` of `tools/call`), the
@@ -14,10 +14,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentd_tests::peers;
-use agentd_tests::reference::{Fault, Logged, Options, ReferenceServer, Times};
 use common::{AcceptAda, add_args, bounded, object};
 use mcp_negotiate::{Client, ClientBuilder, Error, MAX_INPUT_ROUNDS, Reply, Start};
+use mcp_reference_server::{Fault, Logged, Options, ReferenceServer, Times};
 use mcp_transport::driver::{Config, Notice};
 use mcp_wire::{
     CallToolResult, CompleteParams, CompletionReference, InvalidAnnotation, Meta, ResourceContents,
@@ -131,16 +130,6 @@ fn text(result: &CallToolResult) -> &str {
         .first()
         .and_then(|c| c.as_text())
         .unwrap_or_else(|| panic!("no text block in {result:?}"))
-}
-
-/// Every text block of a tool result, joined.
-fn all_text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
@@ -1723,212 +1712,4 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
         );
         assert_eq!(text(&other.unwrap()), "4", "{era:?}");
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 9. The Python peer (mcp 2.3.0)
-// ---------------------------------------------------------------------------------------------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_peer_is_reached_at_2026_07_28_listed_and_called() {
-    for json_mode in [true, false] {
-        let peer = peers::python(json_mode);
-        let connection = within(
-            20,
-            "connect",
-            Client::connect(supervisor_kind().dialer(&peer.url).unwrap()),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
-        assert_eq!(
-            connection.revision(),
-            Revision::V2026_07_28,
-            "json {json_mode}"
-        );
-        let catalog = connection.catalog();
-        let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
-        for tool in ["add", "slow", "ask_name", "touch"] {
-            assert!(
-                names.contains(&tool),
-                "json {json_mode}: {tool} in {names:?}"
-            );
-        }
-        assert!(catalog.dropped().is_empty(), "{:?}", catalog.dropped());
-
-        let agent = full_agent_meta();
-        let sum = within(
-            10,
-            "add",
-            connection.call_tool_with("add", Some(add_args(20, 22)), Some(&agent), |_| {}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
-        assert_eq!(text(&sum), "42", "json {json_mode}");
-        assert!(!sum.is_error());
-
-        let read = within(10, "read", connection.read_resource("demo://greeting"))
-            .await
-            .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
-        assert_eq!(contents_text(&read.contents), "hello", "json {json_mode}");
-
-        let resources = within(10, "resources", connection.list_resources())
-            .await
-            .unwrap();
-        assert!(
-            resources.iter().any(|r| r.uri == "demo://greeting"),
-            "{resources:?}"
-        );
-
-        let mut notices: Vec<String> = Vec::new();
-        let slow = within(
-            10,
-            "slow",
-            connection.call_tool_with("slow", args(json!({"steps": 2})), None, |n| {
-                notices.push(n.method)
-            }),
-        )
-        .await
-        .unwrap();
-        assert_eq!(text(&slow), "done 2", "json {json_mode}");
-        // Progress at 2026-07-28 travels on the call's event stream: the JSON mode has none
-        // and the SDK drops it there.
-        let expected: &[&str] = if json_mode {
-            &[]
-        } else {
-            &["notifications/progress"; 2]
-        };
-        assert_eq!(notices, expected, "json {json_mode}");
-
-        let unknown = within(
-            10,
-            "unknown",
-            connection.call_tool_with("nope", None, None, |_| {}),
-        )
-        .await;
-        // The Python SDK reports an unknown tool as a tool error, not a protocol fault.
-        let unknown = unknown.unwrap_or_else(|e| panic!("json {json_mode}: {e:?}"));
-        assert!(unknown.is_error(), "json {json_mode}: {unknown:?}");
-        assert_eq!(text(&unknown), "Unknown tool: nope", "json {json_mode}");
-    }
-}
-
-/// On 2026-07-28 the Python server has no back-channel for a server-to-client request: its
-/// `ask_name` cannot elicit. What the worker's connection sees is pinned here.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_peer_ask_name_at_2026_07_28_cannot_elicit() {
-    for json_mode in [true, false] {
-        let peer = peers::python(json_mode);
-        let connection = within(
-            20,
-            "connect",
-            Client::connect(worker_kind().dialer(&peer.url).unwrap()),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("json {json_mode}: {e}\n{}", peer.output_tail()));
-        assert_eq!(connection.revision(), Revision::V2026_07_28);
-        let asked = within(
-            15,
-            "ask_name",
-            connection.call_tool_with("ask_name", args(json!({})), None, |_| {}),
-        )
-        .await;
-        // mcp 2.3.0 answers the call with a JSON-RPC error: it cannot send
-        // `elicitation/create` on the stateless wire and does not turn it into an
-        // `input_required` result, so the worker's elicitor is never asked.
-        match asked {
-            Err(Error::Rpc(e)) => {
-                assert_eq!(e.code, -32600, "json {json_mode}: {e:?}");
-                assert!(
-                    e.message.contains("no back-channel"),
-                    "json {json_mode}: {e:?}"
-                );
-            }
-            other => panic!("json {json_mode}: {other:?}\n{}", peer.output_tail()),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 10. The TypeScript server-everything
-// ---------------------------------------------------------------------------------------------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_falls_back_to_2025_11_25_lists_and_calls_echo() {
-    let peer = peers::everything();
-    let connection = within(
-        20,
-        "connect",
-        Client::connect(supervisor_kind().dialer(&peer.url).unwrap()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    assert_eq!(connection.revision(), Revision::V2025_11_25);
-    let catalog = connection.catalog();
-    let names: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"echo"), "{names:?}");
-    assert!(names.contains(&"get-sum"), "{names:?}");
-    // The tool is registered only for a client that declares elicitation.
-    assert!(!names.contains(&"trigger-elicitation-request"), "{names:?}");
-    assert!(catalog.dropped().is_empty());
-
-    let agent = minimal_meta("run-1");
-    let echoed = within(
-        10,
-        "echo",
-        connection.call_tool_with("echo", args(json!({"message": "hi"})), Some(&agent), |_| {}),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    assert_eq!(text(&echoed), "Echo: hi");
-
-    let resources = within(10, "resources", connection.list_resources())
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    assert!(!resources.is_empty());
-    let first = &resources[0].uri;
-    let read = within(10, "read", connection.read_resource(first))
-        .await
-        .unwrap_or_else(|e| panic!("{first}: {e}\n{}", peer.output_tail()));
-    assert_eq!(read.contents[0].uri(), first);
-    let prompts = within(10, "prompts", connection.list_prompts())
-        .await
-        .unwrap();
-    assert!(!prompts.is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_elicitation_is_answered_by_the_workers_elicitor() {
-    let peer = peers::everything();
-    let connection = within(
-        20,
-        "connect",
-        Client::connect(worker_kind().dialer(&peer.url).unwrap()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    assert_eq!(connection.revision(), Revision::V2025_11_25);
-    let names: Vec<String> = connection
-        .catalog()
-        .tools()
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
-    assert!(
-        names.iter().any(|n| n == "trigger-elicitation-request"),
-        "{names:?}"
-    );
-    let answered = within(
-        10,
-        "trigger-elicitation-request",
-        connection.call_tool_with("trigger-elicitation-request", args(json!({})), None, |_| {}),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", peer.output_tail()));
-    let said = all_text(&answered);
-    assert!(!answered.is_error(), "{said}");
-    assert!(
-        said.contains("User provided the requested information"),
-        "{said}"
-    );
-    assert!(said.contains("- Name: Ada"), "{said}");
 }

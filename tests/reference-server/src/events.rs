@@ -10,14 +10,46 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
+use hmac::{Hmac, KeyInit, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use mcp_events::webhook::Secret;
 use mcp_wire::{ErrorObject, code, events};
 use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// A subscription's signing secret (Standard Webhooks): the bytes of its text, `whsec_`
+/// and the base64 of 24 to 64 bytes.
+#[derive(Clone)]
+struct Secret(Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(whsec_…)")
+    }
+}
+
+impl Secret {
+    /// The secret of `text`, if it is `whsec_` and the base64 of 24 to 64 bytes.
+    fn parse(text: &str) -> Option<Self> {
+        let bytes = STANDARD.decode(text.strip_prefix("whsec_")?).ok()?;
+        (24..=64).contains(&bytes.len()).then_some(Self(bytes))
+    }
+
+    /// The `webhook-signature` of a delivery: `v1,` and the base64 of
+    /// HMAC-SHA256(key, "{id}.{timestamp}.{body}").
+    fn sign(&self, id: &str, timestamp: i64, body: &[u8]) -> Option<String> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.0).ok()?;
+        mac.update(format!("{id}.{timestamp}.").as_bytes());
+        mac.update(body);
+        let tag = mac.finalize().into_bytes();
+        Some(format!("v1,{}", STANDARD.encode(tag)))
+    }
+}
 
 /// A webhook subscription the server holds.
 #[derive(Debug, Clone)]
@@ -118,11 +150,12 @@ async fn post(s: &Subscription, id: &str, body: &str) -> Option<(u16, Bytes)> {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build_http();
     let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
+    let signature = s.secret.sign(id, now, body.as_bytes())?;
     let request = hyper::Request::post(&s.url)
         .header("content-type", "application/json")
         .header("webhook-id", id)
         .header("webhook-timestamp", now.to_string())
-        .header("webhook-signature", s.secret.sign(id, now, body.as_bytes()))
+        .header("webhook-signature", signature)
         .header(events::SUBSCRIPTION_HEADER, &s.id)
         .body(Full::new(Bytes::from(body.to_owned())))
         .ok()?;
@@ -197,7 +230,7 @@ async fn subscribe(log: &Log, params: &Value) -> Result<Value, ErrorObject> {
     }
     let secret = params["delivery"]["secret"]
         .as_str()
-        .and_then(|s| Secret::parse(s).ok())
+        .and_then(Secret::parse)
         .ok_or_else(|| invalid("delivery.secret is not whsec_ and base64 of 24 to 64 bytes"))?;
     let known = log
         .subscriptions

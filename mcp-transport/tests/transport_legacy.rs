@@ -7,8 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use common::{AcceptAda, bounded, client, handshake, notification, request, wait_until};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::Error;
 use mcp_transport::driver::{ClientFeatures, Config, Delivery, Elicitor, LegacyTransport, Posted};
 use mcp_wire::{

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use mcp_negotiate::{Client, Dialed, Dialer, Failed, Link, Reply, Start, Step};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::driver::Config;
 use mcp_wire::Revision;
 use serde_json::{Value, json};

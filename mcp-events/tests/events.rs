@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use agentd_tests::reference::{Options, ReferenceServer};
 use mcp_events::Limits;
 use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Listing, Log, Refusal};
 use mcp_events::listing::{Lister, Step};
 use mcp_negotiate::{Client, Error};
+use mcp_reference_server::{Options, ReferenceServer};
 use mcp_transport::driver::Config as TransportConfig;
 use mcp_wire::events::EventType;
 use serde_json::{Value, json};

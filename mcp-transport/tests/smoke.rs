@@ -1,7 +1,7 @@
 //! A first round trip through the transport against the reference server, in each era.
 
-use agentd_tests::reference::{Options, ReferenceServer};
 use bytes::Bytes;
+use mcp_reference_server::{Options, ReferenceServer};
 use mcp_transport::driver::{Config, HttpClient, LegacyTransport, ModernTransport, Routing};
 use mcp_wire::{
     ClientCapabilities, DiscoverParams, DiscoverResult, Implementation, InitializeParams,

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use mcp_negotiate::listen::ListenEvent;
 use mcp_negotiate::{Change, Client, Error, Recovery, Watch};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 
 async fn connect(server: &ReferenceServer, legacy: bool) -> Arc<Client> {
     connect_with(server, legacy, Recovery::AtOnce).await

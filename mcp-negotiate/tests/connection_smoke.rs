@@ -1,7 +1,7 @@
 //! The revision-neutral connection reaches the reference server in each era and calls a tool.
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use mcp_negotiate::Client;
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_wire::{Meta, Revision};
 use serde_json::json;
 

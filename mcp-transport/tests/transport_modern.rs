@@ -6,8 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use agentd_tests::reference::{Fault, Options, ReferenceServer, Times};
 use common::{MODERN, add_args, bounded, client, modern_meta, object, request, wait_until};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::Error;
 use mcp_transport::driver::{Call, Config, Delivery, HttpClient, ModernTransport, Routing};
 use mcp_transport::reply::{Failure, Limits};
