@@ -322,6 +322,11 @@ impl ReferenceServer {
         self.state.legacy.reached("").0
     }
 
+    /// How many modern listens open now ask for changes of `uri`.
+    pub fn listening(&self, uri: &str) -> usize {
+        modern::listening(&self.state, uri)
+    }
+
     /// How many modern listens are open.
     pub fn listens(&self) -> usize {
         modern::open(&self.state)

@@ -53,6 +53,15 @@ pub(crate) fn open(state: &State) -> usize {
     listens.len()
 }
 
+/// How many open listens ask for changes of `uri`.
+pub(crate) fn listening(state: &State, uri: &str) -> usize {
+    let listens = state.listens.lock().expect("listens");
+    listens
+        .iter()
+        .filter(|l| l.filter.wants_uri(uri) && !l.events.is_closed())
+        .count()
+}
+
 /// Ends every listen the way a server ends one gracefully: a final result, then the
 /// stream is forgotten.
 pub(crate) async fn end_all(state: &State) {
