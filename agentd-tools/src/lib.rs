@@ -1,18 +1,4 @@
-//! agentd's own tools: the catalogue and the default grants, as the reference's "agentd's own
-//! tools" table lists them.
-//!
-//! These tools act on the agent, never on the world. The catalogue says what each tool is
-//! called, who may use it by default, and what it does. Of the implementations, the
-//! [`events`] tools are built (runtime MCP Events subscriptions, kept by the [`runtime`]
-//! registry); the others are not yet.
-//!
-//! ```
-//! use agentd_tools::{Grant, catalogue};
-//!
-//! let read = catalogue().iter().find(|t| t.name == "instruction.read").unwrap();
-//! assert_eq!(read.grants, &[Grant::Root, Grant::Workflow, Grant::Subagent]);
-//! assert!(catalogue().iter().any(|t| t.name == "subagent.retire"));
-//! ```
+#![doc = include_str!("../README.md")]
 
 use std::fmt;
 
