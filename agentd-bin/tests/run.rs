@@ -5,13 +5,10 @@
 //! with DELETE) and exits 0.
 
 mod common;
-// The launcher of the real peers, shared with the `agentd-tests` crate by source.
-#[path = "../../tests/src/peers.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod peers;
 
 use std::time::{Duration, Instant};
 
+use agentd_tests::peers;
 use common::{Daemon, TempFile, config, get, until};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 
