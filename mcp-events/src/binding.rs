@@ -640,6 +640,7 @@ impl Binding {
     }
 
     /// What to send now, if anything.
+    #[must_use]
     pub fn poll_action(&mut self, now: Instant) -> Option<Action> {
         match self.state {
             State::Relist => {
@@ -698,6 +699,7 @@ impl Binding {
     /// A poll answered. On success, the batch to commit (then [`Binding::on_committed`]);
     /// on failure an empty one, and the poll is asked again on its schedule. `wall_ms` is the
     /// Unix time in milliseconds (for the lag); `random` moves the next wait by up to ±10%.
+    #[must_use]
     pub fn on_poll(
         &mut self,
         answer: Result<PollResult, Failure>,
@@ -819,6 +821,7 @@ impl Binding {
     /// is the binding's, or the subscription is being armed). `wall_ms` is the Unix time in
     /// milliseconds (for the lag); `random` moves the re-arm after a `terminated` envelope by
     /// up to ±10%, so that bindings a server ends together do not come back together.
+    #[must_use]
     pub fn on_delivery(
         &mut self,
         body: WebhookBody,

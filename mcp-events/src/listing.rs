@@ -97,6 +97,7 @@ impl Lister {
     }
 
     /// A page arrived.
+    #[must_use]
     pub fn on_page(&mut self, page: ListEventsResult, now: Instant) -> Step {
         self.in_flight = false;
         let Some((mut types, pages, _)) = self.partial.take() else {

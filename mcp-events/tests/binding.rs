@@ -229,14 +229,14 @@ fn polls_wait_what_the_server_says_and_burst_while_it_has_more() {
         assert_eq!(poll(&mut b, now).as_deref(), Some("c1"));
         let mut p = page(&[], Some("c1"));
         p.next_poll_ms = next_poll_ms;
-        b.on_poll(Ok(p), now, WALL, MID);
+        let _ = b.on_poll(Ok(p), now, WALL, MID);
         b.on_committed(true, now);
         near(b.poll_timeout().unwrap() - now, wait);
     }
     // ±10%.
     let now = b.poll_timeout().unwrap();
     poll(&mut b, now);
-    b.on_poll(Ok(page(&[], Some("c1"))), now, WALL, 0);
+    let _ = b.on_poll(Ok(page(&[], Some("c1"))), now, WALL, 0);
     b.on_committed(true, now);
     near(b.poll_timeout().unwrap() - now, Duration::from_secs(27));
 
@@ -299,7 +299,7 @@ fn a_binding_keeps_the_limits_it_is_given() {
         now += wait;
         assert!(b.poll_action(now).is_some());
     }
-    b.on_poll(Err(Failure::Status(503)), now, WALL, 0);
+    let _ = b.on_poll(Err(Failure::Status(503)), now, WALL, 0);
     assert_eq!(b.poll_timeout().unwrap() - now, Duration::from_secs(3));
 }
 
@@ -309,7 +309,7 @@ fn failed_polls_retry_doubling_to_five_minutes_or_fifteen_when_exhausted() {
     let mut waits = Vec::new();
     for _ in 0..10 {
         poll(&mut b, now);
-        b.on_poll(Err(Failure::Status(503)), now, WALL, MID);
+        let _ = b.on_poll(Err(Failure::Status(503)), now, WALL, MID);
         let wait = b.poll_timeout().unwrap() - now;
         waits.push(wait.as_secs_f64().round() as u64);
         now += wait;
@@ -328,13 +328,13 @@ fn failed_polls_retry_doubling_to_five_minutes_or_fifteen_when_exhausted() {
 
     // A success starts the schedule again; then -32025 goes on to 15 minutes.
     poll(&mut b, now);
-    b.on_poll(Ok(page(&[], Some("c"))), now, WALL, MID);
+    let _ = b.on_poll(Ok(page(&[], Some("c"))), now, WALL, MID);
     b.on_committed(true, now);
     now = b.poll_timeout().unwrap();
     let mut waits = Vec::new();
     for _ in 0..12 {
         poll(&mut b, now);
-        b.on_poll(Err(rpc(-32025, None)), now, WALL, MID);
+        let _ = b.on_poll(Err(rpc(-32025, None)), now, WALL, MID);
         let wait = b.poll_timeout().unwrap() - now;
         waits.push(wait.as_secs_f64().round() as u64);
         now += wait;
@@ -371,7 +371,7 @@ fn errors_that_will_not_pass_refuse_and_a_changed_type_is_listed_again() {
     ] {
         let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), Some("c"));
         poll(&mut b, now);
-        b.on_poll(Err(rpc(code, data)), now, WALL, MID);
+        let _ = b.on_poll(Err(rpc(code, data)), now, WALL, MID);
         assert_eq!(b.refusal(), Some(reason), "{code}");
         assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);
         assert_eq!(b.poll_timeout(), None);
@@ -386,7 +386,7 @@ fn errors_that_will_not_pass_refuse_and_a_changed_type_is_listed_again() {
     for (code, data, gap) in [(-32023, None, false), (-32026, Some(changed), true)] {
         let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), Some("c"));
         poll(&mut b, now);
-        b.on_poll(Err(rpc(code, data)), now, WALL, MID);
+        let _ = b.on_poll(Err(rpc(code, data)), now, WALL, MID);
         assert_eq!(b.poll_action(now), Some(Action::Relist));
         assert_eq!(b.poll_action(now), None, "waits for the listing");
         assert_eq!(
@@ -465,7 +465,7 @@ fn gaps_are_reported_by_their_cause() {
     let (mut b, mut now) = armed(Config::new("s", "ticket.created", "in"), Some("c"));
     for _ in 0..3 {
         poll(&mut b, now);
-        b.on_poll(Ok(page(&[], None)), now, WALL, MID);
+        let _ = b.on_poll(Ok(page(&[], None)), now, WALL, MID);
         b.on_committed(true, now);
         now = b.poll_timeout().unwrap();
     }
@@ -473,7 +473,7 @@ fn gaps_are_reported_by_their_cause() {
     poll(&mut b, now);
     let mut p = page(&[], Some(&"c".repeat(4097)));
     p.truncated = true;
-    b.on_poll(Ok(p), now, WALL, MID);
+    let _ = b.on_poll(Ok(p), now, WALL, MID);
     b.on_committed(true, now);
     let gaps: Vec<Log> = logs(&mut b)
         .into_iter()
@@ -498,7 +498,7 @@ fn gaps_are_reported_by_their_cause() {
     // A cursor of exactly 4 KiB is stored.
     now = b.poll_timeout().unwrap();
     poll(&mut b, now);
-    b.on_poll(Ok(page(&[], Some(&"c".repeat(4096)))), now, WALL, MID);
+    let _ = b.on_poll(Ok(page(&[], Some(&"c".repeat(4096)))), now, WALL, MID);
     b.on_committed(true, now);
     assert_eq!(b.cursor().map(str::len), Some(4096));
 
@@ -571,7 +571,7 @@ fn a_store_that_fails_pauses_intake_with_the_cursor_kept() {
 fn the_dedup_window_spans_pages_and_expires() {
     let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), None);
     poll(&mut b, now);
-    b.on_poll(Ok(page(&["a"], Some("c1"))), now, WALL, MID);
+    let _ = b.on_poll(Ok(page(&["a"], Some("c1"))), now, WALL, MID);
     b.on_committed(true, now);
     let later = now + Duration::from_secs(34 * 60);
     poll(&mut b, later);
@@ -846,7 +846,7 @@ mod webhook {
 
         let (mut b, now) = armed_webhook(None);
         let changed = json!({"feature": "payloadSchema", "reason": "schema_changed"});
-        b.on_delivery(
+        let _ = b.on_delivery(
             terminated(-32026, Some(changed)),
             &next_id(),
             now,
@@ -859,7 +859,7 @@ mod webhook {
         }));
 
         let (mut b, now) = armed_webhook(Some("c3"));
-        b.on_delivery(terminated(-32603, None), &next_id(), now, WALL, MID);
+        let _ = b.on_delivery(terminated(-32603, None), &next_id(), now, WALL, MID);
         assert_eq!(logs(&mut b), [Log::Terminated { code: -32603 }]);
         assert_eq!(b.poll_action(now), None);
         let at = b.poll_timeout().expect("armed again later");
@@ -1088,7 +1088,7 @@ mod webhook {
         );
         let mut error = ErrorObject::new(-32024, "revoked");
         error.data = None;
-        b.on_delivery(WebhookBody::Terminated { error }, "msg_t_1", now, WALL, MID);
+        let _ = b.on_delivery(WebhookBody::Terminated { error }, "msg_t_1", now, WALL, MID);
         assert_eq!(b.refusal(), Some(Refusal::Forbidden));
         let other = ErrorObject::new(-32603, "again");
         assert_eq!(
@@ -1156,7 +1156,7 @@ fn a_spent_rate_pauses_polls_until_the_window_ends() {
     poll(&mut b, now);
     let mut p = page(&["a", "b", "c"], Some("c3"));
     p.has_more = true;
-    b.on_poll(Ok(p), now, WALL, MID);
+    let _ = b.on_poll(Ok(p), now, WALL, MID);
     b.on_committed(true, now);
     assert_eq!(b.cursor(), Some("c3"), "the cursor is kept");
     assert_eq!(
@@ -1178,7 +1178,7 @@ fn a_spent_rate_pauses_polls_until_the_window_ends() {
 fn a_refusal_the_server_answered_holds_through_listings_until_a_redial() {
     let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), Some("c"));
     poll(&mut b, now);
-    b.on_poll(Err(rpc(-32024, None)), now, WALL, MID);
+    let _ = b.on_poll(Err(rpc(-32024, None)), now, WALL, MID);
     assert_eq!(b.refusal(), Some(Refusal::Forbidden));
     for minutes in [15, 30, 45] {
         let later = now + Duration::from_secs(minutes * 60);
@@ -1207,7 +1207,7 @@ fn a_refusal_the_server_answered_holds_through_listings_until_a_redial() {
 fn what_the_store_passed_over_counts_as_duplicate() {
     let (mut b, now) = armed(Config::new("s", "ticket.created", "in"), None);
     poll(&mut b, now);
-    b.on_poll(Ok(page(&["a", "b", "c"], Some("c3"))), now, WALL, MID);
+    let _ = b.on_poll(Ok(page(&["a", "b", "c"], Some("c3"))), now, WALL, MID);
     b.on_committed(true, now);
     b.passed_over(2);
     assert_eq!((b.stats().appended, b.stats().duplicate), (1, 2));

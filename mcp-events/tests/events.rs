@@ -185,7 +185,7 @@ async fn refusals_from_the_listing_and_from_the_server() {
         Error::Rpc(e) => Failure::Rpc(e),
         other => Failure::Transport(other.to_string()),
     });
-    refused.on_poll(answer, now, 0, u32::MAX / 2);
+    let _ = refused.on_poll(answer, now, 0, u32::MAX / 2);
     assert_eq!(refused.refusal(), Some(Refusal::InvalidArguments));
     assert_eq!(polls(), 1);
     assert!(

@@ -243,6 +243,7 @@ impl Listener {
     }
 
     /// What to do now.
+    #[must_use]
     pub fn poll_action(&mut self, now: Instant) -> Option<Action> {
         if self.refused {
             return None;

@@ -220,6 +220,7 @@ impl Negotiation {
     }
 
     /// Reads what the current request got.
+    #[must_use]
     pub fn on_reply(&mut self, reply: Reply) -> Progress {
         let next = match self.step {
             Step::Discover { .. } => self.after_probe(&reply),

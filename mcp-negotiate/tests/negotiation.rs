@@ -186,7 +186,7 @@ fn anything_else_leads_to_initialize_at_2025_11_25() {
 #[test]
 fn the_fallback_connects_with_the_revision_the_server_answers() {
     let mut n = Negotiation::new(Start::Probe);
-    n.on_reply(Reply::rpc_error(-32601, None));
+    let _ = n.on_reply(Reply::rpc_error(-32601, None));
     let Progress::Connected(c) = n.clone().on_reply(initialized("2025-11-25")) else {
         panic!("not connected");
     };
@@ -270,7 +270,7 @@ fn a_refused_initialize_probes_after_a_json_rpc_error_or_a_4xx_other_than_401() 
 #[test]
 fn a_redial_starts_the_way_the_followed_connection_got_there() {
     let mut n = Negotiation::new(Start::Probe);
-    n.on_reply(status(404));
+    let _ = n.on_reply(status(404));
     let Progress::Connected(c) = n.on_reply(initialized("2025-11-25")) else {
         panic!("not connected");
     };
