@@ -100,7 +100,8 @@ impl Lister {
         };
         let pages = pages + 1;
         types.extend(page.items);
-        if pages > LIST_PAGES_MAX || types.len() > LIST_TYPES_MAX {
+        // A 20th page that names a next one is already past the bound: no 21st is asked for.
+        if types.len() > LIST_TYPES_MAX || (pages >= LIST_PAGES_MAX && page.next_cursor.is_some()) {
             self.finish(now);
             return Step::TooLarge;
         }
@@ -168,6 +169,9 @@ mod tests {
             assert!(l.poll_request(now).is_some(), "page {p}");
             let next = (p + 1 < pages).then_some("next");
             step = l.on_page(page(per_page, next), now);
+            if step != Step::More {
+                break;
+            }
         }
         step
     }
@@ -175,7 +179,15 @@ mod tests {
     #[test]
     fn twenty_pages_and_a_thousand_types_at_most() {
         assert!(matches!(list(20, 1), Step::Done(t) if t.len() == 20));
+        // The 20th page names a next one: too large, without asking for a 21st.
         assert_eq!(list(21, 1), Step::TooLarge);
+        let now = Instant::now();
+        let mut l = Lister::new(now);
+        for _ in 0..LIST_PAGES_MAX {
+            l.poll_request(now).expect("a page");
+            l.on_page(page(1, Some("next")), now);
+        }
+        assert_eq!(l.poll_request(now), None, "no 21st page");
         assert!(matches!(list(10, 100), Step::Done(t) if t.len() == 1000));
         assert_eq!(list(1, 1001), Step::TooLarge);
     }
