@@ -1219,21 +1219,22 @@ impl Binding {
         now: Instant,
         wall_ms: i64,
     ) -> Result<Option<Record>, ()> {
-        if let Err(e) = check(o, &self.config.limits) {
-            self.stats.rejected += 1;
-            self.logs.push_back(Log::Rejected {
-                event_id: log_text(&o.event_id),
-                cause: e.cause(),
-            });
-            return Err(());
-        }
+        let payload = match check(o, &self.config.limits) {
+            Ok(payload) => payload,
+            Err(e) => {
+                self.stats.rejected += 1;
+                self.logs.push_back(Log::Rejected {
+                    event_id: log_text(&o.event_id),
+                    cause: e.cause(),
+                });
+                return Err(());
+            }
+        };
         if self.dedup.contains(&o.event_id, now) {
             self.stats.duplicate += 1;
             return Ok(None);
         }
-        let schema_ok = self.payload.as_ref().is_none_or(|v| {
-            serde_json::from_str::<Value>(o.data.get()).is_ok_and(|d| v.is_valid(&d))
-        });
+        let schema_ok = self.payload.as_ref().is_none_or(|v| v.is_valid(&payload));
         if !schema_ok {
             self.stats.schema_mismatch += 1;
             self.logs.push_back(Log::SchemaMismatch {

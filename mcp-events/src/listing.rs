@@ -105,7 +105,11 @@ impl Lister {
         };
         let pages = pages + 1;
         types.extend(page.items);
-        if pages > self.limits.list_pages_max || types.len() > self.limits.list_types_max {
+        // A last page that names a next one is already past the bound: no further page is
+        // asked for.
+        if types.len() > self.limits.list_types_max
+            || (pages >= self.limits.list_pages_max && page.next_cursor.is_some())
+        {
             self.finish(now);
             return Step::TooLarge;
         }
@@ -179,6 +183,9 @@ mod tests {
             assert!(l.poll_request(now).is_some(), "page {p}");
             let next = (p + 1 < pages).then_some("next");
             step = l.on_page(page(per_page, next), now);
+            if step != Step::More {
+                break;
+            }
         }
         step
     }
@@ -186,7 +193,16 @@ mod tests {
     #[test]
     fn twenty_pages_and_a_thousand_types_at_most() {
         assert!(matches!(list(20, 1), Step::Done(t) if t.len() == 20));
+        // The 20th page names a next one: too large, without asking for a 21st.
         assert_eq!(list(21, 1), Step::TooLarge);
+        let now = Instant::now();
+        let limits = Limits::default();
+        let mut l = Lister::new(now, &limits);
+        for _ in 0..limits.list_pages_max {
+            l.poll_request(now).expect("a page");
+            let _ = l.on_page(page(1, Some("next")), now);
+        }
+        assert_eq!(l.poll_request(now), None, "no 21st page");
         assert!(matches!(list(10, 100), Step::Done(t) if t.len() == 1000));
         assert_eq!(list(1, 1001), Step::TooLarge);
     }

@@ -21,6 +21,7 @@
 use std::fmt::Write as _;
 
 use mcp_wire::events::EventOccurrence;
+use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
@@ -45,8 +46,9 @@ pub struct Target<'a> {
 
 /// Checks an occurrence against the bounds of `limits` (its `eventId`
 /// [`Limits::event_id_max`], its cursor [`Limits::cursor_max`], the whole of it as JSON
-/// [`Limits::occurrence_max`]) and its shape (`data` an object, `timestamp` RFC 3339).
-pub fn check(o: &EventOccurrence, limits: &Limits) -> Result<(), Error> {
+/// [`Limits::occurrence_max`]) and its shape (`data` an object that reads as JSON values:
+/// no lone surrogate, no number past `f64`; `timestamp` RFC 3339). The payload it read.
+pub fn check(o: &EventOccurrence, limits: &Limits) -> Result<Value, Error> {
     bounded(Bound::EventId, o.event_id.len(), limits.event_id_max)?;
     if let Some(Some(cursor)) = &o.cursor {
         check_cursor(cursor, limits)?;
@@ -64,7 +66,11 @@ pub fn check(o: &EventOccurrence, limits: &Limits) -> Result<(), Error> {
     let mut size = Counter(0);
     // Writing to a counter fails only if serialization does, which it cannot here.
     let _ = serde_json::to_writer(&mut size, o);
-    bounded(Bound::Occurrence, size.0, limits.occurrence_max)
+    bounded(Bound::Occurrence, size.0, limits.occurrence_max)?;
+    // The grammar was checked as the message was read; its values were not.
+    serde_json::from_str(o.data.get()).map_err(|e| Error::Malformed {
+        detail: format!("data does not read as JSON values: {e}"),
+    })
 }
 
 /// Checks a cursor before it is stored: [`Limits::cursor_max`] at most.
@@ -184,6 +190,26 @@ mod tests {
             occurrence_max,
             ..Limits::default()
         }
+    }
+
+    /// Text that passes the JSON grammar but holds no JSON value: a lone surrogate (in a
+    /// string or a key), a number past `f64`. Its Stream event would not read back.
+    #[test]
+    fn a_payload_that_does_not_read_as_values_is_malformed() {
+        for data in [r#"{"":"\udee1"}"#, r#"{"\uda00":1}"#, r#"{"n":-32E460}"#] {
+            let refused = check(&occurrence("e", data), &Limits::default());
+            assert!(
+                matches!(refused, Err(Error::Malformed { .. })),
+                "{data}: {refused:?}"
+            );
+        }
+        assert_eq!(
+            check(
+                &occurrence("e", r#"{"n":1e308,"s":"\ud83d\ude00"}"#),
+                &Limits::default()
+            ),
+            Ok(serde_json::json!({"n": 1e308, "s": "\u{1F600}"}))
+        );
     }
 
     #[test]

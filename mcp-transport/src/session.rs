@@ -131,7 +131,8 @@ impl Session {
     pub fn close(&mut self) -> Option<String> {
         let id = self.id.take();
         self.revision = None;
-        self.ended = id.is_some();
+        // Closing again, or after the server lost the session, leaves it ended.
+        self.ended |= id.is_some();
         id
     }
 

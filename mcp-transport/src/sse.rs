@@ -210,19 +210,23 @@ impl Decoder {
                 false => Ok(()),
             }
         };
+        // Counted as held: an invalid byte becomes U+FFFD, three bytes.
         match name {
             b"data" => {
+                let value = String::from_utf8_lossy(value);
                 grow(value.len() + 1)?;
-                pending.data.push_str(&String::from_utf8_lossy(value));
+                pending.data.push_str(&value);
                 pending.data.push('\n');
             }
             b"event" => {
+                let value = String::from_utf8_lossy(value);
                 grow(value.len())?;
-                pending.event = Some(String::from_utf8_lossy(value).into_owned());
+                pending.event = Some(value.into_owned());
             }
             b"id" if !value.contains(&0) => {
+                let value = String::from_utf8_lossy(value);
                 grow(value.len())?;
-                pending.id = Some(String::from_utf8_lossy(value).into_owned());
+                pending.id = Some(value.into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // Digits only; a value past u64 saturates rather than wrapping.
