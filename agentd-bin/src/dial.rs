@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_negotiate::{Catalog, Client, ClientBuilder, ELICITATION_TIMEOUT, Error, Recovery};
+use mcp_negotiate::{Catalog, Client, ClientBuilder, Error, Recovery};
 use mcp_transport::driver::Elicitor;
 use serde_json::{Value, json};
 
@@ -30,6 +30,9 @@ impl std::fmt::Display for DialError {
 
 /// What agentd calls itself in `clientInfo`.
 pub(crate) const CLIENT_NAME: &str = "agentd";
+
+/// How long a person has to answer a server's elicitation; then the answer is cancel.
+pub(crate) const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The fixed timeout of a turn worker's or subagent's connection.
 pub(crate) const WORKER_TIMEOUT: Duration = Duration::from_secs(60);

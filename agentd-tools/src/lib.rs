@@ -61,7 +61,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Refused(refused) => Some(refused),
+            _ => None,
+        }
+    }
+}
 
 impl From<runtime::Refused> for Error {
     fn from(refused: runtime::Refused) -> Self {

@@ -137,7 +137,7 @@ pub fn binding(data: &[u8]) {
                         assert!(batch.records.is_empty(), "a failed poll hands nothing over");
                     }
                     Some(Action::Subscribe(_)) => {
-                        b.on_subscribed(Err(failure), now, 0, u32::from(y));
+                        let _ = b.on_subscribed(Err(failure), now, 0, u32::from(y));
                     }
                     _ => {}
                 }

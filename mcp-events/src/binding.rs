@@ -56,7 +56,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::occurrence::{Target, check, check_cursor, stream_event};
-use crate::schedule::Retry;
+use crate::schedule::{Retry, later};
 use crate::webhook::Secret;
 use crate::{Dedup, Limits};
 
@@ -223,6 +223,8 @@ impl std::fmt::Display for Failure {
         }
     }
 }
+
+impl std::error::Error for Failure {}
 
 /// What to send now.
 #[derive(Debug, Clone, PartialEq)]
@@ -737,7 +739,10 @@ impl Binding {
             }
             false => {
                 self.burst = 0;
-                now + limits.jitter(limits.poll_wait(page.next_poll_ms), random)
+                later(
+                    now,
+                    limits.jitter(limits.poll_wait(page.next_poll_ms), random),
+                )
             }
         };
         self.committing = records.iter().map(|r| r.event_id.clone()).collect();
@@ -750,6 +755,7 @@ impl Binding {
     /// (then [`Binding::on_committed`]); the lease is refreshed at 80% of what the server
     /// granted (`refreshBefore`, against `wall_ms`, the Unix time in milliseconds), or of
     /// the 1 h asked for when it granted no expiry.
+    #[must_use]
     pub fn on_subscribed(
         &mut self,
         answer: Result<SubscribeEventsResult, Failure>,
@@ -780,8 +786,8 @@ impl Binding {
         // A lease too short to hold is asked for again on the retry schedule, not at once.
         self.backing_off = refresh < limits.poll_min;
         let mut next = match self.backing_off {
-            true => now + limits.jitter(self.retry.next_failure(false), random),
-            false => now + refresh,
+            true => later(now, limits.jitter(self.retry.next_failure(false), random)),
+            false => later(now, refresh),
         };
         self.suspended = false;
         if let Some(status) = result.delivery_status {
@@ -798,7 +804,7 @@ impl Binding {
                 // Asked for again from the stored cursor, on the retry schedule.
                 if !self.backing_off {
                     self.backing_off = true;
-                    next = now + limits.jitter(self.retry.next_failure(false), random);
+                    next = later(now, limits.jitter(self.retry.next_failure(false), random));
                 }
             }
             if status.throttled && !self.throttled {
@@ -908,7 +914,7 @@ impl Binding {
                             .config
                             .limits
                             .jitter(self.retry.next_failure(false), random);
-                        self.state = State::Due(now + wait);
+                        self.state = State::Due(later(now, wait));
                     }
                 }
                 Delivery::Taken
@@ -1000,7 +1006,7 @@ impl Binding {
                 cause: Pause::StoreDegraded,
                 detail: "the store did not take the batch".into(),
             });
-            self.state = State::Paused(Pause::StoreDegraded, Some(now + wait));
+            self.state = State::Paused(Pause::StoreDegraded, Some(later(now, wait)));
         }
     }
 
@@ -1127,7 +1133,7 @@ impl Binding {
                 err,
                 retry_ms,
             });
-            self.state = State::Due(now + wait);
+            self.state = State::Due(later(now, wait));
             return;
         }
         self.logs.push_back(Log::ArmFailed {
@@ -1147,7 +1153,7 @@ impl Binding {
                 return;
             }
         }
-        self.state = State::Due(now + wait);
+        self.state = State::Due(later(now, wait));
     }
 
     /// The first mode the operator lists that the type offers, the client can use, and the

@@ -47,6 +47,8 @@ pub enum Error {
     BadSignature,
     /// A secret is not `whsec_` and the base64 of 24 to 64 bytes.
     BadSecret,
+    /// The operating system gave no randomness for a secret.
+    NoRandomness,
     /// Past a bound.
     TooLarge {
         /// Which.
@@ -88,6 +90,7 @@ impl fmt::Display for Error {
             }
             Self::BadSignature => f.write_str("no signature matches the delivery"),
             Self::BadSecret => f.write_str("a secret is not whsec_ and base64 of 24 to 64 bytes"),
+            Self::NoRandomness => f.write_str("the operating system gave no randomness"),
             Self::TooLarge { bound, size, limit } => write!(
                 f,
                 "{} of {size} bytes is past its bound of {limit}",

@@ -9,8 +9,8 @@ use std::time::Duration;
 /// ([`webhook::verify`](crate::webhook::verify)).
 ///
 /// [`Limits::default`] holds the value each field names; change a field of it to choose
-/// another. The machines add these durations to an [`Instant`](std::time::Instant): keep
-/// them to what a clock reading can be moved by (years at most, not `Duration::MAX`).
+/// another. A duration past what a clock reading can be moved by (about 136 years) is taken
+/// as that much: no value panics a machine.
 ///
 /// ```
 /// use std::time::Duration;

@@ -25,7 +25,7 @@ use mcp_wire::Cursor;
 use mcp_wire::events::{EventType, ListEventsResult};
 
 use crate::Limits;
-use crate::schedule::Retry;
+use crate::schedule::{Retry, later};
 
 /// What a page came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +72,7 @@ impl Lister {
     }
 
     /// The page to ask for now (`Some(None)` is the first page), if any.
+    #[must_use]
     pub fn poll_request(&mut self, now: Instant) -> Option<Option<Cursor>> {
         if self.in_flight {
             return None;
@@ -138,7 +139,7 @@ impl Lister {
         let wait = self
             .limits
             .jitter(self.retry.next_failure(exhausted), random);
-        self.due = Some(now + wait);
+        self.due = Some(later(now, wait));
         wait
     }
 
@@ -152,7 +153,7 @@ impl Lister {
 
     fn finish(&mut self, now: Instant) {
         self.retry.reset();
-        self.due = Some(now + self.limits.relist_every);
+        self.due = Some(later(now, self.limits.relist_every));
     }
 }
 
@@ -208,6 +209,19 @@ mod tests {
     }
 
     #[test]
+    fn an_absurd_relist_wait_does_not_panic() {
+        let limits = Limits {
+            relist_every: Duration::MAX,
+            ..Limits::default()
+        };
+        let now = Instant::now();
+        let mut l = Lister::new(now, &limits);
+        let _ = l.poll_request(now);
+        assert!(matches!(l.on_page(page(1, None), now), Step::Done(_)));
+        assert!(l.poll_timeout().is_some_and(|at| at > now));
+    }
+
+    #[test]
     fn other_bounds_are_kept() {
         let mut limits = Limits {
             list_pages_max: 2,
@@ -221,7 +235,7 @@ mod tests {
         limits.relist_every = Duration::from_secs(60);
         let now = Instant::now();
         let mut l = Lister::new(now, &limits);
-        l.poll_request(now);
+        let _ = l.poll_request(now);
         assert!(matches!(l.on_page(page(1, None), now), Step::Done(_)));
         assert_eq!(l.poll_timeout(), Some(now + Duration::from_secs(60)));
     }
@@ -248,9 +262,9 @@ mod tests {
     fn a_failed_listing_starts_again_on_the_retry_schedule() {
         let now = Instant::now();
         let mut l = Lister::new(now, &Limits::default());
-        l.poll_request(now);
+        let _ = l.poll_request(now);
         assert_eq!(l.on_page(page(1, Some("c")), now), Step::More);
-        l.poll_request(now);
+        let _ = l.poll_request(now);
         assert_eq!(
             l.on_failure(now, false, u32::MAX / 2),
             Duration::from_nanos(999_999_999)
@@ -263,7 +277,7 @@ mod tests {
             Duration::from_millis(1800),
             "2 s, -10%"
         );
-        l.poll_request(at + Duration::from_secs(2));
+        let _ = l.poll_request(at + Duration::from_secs(2));
         l.hold(at);
         assert_eq!(l.poll_timeout(), Some(at + Limits::default().relist_every));
     }

@@ -3,7 +3,7 @@
 //! with the randomness passed in.
 //!
 //! ```
-//! use std::time::Duration;
+//! use std::time::{Duration, Instant};
 //! use mcp_events::Limits;
 //! use mcp_events::schedule::Retry;
 //!
@@ -15,7 +15,7 @@
 //! assert_eq!(limits.poll_wait(Some(10)), Duration::from_secs(1));
 //! ```
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::Limits;
 
@@ -50,6 +50,7 @@ impl Retry {
 
     /// The wait after one more failure (before jitter); `exhausted` when the server answered
     /// -32025.
+    #[must_use]
     pub fn next_failure(&mut self, exhausted: bool) -> Duration {
         let max = match exhausted {
             true => self.exhausted_max,
@@ -85,6 +86,15 @@ impl Limits {
         let nanos = (wait.as_nanos() + offset).saturating_sub(span);
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
+}
+
+/// `now` moved by `wait`, or as far as a clock reading can be moved (about 136 years) when
+/// `wait` is past that: a bound set absurdly large never panics a machine.
+pub(crate) fn later(now: Instant, wait: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(u32::MAX as u64);
+    now.checked_add(wait.min(FAR))
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
 }
 
 #[cfg(test)]
@@ -149,6 +159,17 @@ mod tests {
         assert_eq!(poll_wait(Some(900_000)), max);
         assert_eq!(poll_wait(Some(900_001)), max);
         assert_eq!(poll_wait(Some(u64::MAX)), max);
+    }
+
+    #[test]
+    fn an_absurd_wait_saturates_instead_of_panicking() {
+        let now = Instant::now();
+        let far = later(now, Duration::MAX);
+        assert!(far > now + Duration::from_secs(100 * 365 * 24 * 3600));
+        assert_eq!(
+            later(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
     }
 
     #[test]

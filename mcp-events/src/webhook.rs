@@ -31,7 +31,6 @@ use std::fmt;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
-use rand_core::TryCryptoRng;
 use sha2::Sha256;
 
 use crate::{Error, Limits};
@@ -66,12 +65,11 @@ impl fmt::Debug for Secret {
 }
 
 impl Secret {
-    /// A fresh secret of [`SECRET_BYTES`] drawn from `rng`, a CSPRNG (the operating
-    /// system's, such as `getrandom::SysRng`, or one seeded from it); the generator's error
-    /// when it fails.
-    pub fn random<R: TryCryptoRng + ?Sized>(rng: &mut R) -> Result<Self, R::Error> {
+    /// A fresh secret of [`SECRET_BYTES`] drawn from the operating system's CSPRNG. A caller
+    /// with a generator of its own draws the bytes and takes [`Secret::from_bytes`].
+    pub fn random() -> Result<Self, Error> {
         let mut bytes = [0u8; SECRET_BYTES];
-        rng.try_fill_bytes(&mut bytes)?;
+        getrandom::fill(&mut bytes).map_err(|_| Error::NoRandomness)?;
         Ok(Self::of(&bytes))
     }
 
@@ -171,8 +169,7 @@ pub fn verify(
         _ => return Err(Error::BadTimestamp),
     };
     let age_secs = now.saturating_sub(sent);
-    let tolerance = i64::try_from(limits.webhook_tolerance.as_secs()).unwrap_or(i64::MAX);
-    if age_secs.abs() > tolerance {
+    if age_secs.unsigned_abs() > limits.webhook_tolerance.as_secs() {
         return Err(Error::Stale { age_secs });
     }
     // The body is hashed once per secret; each signature is checked against a copy.
@@ -334,7 +331,7 @@ mod tests {
         assert!(Secret::from_bytes(&[0; 24]).is_ok());
         assert!(Secret::from_bytes(&[0; 64]).is_ok());
         assert_eq!(Secret::from_bytes(&[0; 65]).err(), Some(Error::BadSecret));
-        let s = Secret::random(&mut getrandom::SysRng).unwrap();
+        let s = Secret::random().unwrap();
         assert_eq!(s.as_str().len(), "whsec_".len() + 44);
         assert!(s.as_str().starts_with("whsec_"));
         assert_eq!(Secret::parse(s.as_str()).unwrap().as_str(), s.as_str());

@@ -666,7 +666,7 @@ mod webhook {
     fn armed_webhook(cursor: Option<&str>) -> (Binding, Instant) {
         let (mut b, now) = arming(&[DeliveryMode::Webhook, DeliveryMode::Poll], cursor);
         subscribe(&mut b, now);
-        b.on_subscribed(
+        let _ = b.on_subscribed(
             Ok(granted("sub_1", Some(3_600_000), cursor)),
             now,
             WALL,
@@ -716,7 +716,7 @@ mod webhook {
         // of the hour asked for.
         let at = now + Duration::from_secs(480);
         assert_eq!(subscribe(&mut b, at).cursor.as_deref(), Some("c1"));
-        b.on_subscribed(Ok(granted("sub_1", None, Some("c1"))), at, WALL, MID);
+        let _ = b.on_subscribed(Ok(granted("sub_1", None, Some("c1"))), at, WALL, MID);
         b.on_committed(true, at);
         assert_eq!(b.poll_timeout(), Some(at + Duration::from_secs(2880)));
         assert!(logs(&mut b).is_empty(), "armed is logged once");
@@ -877,7 +877,7 @@ mod webhook {
         let failed = || rpc(-32027, Some(json!({"reason": "connection_refused"})));
         for i in 0..5 {
             subscribe(&mut b, now);
-            b.on_subscribed(Err(failed()), now, WALL, MID);
+            let _ = b.on_subscribed(Err(failed()), now, WALL, MID);
             if i < 4 {
                 assert_eq!(b.mode(), Some(DeliveryMode::Webhook), "{} in a row", i + 1);
                 now = b.poll_timeout().unwrap();
@@ -924,12 +924,12 @@ mod webhook {
                 4 => Err(Failure::Status(503)),
                 _ => Err(failed()),
             };
-            b.on_subscribed(answer, now, WALL, MID);
+            let _ = b.on_subscribed(answer, now, WALL, MID);
             assert_eq!(b.mode(), Some(DeliveryMode::Webhook), "answer {}", i + 1);
             now = b.poll_timeout().unwrap();
         }
         subscribe(&mut b, now);
-        b.on_subscribed(Err(failed()), now, WALL, MID);
+        let _ = b.on_subscribed(Err(failed()), now, WALL, MID);
         assert_eq!(b.mode(), Some(DeliveryMode::Poll), "five in a row at last");
     }
 
@@ -940,7 +940,7 @@ mod webhook {
         let mut attempts = 0;
         while b.poll_timeout().is_some() || attempts == 0 {
             subscribe(&mut b, now);
-            b.on_subscribed(Err(rpc(-32025, None)), now, WALL, MID);
+            let _ = b.on_subscribed(Err(rpc(-32025, None)), now, WALL, MID);
             attempts += 1;
             // Paused at the first failure 5 minutes or more after the first, not before.
             assert_eq!(
@@ -982,7 +982,7 @@ mod webhook {
         b.on_connection(true, true);
         b.on_listing(Listing::Types(&[both()]), now);
         subscribe(&mut b, now);
-        b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
+        let _ = b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
         b.on_committed(true, now);
         logs(&mut b);
         let Delivery::Commit(batch) =
@@ -1024,7 +1024,7 @@ mod webhook {
         let mut waits = Vec::new();
         for _ in 0..4 {
             assert!(subscribe(&mut b, now).active.is_none());
-            b.on_subscribed(Ok(granted("sub_1", Some(-1000), None)), now, WALL, MID);
+            let _ = b.on_subscribed(Ok(granted("sub_1", Some(-1000), None)), now, WALL, MID);
             b.on_committed(true, now);
             let at = b.poll_timeout().unwrap();
             waits.push((at - now).as_secs_f64().round() as u64);
@@ -1045,7 +1045,7 @@ mod webhook {
                 (i > 0).then_some(true),
                 "asks for deliveries again"
             );
-            b.on_subscribed(Ok(suspended.clone()), now, WALL, MID);
+            let _ = b.on_subscribed(Ok(suspended.clone()), now, WALL, MID);
             b.on_committed(true, now);
             let at = b.poll_timeout().unwrap();
             waits.push((at - now).as_secs_f64().round() as u64);
@@ -1054,7 +1054,7 @@ mod webhook {
         assert_eq!(waits, [1, 2, 4, 8]);
         // Active again: the lease's own schedule.
         subscribe(&mut b, now);
-        b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
+        let _ = b.on_subscribed(Ok(granted("sub_1", Some(3_600_000), None)), now, WALL, MID);
         b.on_committed(true, now);
         assert_eq!(b.poll_timeout(), Some(now + Duration::from_secs(2880)));
     }
@@ -1120,7 +1120,7 @@ mod webhook {
         status.throttled = true;
         status.retry_after_ms = Some(60_000);
         r.delivery_status = Some(status.clone());
-        b.on_subscribed(Ok(r.clone()), now, WALL, MID);
+        let _ = b.on_subscribed(Ok(r.clone()), now, WALL, MID);
         b.on_committed(true, now);
         let logged = logs(&mut b);
         assert!(logged.contains(&Log::DeliverySuspended {
@@ -1136,7 +1136,7 @@ mod webhook {
             "re-armed soon, not at 48 min"
         );
         assert_eq!(subscribe(&mut b, again).cursor.as_deref(), Some("c1"));
-        b.on_subscribed(Ok(r), again, WALL, MID);
+        let _ = b.on_subscribed(Ok(r), again, WALL, MID);
         let logged = logs(&mut b);
         assert!(
             !logged.iter().any(|l| matches!(l, Log::Throttled { .. })),

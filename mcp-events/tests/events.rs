@@ -14,7 +14,7 @@ use mcp_wire::events::EventType;
 use serde_json::{Value, json};
 
 async fn connect(server: &ReferenceServer) -> Client {
-    let kind = Client::builder("agentd", "0.1.0").title("events");
+    let kind = Client::builder("my-client", "0.1.0").title("events");
     let dialer = kind
         .transport(TransportConfig::default())
         .dialer(&server.url())

@@ -12,7 +12,7 @@ use crate::{Client, Dialer, Error, Recovery, Start};
 
 /// How long a person has to answer a server's question by default; then the answer is
 /// cancel.
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Builds a [`Client`]: the client's identity, the features it declares, and its bounds.
 ///
@@ -60,7 +60,7 @@ impl Client {
             info: Implementation::new(name, version),
             config: Config::default(),
             elicitor: None,
-            elicitation_timeout: ELICITATION_TIMEOUT,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             roots: None,
             recovery: Recovery::AtOnce,
             list_tools: true,
@@ -90,8 +90,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The transport's whole configuration (headers, body bounds, silence, trusted CAs),
-    /// replacing what [`ClientBuilder::timeout`] and [`ClientBuilder::header`] set so far.
+    /// The transport's whole configuration (headers, body bounds, silence, trusted CAs). It
+    /// replaces what [`ClientBuilder::timeout`] and [`ClientBuilder::header`] set before it:
+    /// call it first, and those after it.
     pub fn transport(mut self, config: Config) -> Self {
         self.config = config;
         self
@@ -126,7 +127,9 @@ impl ClientBuilder {
 
     /// Whether a connection lists the server's tools at connect (only ever when the server
     /// declares `tools`). Without the listing, [`Client::catalog`] is empty until
-    /// [`Client::refresh_tools`].
+    /// [`Client::refresh_tools`], and so a 2026-07-28 call carries no `Mcp-Param-*` header
+    /// (they come from the tool's schema in the catalogue): a server that routes on them
+    /// refuses the call.
     pub fn list_tools(mut self, list: bool) -> Self {
         self.list_tools = list;
         self
@@ -207,7 +210,7 @@ mod tests {
             "message": "Name?", "requestedSchema": {"type": "object"}
         }))
         .unwrap();
-        for bound in [ELICITATION_TIMEOUT, Duration::from_secs(7)] {
+        for bound in [DEFAULT_ELICITATION_TIMEOUT, Duration::from_secs(7)] {
             let started = tokio::time::Instant::now();
             let bounded = Bounded {
                 elicitor: Arc::new(silent),
@@ -217,7 +220,33 @@ mod tests {
             assert_eq!(answer.action, ElicitAction::Cancel);
             assert_eq!(started.elapsed(), bound);
         }
-        assert_eq!(ELICITATION_TIMEOUT, Duration::from_secs(300));
+        assert_eq!(DEFAULT_ELICITATION_TIMEOUT, Duration::from_secs(300));
+    }
+
+    /// The bound set on the builder is the one the dialer's elicitations are given.
+    #[tokio::test(start_paused = true)]
+    async fn the_builders_elicitation_timeout_bounds_the_dialers_handler() {
+        let dialer = Client::builder("my-app", "1.0")
+            .elicitation(silent)
+            .elicitation_timeout(Duration::from_secs(7))
+            .dialer("http://127.0.0.1:9/mcp")
+            .unwrap();
+        let params = mcp_wire::RawJson::from_text(
+            r#"{"message": "Name?", "requestedSchema": {"type": "object"}}"#,
+        )
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let answer = dialer
+            .features()
+            .answer("elicitation/create", Some(&params))
+            .await;
+        assert_eq!(
+            answer,
+            Some(mcp_transport::driver::Answer::Elicitation(
+                ElicitResult::new(ElicitAction::Cancel)
+            ))
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(7));
     }
 
     #[test]

@@ -284,7 +284,8 @@ impl Client {
             .clone()
     }
 
-    /// Lists the tools again, every page, and keeps the result as the catalogue.
+    /// Lists the tools again, every page, and keeps the result as the catalogue. Unlike the
+    /// listing at connect, it asks whether or not the server declared `tools`.
     pub async fn refresh_tools(&self) -> Result<Arc<Catalog>, Error> {
         let tools: Vec<Tool> = self.list(method::TOOLS_LIST).await?;
         let modern = self.revision().era() == mcp_wire::Era::Modern;
@@ -572,12 +573,11 @@ impl Client {
             {
                 Some(Answer::Elicitation(answer)) => InputResponse::from(answer),
                 Some(Answer::Roots(answer)) => InputResponse::from(answer),
-                Some(Answer::Invalid(error)) => {
-                    return Err(Error::Transport(mcp_transport::Error::Malformed(
-                        mcp_wire::Error::Shape {
-                            detail: error.message,
-                        },
-                    )));
+                // Params it cannot take (malformed, or a mode it did not declare).
+                Some(Answer::Invalid(_)) => {
+                    return Err(Error::Unanswerable {
+                        method: request.method,
+                    });
                 }
                 // An elicitation the client did not declare is answered cancel.
                 None if request.method == method::ELICITATION_CREATE => {

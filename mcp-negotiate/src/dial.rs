@@ -134,7 +134,11 @@ impl Dialer {
 
     /// Dials and negotiates, starting as `start` says.
     pub async fn dial(&self, start: Start) -> Result<Dialed, Failed> {
-        let span = tracing::debug_span!("mcp.dial", endpoint = %self.client.endpoint(), ?start);
+        let endpoint = self.client.endpoint();
+        // The endpoint without any userinfo it may carry.
+        let host = endpoint.authority().map_or("", |a| a.as_str());
+        let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+        let span = tracing::debug_span!("mcp.dial", host, path = endpoint.path(), ?start);
         self.negotiate(start).instrument(span).await
     }
 

@@ -9,6 +9,15 @@
 #![cfg_attr(feature = "client", doc = "")]
 #![cfg_attr(feature = "client", doc = include_str!("../README.md"))]
 
+/// The MCP types this crate speaks in (`mcp-wire`), for a user that depends on this crate
+/// alone: `mcp_negotiate::wire::Root`, `mcp_negotiate::wire::ElicitResult`.
+pub use mcp_wire as wire;
+
+/// The transport beneath the client (`mcp-transport`): its `Config`, `Elicitor` and
+/// `Notice`.
+#[cfg(feature = "client")]
+pub use mcp_transport as transport;
+
 #[cfg(feature = "client")]
 mod builder;
 #[cfg(feature = "client")]
@@ -21,7 +30,7 @@ mod negotiation;
 mod watch;
 
 #[cfg(feature = "client")]
-pub use builder::{ClientBuilder, ELICITATION_TIMEOUT};
+pub use builder::{ClientBuilder, DEFAULT_ELICITATION_TIMEOUT};
 #[cfg(feature = "client")]
 pub use client::{Catalog, Client, DroppedTool, Error, MAX_INPUT_ROUNDS};
 #[cfg(feature = "client")]

@@ -147,4 +147,10 @@ async fn a_roots_round_without_roots_declared_is_unanswerable() {
             method: "roots/list".into()
         })
     );
+    let calls = server
+        .methods()
+        .iter()
+        .filter(|m| *m == "tools/call")
+        .count();
+    assert_eq!(calls, 1, "no retry is sent");
 }

@@ -1,6 +1,6 @@
 //! `Client`, the revision-neutral connection, end to end against the reference server in
 //! both eras (the legacy era forced by a 404 to `server/discover`). The same connection
-//! against real peers is tested in the `agentd-tests` crate (`tests/tests/connection_peers.rs`).
+//! against real peers is tested in the workspace's tests crate (`tests/tests/connection_peers.rs`).
 //!
 //! The reference's sections exercised: Capabilities (listing to the end, calls, reads,
 //! prompts, completions, elicitation), Request metadata (`_meta` of `tools/call`), the
@@ -50,14 +50,14 @@ impl Era {
 
 const INSTANCE: &str = "my-agent";
 
-/// A client as agentd's supervisor makes it: named, titled with the instance, no features.
+/// A client named and titled, declaring no features.
 fn supervisor_kind() -> ClientBuilder {
-    Client::builder("agentd", "0.1.0").title(INSTANCE)
+    Client::builder("my-client", "0.1.0").title(INSTANCE)
 }
 
 /// A client that declares elicitation, answered by `elicitor`, and waits 60 s.
 fn worker_with(elicitor: impl mcp_transport::driver::Elicitor + 'static) -> ClientBuilder {
-    Client::builder("agentd", "0.1.0")
+    Client::builder("my-client", "0.1.0")
         .elicitation(elicitor)
         .timeout(Duration::from_secs(60))
 }
@@ -550,7 +550,7 @@ async fn a_kept_annotated_tool_from_a_scripted_listing_gets_its_param_header() {
 // 3. Request metadata and routing headers of tools/call
 // ---------------------------------------------------------------------------------------------
 
-/// The caller's own `_meta` keys: those of agentd's "Request metadata" table.
+/// The caller's own `_meta` keys: a table of correlation keys, every JSON type among them.
 fn full_agent_meta() -> Meta {
     object(json!({
         "agent/run_id": "run-42",
@@ -565,7 +565,7 @@ fn full_agent_meta() -> Meta {
     }))
 }
 
-/// The two keys every agentd call carries.
+/// The two correlation keys of a minimal call.
 fn minimal_meta(run_id: &str) -> Meta {
     object(json!({"agent/run_id": run_id, "agent/instance": INSTANCE}))
 }
@@ -631,7 +631,7 @@ async fn tools_call_carries_every_agent_meta_key_in_both_eras() {
                 );
                 assert_eq!(
                     meta["io.modelcontextprotocol/clientInfo"],
-                    json!({"name": "agentd", "version": env!("CARGO_PKG_VERSION"), "title": INSTANCE})
+                    json!({"name": "my-client", "version": "0.1.0", "title": INSTANCE})
                 );
                 assert_eq!(
                     meta["io.modelcontextprotocol/clientCapabilities"],
@@ -799,7 +799,7 @@ async fn a_worker_states_elicitation_and_no_title() {
         call(&connection, "add", Some(add_args(1, 1)))
             .await
             .unwrap();
-        let info = json!({"name": "agentd", "version": env!("CARGO_PKG_VERSION")});
+        let info = json!({"name": "my-client", "version": "0.1.0"});
         let caps = json!({"elicitation": {"form": {}}});
         match era {
             Era::Modern => {

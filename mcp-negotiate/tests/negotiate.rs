@@ -16,7 +16,7 @@ fn supervisor(server: &ReferenceServer) -> Dialer {
 }
 
 fn supervisor_with(server: &ReferenceServer, config: Config) -> Dialer {
-    let kind = Client::builder("agentd", "0.1.0").title("my-agent");
+    let kind = Client::builder("my-client", "0.1.0").title("my-agent");
     kind.transport(config)
         .dialer(&server.url())
         .expect("a dialer")
@@ -67,7 +67,7 @@ async fn a_modern_server_is_reached_by_the_probe_with_the_wire_shape_of_the_refe
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"],
-        json!({"name": "agentd", "version": env!("CARGO_PKG_VERSION"), "title": "my-agent"})
+        json!({"name": "my-client", "version": "0.1.0", "title": "my-agent"})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
@@ -143,7 +143,7 @@ async fn refusals_fail_the_connect_naming_the_refusal() {
         .local_addr()
         .unwrap()
         .port();
-    let kind = Client::builder("agentd", "0.1.0").title("a");
+    let kind = Client::builder("my-client", "0.1.0").title("a");
     let dialer = kind
         .transport(Config::default())
         .dialer(&format!("http://127.0.0.1:{port}/mcp"))
@@ -284,7 +284,7 @@ async fn a_redial_starts_the_way_the_connection_it_follows_got_there() {
 #[tokio::test]
 async fn a_worker_says_name_and_version_and_declares_elicitation() {
     let server = ReferenceServer::start(Options::default()).await;
-    let kind = Client::builder("agentd", "0.1.0").elicitation(common::AcceptAda);
+    let kind = Client::builder("my-client", "0.1.0").elicitation(common::AcceptAda);
     let dialer = kind
         .transport(Config::default())
         .dialer(&server.url())
@@ -293,7 +293,7 @@ async fn a_worker_says_name_and_version_and_declares_elicitation() {
     let meta = &server.log()[0].body["params"]["_meta"];
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"],
-        json!({"name": "agentd", "version": env!("CARGO_PKG_VERSION")})
+        json!({"name": "my-client", "version": "0.1.0"})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],

@@ -17,7 +17,7 @@ async fn connect_with(server: &ReferenceServer, legacy: bool, recovery: Recovery
     if legacy {
         server.script("server/discover", Fault::Status(404, None), Times::Once);
     }
-    let client = Client::builder("agentd", "0.1.0")
+    let client = Client::builder("my-client", "0.1.0")
         .title("watch")
         .recovery(recovery)
         .connect(&server.url());

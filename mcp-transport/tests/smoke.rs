@@ -13,7 +13,7 @@ async fn modern_discover_and_legacy_initialize() {
     let server = ReferenceServer::start(Options::default()).await;
     let client = HttpClient::new(&server.url(), Config::default()).unwrap();
 
-    let info = Implementation::new("agentd", "0.1.0");
+    let info = Implementation::new("my-client", "0.1.0");
     let caps = ClientCapabilities::none();
     let mut meta = Meta::new();
     ModernMeta {

@@ -383,7 +383,7 @@ fn every_directory_is_a_known_kind() {
     );
 }
 
-/// The examples of the agentd reference ("Wire examples") and of the spec digest.
+/// The wire examples of the client's reference and of the spec digest.
 #[test]
 fn named_examples_are_present() {
     let examples = [

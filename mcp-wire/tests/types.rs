@@ -559,7 +559,7 @@ fn initialize_and_discover_keep_capabilities_and_meta_whole() {
     let init_params = json!({
         "protocolVersion":"2026-01-01",
         "capabilities":{"elicitation":{},"x-client":{"k":1}},
-        "clientInfo":{"name":"agentd","version":"0.1.0"},
+        "clientInfo":{"name":"my-client","version":"0.1.0"},
         "_meta":{"progressToken":5,"x":{"y":"z"}}
     });
     let p: InitializeParams = serde_json::from_value(init_params.clone()).unwrap();
@@ -992,7 +992,7 @@ fn keys(meta: &Meta) -> Vec<&str> {
 
 #[test]
 fn modern_meta_inserts_exactly_the_three_keys() {
-    let info = Implementation::new("agentd", "0.1.0");
+    let info = Implementation::new("my-client", "0.1.0");
     let caps = ClientCapabilities::none().with_elicitation();
     let mut meta = Meta::new();
     ModernMeta {
@@ -1013,7 +1013,7 @@ fn modern_meta_inserts_exactly_the_three_keys() {
         Value::Object(meta),
         json!({
             "io.modelcontextprotocol/protocolVersion":"2026-07-28",
-            "io.modelcontextprotocol/clientInfo":{"name":"agentd","version":"0.1.0"},
+            "io.modelcontextprotocol/clientInfo":{"name":"my-client","version":"0.1.0"},
             "io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}
         })
     );
@@ -1160,4 +1160,49 @@ fn webhook_bodies_are_occurrences_or_envelopes() {
             String::from_utf8_lossy(bad)
         );
     }
+}
+
+/// The caller's own keys are written beside the client's, never over them, and no key is
+/// written twice (a duplicate key would make the object ambiguous JSON).
+#[test]
+fn the_callers_keys_never_repeat_or_replace_the_clients() {
+    let info = Implementation::new("my-client", "0.1.0");
+    let caps = ClientCapabilities::none();
+    let rendered = ModernMeta {
+        revision: Revision::V2026_07_28,
+        client_info: &info,
+        client_capabilities: &caps,
+    }
+    .render()
+    .unwrap();
+    let token = mcp_wire::ProgressToken::Number(4);
+    let extra = object(json!({
+        "progressToken": "theirs",
+        "io.modelcontextprotocol/clientInfo": {"name": "theirs"},
+        "example.com/run": "r-1",
+    }));
+    let mut meta = mcp_wire::RequestMeta::default();
+    meta.modern = Some(&rendered);
+    meta.progress_token = Some(&token);
+    meta.extra = Some(&extra);
+    let params = CallToolParams::new("add");
+    let text = serde_json::to_string(&mcp_wire::WithMeta {
+        params: &params,
+        meta,
+    })
+    .unwrap();
+    for key in [
+        "\"progressToken\"",
+        "\"io.modelcontextprotocol/clientInfo\"",
+        "\"example.com/run\"",
+    ] {
+        assert_eq!(text.matches(key).count(), 1, "{key} in {text}");
+    }
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["_meta"]["progressToken"], 4);
+    assert_eq!(
+        value["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        "my-client"
+    );
+    assert_eq!(value["_meta"]["example.com/run"], "r-1");
 }

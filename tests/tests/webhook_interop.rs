@@ -8,7 +8,6 @@ use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentd_tests::peers;
-use getrandom::SysRng;
 use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 use serde_json::{Value, json};
@@ -86,9 +85,7 @@ fn bodies() -> Vec<String> {
 fn python_signs_and_agentd_verifies() {
     let ts = now();
     let limits = Limits::default();
-    let secrets: Vec<Secret> = (0..4)
-        .map(|_| Secret::random(&mut SysRng).unwrap())
-        .collect();
+    let secrets: Vec<Secret> = (0..4).map(|_| Secret::random().unwrap()).collect();
     let cases: Vec<Value> = bodies()
         .iter()
         .zip(&secrets)
@@ -125,10 +122,7 @@ fn python_signs_and_agentd_verifies() {
 
 #[test]
 fn agentd_signs_and_python_verifies() {
-    let (old, new) = (
-        Secret::random(&mut SysRng).unwrap(),
-        Secret::random(&mut SysRng).unwrap(),
-    );
+    let (old, new) = (Secret::random().unwrap(), Secret::random().unwrap());
     let ts = now();
     let mut cases = Vec::new();
     let mut expected = Vec::new();
@@ -148,7 +142,7 @@ fn agentd_signs_and_python_verifies() {
         cases.push(json!({"secret": old.as_str(), "body": body, "headers": headers(&rotation)}));
         expected.push(true);
         // Under a secret that signed nothing, and over another body: refused.
-        let other = Secret::random(&mut SysRng).unwrap();
+        let other = Secret::random().unwrap();
         cases.push(json!({"secret": other.as_str(), "body": body, "headers": headers(&signature)}));
         expected.push(false);
         let tampered = body.replacen('{', "{ ", 1);

@@ -164,7 +164,7 @@ impl Control {
     /// a fresh one, kept); a runtime subscription only while the registry holds it. Blocks
     /// on the store.
     pub(super) fn arm(&self, spec: &config::Binding) -> Result<(), String> {
-        let fresh = || Secret::random(&mut getrandom::SysRng).map_err(|e| e.to_string());
+        let fresh = || Secret::random().map_err(|e| e.to_string());
         let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         let stored = store.load(&spec.key()).map_err(|e| e.to_string())?;
         let mut c = self.binding_config(spec, fresh()?);

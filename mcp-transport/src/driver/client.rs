@@ -18,8 +18,9 @@ use crate::Error;
 use crate::headers::check_configured;
 use crate::reply::Limits;
 
-/// How a transport talks to one server.
-#[derive(Debug, Clone)]
+/// How a transport talks to one server. Its `Debug` shows the headers' names, never their
+/// values (they carry credentials).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Headers sent on every request (e.g. `Authorization`). Names the client sets itself
@@ -34,6 +35,19 @@ pub struct Config {
     pub answer_timeout: Duration,
     /// Certificate authorities trusted besides Mozilla's (DER), e.g. a private CA.
     pub extra_roots: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Config")
+            .field("headers", &headers)
+            .field("limits", &self.limits)
+            .field("silence", &self.silence)
+            .field("answer_timeout", &self.answer_timeout)
+            .field("extra_roots", &self.extra_roots.len())
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -269,4 +283,20 @@ pub(crate) async fn read_body(
         Some(only) => only,
         None => Bytes::from(rest),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_header_names_never_values() {
+        let config = Config {
+            headers: vec![("Authorization".into(), "Bearer s3cret".into())],
+            ..Config::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(shown.contains("Authorization"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
 }

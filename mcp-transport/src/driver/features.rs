@@ -6,8 +6,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_wire::{
-    ClientCapabilities, ElicitRequestParams, ElicitResult, ErrorObject, ListRootsResult, RawJson,
-    Root, code, method,
+    ClientCapabilities, ElicitMode, ElicitRequestParams, ElicitResult, ErrorObject,
+    ListRootsResult, RawJson, Root, code, method,
 };
 
 /// Answers a server's `elicitation/create`: the layer above asks a person.
@@ -130,6 +130,13 @@ impl ClientFeatures {
                     .map(RawJson::parse::<ElicitRequestParams>)
                     .map(|p| p.map_err(|e| e.to_string()));
                 Some(match parsed {
+                    // Only form mode is declared: a URL elicitation is refused, unasked.
+                    Some(Ok(params)) if params.mode() != ElicitMode::Form => {
+                        Answer::Invalid(ErrorObject::new(
+                            code::INVALID_PARAMS,
+                            "the client declared form-mode elicitation only",
+                        ))
+                    }
                     Some(Ok(params)) => Answer::Elicitation(elicitor.elicit(params).await),
                     Some(Err(e)) => Answer::Invalid(ErrorObject::new(code::INVALID_PARAMS, e)),
                     None => Answer::Invalid(ErrorObject::new(
@@ -143,6 +150,61 @@ impl ClientFeatures {
                 Some(Answer::Roots(ListRootsResult::new(roots.to_vec())))
             }
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_wire::ElicitAction;
+
+    use super::*;
+
+    fn raw(text: &str) -> RawJson {
+        RawJson::from_text(text).unwrap()
+    }
+
+    fn declining() -> ClientFeatures {
+        let decline = |_: ElicitRequestParams| async { ElicitResult::new(ElicitAction::Decline) };
+        ClientFeatures::none().with_elicitor(Arc::new(decline))
+    }
+
+    #[tokio::test]
+    async fn only_what_is_declared_is_served() {
+        let none = ClientFeatures::none();
+        let form = raw(r#"{"message":"Name?","requestedSchema":{"type":"object"}}"#);
+        assert_eq!(none.answer("elicitation/create", Some(&form)).await, None);
+        assert_eq!(none.answer("roots/list", None).await, None);
+        assert_eq!(none.answer("sampling/createMessage", None).await, None);
+
+        let features = declining().with_roots(vec![Root::new("file:///src")]);
+        assert_eq!(
+            features.answer("elicitation/create", Some(&form)).await,
+            Some(Answer::Elicitation(ElicitResult::new(
+                ElicitAction::Decline
+            )))
+        );
+        assert_eq!(
+            features.answer("roots/list", Some(&raw("{}"))).await,
+            Some(Answer::Roots(ListRootsResult::new(vec![Root::new(
+                "file:///src"
+            )])))
+        );
+        assert_eq!(features.answer("sampling/createMessage", None).await, None);
+    }
+
+    #[tokio::test]
+    async fn an_elicitation_the_client_cannot_take_is_invalid_params() {
+        let features = declining();
+        let url = raw(
+            r#"{"mode":"url","message":"Open","url":"https://example.com","elicitationId":"e"}"#,
+        );
+        for params in [None, Some(raw(r#"{"nope":1}"#)), Some(url)] {
+            let answer = features.answer("elicitation/create", params.as_ref()).await;
+            assert!(
+                matches!(&answer, Some(Answer::Invalid(e)) if e.code == code::INVALID_PARAMS),
+                "{params:?}: {answer:?}"
+            );
         }
     }
 }

@@ -23,7 +23,7 @@ pub(crate) const MODERN: Revision = Revision::V2026_07_28;
 
 /// The `_meta` every 2026-07-28 request carries: revision, client info and capabilities.
 pub(crate) fn modern_meta() -> Meta {
-    let info = Implementation::new("agentd-tests", "0.1.0");
+    let info = Implementation::new("test-client", "0.1.0");
     let caps = ClientCapabilities::none().with_elicitation();
     let mut meta = Meta::new();
     ModernMeta {
@@ -70,7 +70,7 @@ pub(crate) fn client(server: &ReferenceServer, config: Config) -> HttpClient {
 /// Runs the legacy handshake on `transport`: `initialize`, `established`, then
 /// `notifications/initialized`. Returns the revision agreed.
 pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
-    let info = Implementation::new("agentd-tests", "0.1.0");
+    let info = Implementation::new("test-client", "0.1.0");
     let caps = ClientCapabilities::none().with_elicitation();
     let params = InitializeParams::new(Revision::V2025_11_25, caps, info);
     let posted = transport

@@ -13,6 +13,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("tool {}", tool.name);
     }
     let result = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
-    println!("add(2, 3) = {}", result.content[0].as_text().unwrap_or("?"));
+    let text = result.content.first().and_then(|block| block.as_text());
+    println!("add(2, 3) = {}", text.unwrap_or("?"));
     Ok(())
 }

@@ -191,7 +191,7 @@ async fn initialize(state: &Arc<State>, id: &RequestId, params: &Value) -> Respo
             "prompts": {"listChanged": false},
             "completions": {},
         },
-        "serverInfo": {"name": "agentd-reference", "version": env!("CARGO_PKG_VERSION")},
+        "serverInfo": {"name": "mcp-reference-server", "version": env!("CARGO_PKG_VERSION")},
     });
     answer(state, id, Ok(result), Some(&session)).await
 }

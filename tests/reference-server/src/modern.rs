@@ -209,7 +209,7 @@ fn complete(mut result: Value, cacheable: bool) -> Value {
 }
 
 fn server_info() -> Value {
-    json!({"name": "agentd-reference", "version": env!("CARGO_PKG_VERSION")})
+    json!({"name": "mcp-reference-server", "version": env!("CARGO_PKG_VERSION")})
 }
 
 pub(crate) async fn post(

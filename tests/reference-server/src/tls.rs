@@ -18,7 +18,7 @@ pub(crate) fn tls() -> Tls {
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params
         .distinguished_name
-        .push(DnType::CommonName, "agentd reference CA");
+        .push(DnType::CommonName, "mcp-reference-server CA");
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("a CA key"))
         .expect("a CA certificate");
     let key = KeyPair::generate().expect("a key");

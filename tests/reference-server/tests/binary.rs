@@ -25,7 +25,7 @@ fn prints_its_endpoint_serves_and_stops_when_stdin_closes() {
         .unwrap_or_else(|| panic!("not an endpoint: {line:?}"));
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
 
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
     let mut stream = TcpStream::connect(addr).expect("it listens");
     write!(
         stream,
@@ -37,7 +37,11 @@ fn prints_its_endpoint_serves_and_stops_when_stdin_closes() {
     .expect("a request");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("an answer");
-    assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(
+        answer.contains(r#""serverInfo":{"name":"mcp-reference-server""#),
+        "{answer}"
+    );
 
     drop(child.stdin.take());
     let (done, exited) = mpsc::channel();
