@@ -283,6 +283,41 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A store that keeps smaller values bounds the webhook body too: at `store.max_value_bytes`
+/// the body is read and checked (forged here: 401), one byte past it is 413 from the declared
+/// length, the body never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("small-values");
+    let text = config(&server.url(), &dir)
+        .replace("[store]\n", "[store]\nmax_value_bytes = 1024\n")
+        + "delivery = [\"webhook\"]\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let addr = agentd.listener();
+    let key = mcp_events::binding::key_of(
+        "ref",
+        "ticket.created",
+        "tickets",
+        json!({"project": "ops"}).as_object().unwrap(),
+    );
+    let head = |len: usize| {
+        format!(
+            "POST /hooks/_mcp/{key} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nwebhook-id: evt-9\r\n\
+             webhook-timestamp: 1796018400\r\nwebhook-signature: v1,AAAA\r\n\
+             X-MCP-Subscription-Id: sub_1\r\nContent-Length: {len}\r\n\r\n"
+        )
+    };
+    let at_bound = vec![b' '; 1024];
+    assert_eq!(send(&addr, &head(at_bound.len()), &at_bound), 401);
+    assert_eq!(send(&addr, &head(1025), b""), 413);
+    assert!(agentd.terminate().success());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A webhook binding bounded at one occurrence a minute: the first is appended, the next are
 /// answered 429 with `Retry-After` (the server delivers them again later), and intake is
 /// logged paused for its rate.
