@@ -7,15 +7,13 @@
 //! routing headers of 2026-07-28, Timeouts (silence bounds), and Known limits (dropped tools,
 //! interactive reads).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{AcceptAda, add_args, bounded, object};
 use mcp_negotiate::{Client, ClientBuilder, Error, MAX_INPUT_ROUNDS, Reply, Start};
+use mcp_reference_server::support::{accept_ada, add_args, bounded, object};
 use mcp_reference_server::{Fault, Logged, Options, ReferenceServer, Times};
 use mcp_transport::driver::{Config, Notice};
 use mcp_wire::{
@@ -64,7 +62,7 @@ fn worker_with(elicitor: impl mcp_transport::driver::Elicitor + 'static) -> Clie
 
 /// A worker whose person answers `Ada`.
 fn worker_kind() -> ClientBuilder {
-    worker_with(AcceptAda)
+    worker_with(accept_ada)
 }
 
 /// A reference server with default options, answering the probe with a 404 once when
@@ -1294,7 +1292,7 @@ async fn a_server_that_keeps_asking_is_given_up_on() {
     let server = server_in(Era::Modern).await;
     let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = asked.clone();
-    // Counts the elicitations it answers, as `AcceptAda` does.
+    // Counts the elicitations it answers, as `accept_ada` does.
     let counting = move |_: mcp_wire::ElicitRequestParams| {
         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         async { mcp_wire::ElicitResult::accept(object(json!({"name": "Ada"}))) }

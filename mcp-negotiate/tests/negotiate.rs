@@ -1,11 +1,10 @@
 //! The reference's "Negotiation" table end to end: the reference server scripted to answer
 //! the probe (and `initialize`) each way, and a `Dialer` over the real transport.
 
-mod common;
-
 use std::time::Duration;
 
 use mcp_negotiate::{Client, Dialed, Dialer, Failed, Link, Reply, Start, Step};
+use mcp_reference_server::support::accept_ada;
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::driver::Config;
 use mcp_wire::Revision;
@@ -284,7 +283,7 @@ async fn a_redial_starts_the_way_the_connection_it_follows_got_there() {
 #[tokio::test]
 async fn a_worker_says_name_and_version_and_declares_elicitation() {
     let server = ReferenceServer::start(Options::default()).await;
-    let kind = Client::builder("my-client", "0.1.0").elicitation(common::AcceptAda);
+    let kind = Client::builder("my-client", "0.1.0").elicitation(accept_ada);
     let dialer = kind
         .transport(Config::default())
         .dialer(&server.url())

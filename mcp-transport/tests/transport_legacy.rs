@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{AcceptAda, bounded, client, handshake, notification, request, wait_until};
+use common::{accept_ada, bounded, client, handshake, notification, request, wait_until};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::Error;
 use mcp_transport::driver::{ClientFeatures, Config, Delivery, Elicitor, LegacyTransport, Posted};
@@ -229,7 +229,7 @@ async fn server_requests_on_a_stream_are_answered() {
     let server = ReferenceServer::start(Options::default()).await;
 
     // With an elicitor that accepts "Ada".
-    let transport = legacy(&server, Some(Arc::new(AcceptAda)));
+    let transport = legacy(&server, Some(Arc::new(accept_ada)));
     handshake(&transport).await;
     let session = transport.snapshot().id().unwrap().to_owned();
     let answered = ask(&transport, 1, "tools/call", &tool("ask", json!({})))

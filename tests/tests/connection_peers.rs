@@ -10,7 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use agentd_tests::peers;
-use common::{AcceptAda, add_args, object};
+use common::{accept_ada, add_args, object};
 use mcp_negotiate::{Client, ClientBuilder, Error, Watch};
 use mcp_wire::{CallToolResult, Meta, ResourceContents, Revision, Root};
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ fn supervisor_kind() -> ClientBuilder {
 /// A client that declares elicitation, answered with `Ada`, and waits 60 s.
 fn worker_kind() -> ClientBuilder {
     Client::builder("agentd", "0.1.0")
-        .elicitation(AcceptAda)
+        .elicitation(accept_ada)
         .timeout(Duration::from_secs(60))
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tests::peers;
-use common::{AcceptAda, MODERN, add_args, handshake, modern_meta, object, request};
+use common::{MODERN, accept_ada, add_args, handshake, modern_meta, object, request};
 use mcp_transport::Error;
 use mcp_transport::driver::{
     Call, ClientFeatures, Config, Delivery, Elicitor, HttpClient, LegacyTransport, ModernTransport,
@@ -108,7 +108,7 @@ async fn python_legacy_in_json_and_stream_modes() {
         let peer = peers::python(json_mode);
         let transport = LegacyTransport::new(
             client(&peer.url),
-            ClientFeatures::none().with_elicitor(Arc::new(AcceptAda)),
+            ClientFeatures::none().with_elicitor(Arc::new(accept_ada)),
         );
         assert_eq!(handshake(&transport).await, Revision::V2025_11_25);
         let tools = legacy_tools(&transport).await;

@@ -30,6 +30,7 @@ mod events;
 mod legacy;
 mod modern;
 mod script;
+pub mod support;
 mod tls;
 
 use std::net::SocketAddr;

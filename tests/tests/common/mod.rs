@@ -1,69 +1,20 @@
-//! Helpers shared by the interop tests: request bodies, the `_meta` keys of a 2026-07-28
-//! request, the legacy handshake, and an elicitation handler.
+//! Helpers shared by the interop tests: the reference server's (request bodies, the `_meta`
+//! of a 2026-07-28 request, an elicitation handler), and the legacy handshake.
 
 // Each test file uses only some of the helpers.
 #![allow(dead_code)]
 
-use std::future::Future;
-use std::pin::Pin;
-
-use bytes::Bytes;
+pub(crate) use mcp_reference_server::support::*;
 use mcp_transport::driver::LegacyTransport;
 use mcp_wire::{
-    ClientCapabilities, ElicitRequestParams, ElicitResult, Implementation, InitializeParams,
-    InitializeResult, Meta, ModernMeta, RequestId, Revision, encode_notification, encode_request,
+    ClientCapabilities, Implementation, InitializeParams, InitializeResult, RequestId, Revision,
 };
-use serde::Serialize;
-use serde_json::{Map, Value, json};
-
-/// The revision every modern request states.
-pub(crate) const MODERN: Revision = Revision::V2026_07_28;
-
-/// The `_meta` every 2026-07-28 request carries: revision, client info and capabilities.
-pub(crate) fn modern_meta() -> Meta {
-    let info = Implementation::new("agentd-tests", "0.1.0");
-    let caps = ClientCapabilities::none().with_elicitation();
-    let mut meta = Meta::new();
-    ModernMeta {
-        revision: MODERN,
-        client_info: &info,
-        client_capabilities: &caps,
-    }
-    .insert_into(&mut meta);
-    meta
-}
-
-/// One encoded request.
-pub(crate) fn request<P: Serialize + ?Sized>(id: i64, method: &str, params: &P) -> Bytes {
-    let mut body = Vec::new();
-    encode_request(&mut body, &RequestId::Number(id), method, Some(params)).expect("encodes");
-    Bytes::from(body)
-}
-
-/// One encoded notification.
-pub(crate) fn notification<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> Bytes {
-    let mut body = Vec::new();
-    encode_notification(&mut body, method, params).expect("encodes");
-    Bytes::from(body)
-}
-
-/// A JSON object's members, for tool arguments and elicitation content.
-pub(crate) fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-/// The arguments of `add`.
-pub(crate) fn add_args(a: i64, b: i64) -> Map<String, Value> {
-    object(json!({"a": a, "b": b}))
-}
+use serde_json::Value;
 
 /// Runs the legacy handshake on `transport`: `initialize`, `established`, then
 /// `notifications/initialized`. Returns the revision agreed.
 pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
-    let info = Implementation::new("agentd-tests", "0.1.0");
+    let info = Implementation::new("test-client", "0.1.0");
     let caps = ClientCapabilities::none().with_elicitation();
     let params = InitializeParams::new(Revision::V2025_11_25, caps, info);
     let posted = transport
@@ -95,17 +46,4 @@ pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
         .await
         .expect("notifications/initialized is accepted");
     revision
-}
-
-/// An elicitation handler that accepts with `{"name": "Ada"}`.
-#[derive(Debug)]
-pub(crate) struct AcceptAda;
-
-impl mcp_transport::driver::Elicitor for AcceptAda {
-    fn elicit(
-        &self,
-        _params: ElicitRequestParams,
-    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + '_>> {
-        Box::pin(async { ElicitResult::accept(object(json!({"name": "Ada"}))) })
-    }
 }
