@@ -1,10 +1,11 @@
 //! The `agentd` binary.
 //!
 //! The supervisor (`agentd run`), the embedded demo (`agentd demo`, feature `demo`), and with a
-//! configuration file `check`, `tools` and `call`; `revisions` and `--capabilities` say what
-//! it speaks and which tools of its own it has.
+//! configuration file the one-shot commands of `cli` (`check`, `tools`, `call`, `resources`,
+//! `read`, `prompts`, `prompt`); `revisions` and `--capabilities` say what it speaks and
+//! which tools of its own it has.
 
-mod commands;
+mod cli;
 mod config;
 #[cfg(feature = "demo")]
 mod demo;
@@ -67,7 +68,8 @@ enum Command {
         #[arg(long, default_value = "agentd.toml")]
         config: PathBuf,
     },
-    /// Call one tool and print its result as JSON.
+    /// Call one tool and print its result as JSON. Exits 1 when the tool ran and failed
+    /// (`isError`; the result is printed all the same) or the call failed.
     Call {
         /// The configuration file.
         #[arg(long, default_value = "agentd.toml")]
@@ -78,6 +80,52 @@ enum Command {
         tool: String,
         /// The arguments, a JSON object.
         arguments: Option<String>,
+    },
+    /// List every configured server's resources and resource templates.
+    Resources {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// One JSON object per resource or template: {"server", "resource" | "template"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read one resource and print its contents.
+    Read {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The server, by its configured name.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        /// Print the whole result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every configured server's prompts (a required argument marked `*`).
+    Prompts {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// One JSON object per prompt: {"server", "prompt"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Get one prompt with its arguments and print its messages.
+    Prompt {
+        /// The configuration file.
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The server, by its configured name.
+        server: String,
+        /// The prompt.
+        name: String,
+        /// The arguments, a JSON object of strings.
+        arguments: Option<String>,
+        /// Print the whole result as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the MCP revisions agentd speaks.
     Revisions,
@@ -146,19 +194,38 @@ fn main() -> ExitCode {
             let path = config.clone();
             with_config(&config, |c| supervisor::run(c, path))
         }
-        Command::Check { config, json } => with_config(&config, |c| commands::check(c, json)),
-        Command::Tools { config } => with_config(&config, commands::tools),
+        Command::Check { config, json } => with_config(&config, |c| cli::check(c, json)),
+        Command::Tools { config } => with_config(&config, cli::tools),
         Command::Call {
             config,
             server,
             tool,
             arguments,
         } => with_config(&config, |c| async move {
-            commands::call(c, &server, &tool, arguments.as_deref()).await
+            cli::call(c, &server, &tool, arguments.as_deref()).await
+        }),
+        Command::Resources { config, json } => with_config(&config, |c| cli::resources(c, json)),
+        Command::Read {
+            config,
+            server,
+            uri,
+            json,
+        } => with_config(&config, |c| async move {
+            cli::read(c, &server, &uri, json).await
+        }),
+        Command::Prompts { config, json } => with_config(&config, |c| cli::prompts(c, json)),
+        Command::Prompt {
+            config,
+            server,
+            name,
+            arguments,
+            json,
+        } => with_config(&config, |c| async move {
+            cli::prompt(c, &server, &name, arguments.as_deref(), json).await
         }),
         Command::Events {
             command: EventsCommand::Tail { config, stream },
-        } => match commands::load(&config) {
+        } => match cli::load(&config) {
             Err(code) => code,
             Ok(config) => match events::tail(&config, &stream) {
                 Ok(_) => ExitCode::SUCCESS,
@@ -178,7 +245,7 @@ fn main() -> ExitCode {
                     arguments,
                 },
         } => with_config(&config, |c| async move {
-            commands::events_call(&c, owner, kind, tool, arguments.as_deref()).await
+            cli::events_call(&c, owner, kind, tool, arguments.as_deref()).await
         }),
         #[cfg(feature = "demo")]
         Command::Demo => {
@@ -221,7 +288,7 @@ where
     F: FnOnce(config::Config) -> Fut,
     Fut: Future<Output = ExitCode>,
 {
-    let config = match commands::load(path) {
+    let config = match cli::load(path) {
         Ok(config) => config,
         Err(code) => return code,
     };

@@ -181,3 +181,104 @@ async fn a_tool_with_an_invalid_header_annotation_is_dropped_and_logged() {
         "{dropped}"
     );
 }
+
+/// A tool that ran and failed: its result printed, exit 1, so a script can tell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_exits_1_when_the_tool_ran_and_failed() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let path = config_file(&servers(&[("demo", server.url())]));
+    let config = path.to_str().unwrap();
+    let out = agentd(args(&["call", "--config", config, "demo", "fail"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["isError"], true);
+    let out = agentd(args(&["call", "--config", config, "nope", "fail"])).await;
+    assert_eq!(out.status.code(), Some(2), "no such server");
+    let out = agentd(args(&["call", "--config", config, "demo", "add", "[1]"])).await;
+    assert_eq!(out.status.code(), Some(2), "arguments that are no object");
+}
+
+/// What an operator diagnosing a server asks, in both eras: its resources and templates,
+/// one resource read, its prompts, and one prompt got with its arguments; each plain and
+/// as JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_read_prompts_and_prompt_in_both_eras() {
+    let modern = ReferenceServer::start(Options::default()).await;
+    let legacy = ReferenceServer::start(Options::default()).await;
+    legacy.script("server/discover", Fault::Status(404, None), Times::Once);
+    let path = config_file(&servers(&[("new", modern.url()), ("old", legacy.url())]));
+    let config = path.to_str().unwrap();
+    let run = |list: &[&str]| {
+        let mut all = args(list);
+        all.splice(1..1, ["--config".to_owned(), config.to_owned()]);
+        agentd(all)
+    };
+    let stdout = |out: &Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    let listed = stdout(&run(&["resources"]).await);
+    for server in ["new", "old"] {
+        assert!(
+            listed.contains(&format!("{server}\tdemo://counter\tcounter\ttext/plain")),
+            "{listed}"
+        );
+        assert!(
+            listed.contains(&format!("{server}\tdemo://item/{{id}}\titem\t")),
+            "{listed}"
+        );
+    }
+    let listed = stdout(&run(&["resources", "--json"]).await);
+    let lines: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["server"] == "old" && l["resource"]["uri"] == "demo://greeting")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["server"] == "new" && l["template"]["uriTemplate"] == "demo://item/{id}")
+    );
+
+    for server in ["new", "old"] {
+        let read = stdout(&run(&["read", server, "demo://counter"]).await);
+        assert_eq!(read.trim(), "0", "{server}");
+        let read = stdout(&run(&["read", server, "demo://counter", "--json"]).await);
+        let read: Value = serde_json::from_str(&read).unwrap();
+        assert_eq!(read["contents"][0]["uri"], "demo://counter");
+    }
+
+    let listed = stdout(&run(&["prompts"]).await);
+    assert!(
+        listed.lines().any(|l| l.starts_with("new/greet\tname*\t")),
+        "{listed}"
+    );
+    assert!(
+        listed.lines().any(|l| l.starts_with("old/greet\tname*\t")),
+        "{listed}"
+    );
+    let listed = stdout(&run(&["prompts", "--json"]).await);
+    assert!(listed.contains(r#""name":"greet""#), "{listed}");
+
+    for server in ["new", "old"] {
+        let got = stdout(&run(&["prompt", server, "greet", r#"{"name":"Ada"}"#]).await);
+        assert!(got.starts_with("user: "), "{got}");
+        assert!(got.contains("Ada"), "{got}");
+        let got = stdout(&run(&["prompt", server, "greet", r#"{"name":"Ada"}"#, "--json"]).await);
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["messages"][0]["role"], "user");
+    }
+    let refused = run(&["prompt", "new", "greet", r#"{"name":1}"#]).await;
+    assert_eq!(refused.status.code(), Some(2), "arguments are strings");
+    let missing = run(&["read", "new", "demo://nope"]).await;
+    assert_eq!(missing.status.code(), Some(1));
+}

@@ -1,0 +1,91 @@
+//! The one-shot commands that read a configuration and dial its servers once, a file each:
+//! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and `events call`
+//! (through the running daemon's control socket).
+
+mod call;
+mod check;
+mod events;
+mod prompts;
+mod resources;
+mod tools;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use mcp_negotiate::{Client, Recovery};
+use serde_json::{Map, Value};
+use tokio::task::JoinSet;
+
+pub(crate) use call::call;
+pub(crate) use check::check;
+pub(crate) use events::events_call;
+pub(crate) use prompts::{prompt, prompts};
+pub(crate) use resources::{read, resources};
+pub(crate) use tools::tools;
+
+use crate::config::{self, Config, Server};
+use crate::dial::{connect, connected, failed};
+
+/// Loads the configuration, or says why not (naming the key and the position).
+pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
+    config::load(path, &|name| std::env::var(name).ok()).map_err(|e| {
+        eprintln!("agentd: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Dials every server at once; each result in the configuration's order.
+async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, String>)> {
+    let mut set = JoinSet::new();
+    for (i, server) in config.servers.iter().cloned().enumerate() {
+        let instance = config.instance.clone();
+        set.spawn(async move {
+            let result = connect(&instance, &server, Recovery::AtOnce).await;
+            match &result {
+                Ok(c) => connected(&instance, &server.name, c, None),
+                Err(e) => failed(&instance, &server.name, &e.to_string(), None, None),
+            }
+            let result = result.map_err(|e| e.to_string());
+            (i, server, result)
+        });
+    }
+    let mut results: Vec<_> = set.join_all().await;
+    results.sort_by_key(|(i, ..)| *i);
+    results.into_iter().map(|(_, s, r)| (s, r)).collect()
+}
+
+/// Dials the server named `name`: exit 2 when the configuration has none, 1 when it cannot
+/// be reached.
+async fn connect_one(config: &Config, name: &str) -> Result<(Server, Client), ExitCode> {
+    let Some(server) = config.servers.iter().find(|s| s.name == name) else {
+        eprintln!("agentd: no server {name:?} in the configuration");
+        return Err(ExitCode::from(2));
+    };
+    match connect(&config.instance, server, Recovery::AtOnce).await {
+        Ok(client) => Ok((server.clone(), client)),
+        Err(e) => {
+            eprintln!("agentd: {}: {e}", server.name);
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Arguments given on the command line: none, or a JSON object (anything else is exit 2).
+fn object_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, ExitCode> {
+    match arguments.map(serde_json::from_str::<Value>) {
+        None => Ok(None),
+        Some(Ok(Value::Object(map))) => Ok(Some(map)),
+        Some(_) => {
+            eprintln!("agentd: the arguments must be a JSON object");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// 0 when everything went, 1 otherwise.
+fn exit(all: bool) -> ExitCode {
+    match all {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
+}

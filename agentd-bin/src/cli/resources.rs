@@ -1,0 +1,109 @@
+//! `agentd resources` and `agentd read`: what a server's resources are, and what one holds.
+
+use std::process::ExitCode;
+
+use mcp_wire::ResourceContents;
+use serde_json::json;
+
+use super::{connect_all, connect_one, exit};
+use crate::config::Config;
+
+/// `agentd resources [--json]`: every server's resources and resource templates, a line
+/// each (`server`, URI or template, name, media type), or one JSON object a line.
+pub(crate) async fn resources(config: Config, as_json: bool) -> ExitCode {
+    let mut all = true;
+    for (server, result) in connect_all(&config).await {
+        let client = match result {
+            Ok(client) => client,
+            Err(e) => {
+                all = false;
+                eprintln!("agentd: {}: {e}", server.name);
+                continue;
+            }
+        };
+        if !client.capabilities().resources() {
+            let _ = client.close().await;
+            continue;
+        }
+        let listed = match client.list_resources().await {
+            Ok(resources) => client
+                .list_resource_templates()
+                .await
+                .map(|templates| (resources, templates)),
+            Err(e) => Err(e),
+        };
+        let _ = client.close().await;
+        let (resources, templates) = match listed {
+            Ok(listed) => listed,
+            Err(e) => {
+                all = false;
+                eprintln!("agentd: {}: {e}", server.name);
+                continue;
+            }
+        };
+        for r in resources {
+            match as_json {
+                true => crate::say!("{}", json!({"server": server.name, "resource": r})),
+                false => crate::say!(
+                    "{}\t{}\t{}\t{}",
+                    server.name,
+                    r.uri,
+                    r.name,
+                    r.mime_type.as_deref().unwrap_or("")
+                ),
+            }
+        }
+        for t in templates {
+            match as_json {
+                true => crate::say!("{}", json!({"server": server.name, "template": t})),
+                false => crate::say!(
+                    "{}\t{}\t{}\t{}",
+                    server.name,
+                    t.uri_template,
+                    t.name,
+                    t.mime_type.as_deref().unwrap_or("")
+                ),
+            }
+        }
+    }
+    exit(all)
+}
+
+/// `agentd read SERVER URI [--json]`: the resource's contents, its text as it is (a blob as
+/// its size and media type), or the whole result as JSON.
+pub(crate) async fn read(config: Config, server: &str, uri: &str, as_json: bool) -> ExitCode {
+    let (server, client) = match connect_one(&config, server).await {
+        Ok(connected) => connected,
+        Err(code) => return code,
+    };
+    let read = client.read_resource(uri).await;
+    let _ = client.close().await;
+    let result = match read {
+        Ok(result) => result,
+        Err(e) => {
+            eprintln!("agentd: {}: {uri}: {e}", server.name);
+            return ExitCode::FAILURE;
+        }
+    };
+    if as_json {
+        crate::say!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    for contents in &result.contents {
+        match contents {
+            ResourceContents::Text { text, .. } => crate::say!("{text}"),
+            ResourceContents::Blob {
+                blob, mime_type, ..
+            } => crate::say!(
+                "({} bytes of base64, {})",
+                blob.len(),
+                mime_type.as_deref().unwrap_or("no media type")
+            ),
+            other => crate::say!("{}", serde_json::to_string(other).unwrap_or_default()),
+        }
+    }
+    ExitCode::SUCCESS
+}
