@@ -465,18 +465,10 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
 /// The longest duration a configuration may give.
 const DURATION_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// `"500ms"`, `"60s"`, `"10m"`, `"1h"`: more than 0, at most 30 days.
+/// A duration as `humantime` reads it (`"500ms"`, `"60s"`, `"10m"`, `"1h 30m"`, `"7d"`): more
+/// than 0, at most 30 days.
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
-    let digits = text.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = text.split_at(digits);
-    let n: u64 = n.parse().ok()?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.checked_mul(60)?),
-        "h" => Duration::from_secs(n.checked_mul(3600)?),
-        _ => return None,
-    };
+    let d = humantime::parse_duration(text).ok()?;
     (!d.is_zero() && d <= DURATION_MAX).then_some(d)
 }
 
@@ -568,10 +560,8 @@ step_timeout = "600s"
         assert_eq!((e.line, e.column), (2, 19));
         for bad in [
             "60",
-            "1.5s",
             "-1s",
-            "10 s",
-            "5d",
+            "31d",
             "0s",
             "0ms",
             "2592001s",
@@ -586,6 +576,9 @@ step_timeout = "600s"
         );
         assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
         assert_eq!(parse_duration("10m"), Some(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("7d"), Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
     }
 
     #[test]

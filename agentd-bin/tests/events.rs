@@ -30,10 +30,11 @@ fn config(url: &str, store: &std::path::Path) -> String {
     )
 }
 
-fn store_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentd-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn store_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("agentd-{name}-"))
+        .tempdir()
+        .expect("a temporary directory")
 }
 
 /// `agentd events tail`: the stream's records.
@@ -77,7 +78,7 @@ fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
 async fn a_poll_binding_appends_what_the_server_emits() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("events");
-    let file = TempFile::new(&config(&server.url(), &dir));
+    let file = TempFile::new(&config(&server.url(), dir.path()));
     let mut agentd = Daemon::run(&file);
     let listed = agentd.wait_for("mcp.events.listed", Some("ref"));
     assert_eq!(listed["types"], 2);
@@ -128,7 +129,7 @@ async fn a_poll_binding_appends_what_the_server_emits() {
     agentd.wait_for_nth("mcp.events.listed", Some("ref"), 2);
 
     // A reload without the binding forgets it, and its records.
-    let text = config(&server.url(), &dir);
+    let text = config(&server.url(), dir.path());
     file.write(&text[..text.find("[[events.bindings]]").unwrap()]);
     agentd.signal("HUP");
     let removed = agentd.wait_for("mcp.events.removed", Some("ref"));
@@ -138,14 +139,14 @@ async fn a_poll_binding_appends_what_the_server_emits() {
     );
     assert!(tail(&file, "tickets").is_empty());
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
     let server = std::sync::Arc::new(ReferenceServer::start(server_options()).await);
     let dir = store_dir("crash");
-    let file = TempFile::new(&config(&server.url(), &dir));
+    let file = TempFile::new(&config(&server.url(), dir.path()));
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.events.armed", Some("ref"));
     // The server emits on, all through the crash and the restart.
@@ -177,7 +178,7 @@ async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
         .collect();
     assert_eq!(ids, expected, "every occurrence once, in order");
     assert!(again.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// A raw HTTP/1.1 request to the daemon's listener: the status line's code.
@@ -193,7 +194,7 @@ fn send(addr: &str, head: &str, body: &[u8]) -> u16 {
 async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("webhook");
-    let text = config(&server.url(), &dir) + "delivery = [\"webhook\", \"poll\"]\n";
+    let text = config(&server.url(), dir.path()) + "delivery = [\"webhook\", \"poll\"]\n";
     let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
     let armed = agentd.wait_for("mcp.events.armed", Some("ref"));
@@ -280,7 +281,7 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
         2,
         "the forged one was not appended"
     );
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// A store that keeps smaller values bounds the webhook body too: at `store.max_value_bytes`
@@ -290,7 +291,7 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
 async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("small-values");
-    let text = config(&server.url(), &dir)
+    let text = config(&server.url(), dir.path())
         .replace("[store]\n", "[store]\nmax_value_bytes = 1024\n")
         + "delivery = [\"webhook\"]\n";
     let file = TempFile::new(&text);
@@ -315,7 +316,7 @@ async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
     assert_eq!(send(&addr, &head(at_bound.len()), &at_bound), 401);
     assert_eq!(send(&addr, &head(1025), b""), 413);
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// A webhook binding bounded at one occurrence a minute: the first is appended, the next are
@@ -325,7 +326,7 @@ async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
 async fn a_spent_rate_is_answered_429() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("rate");
-    let text = config(&server.url(), &dir) + "delivery = [\"webhook\"]\nmax_per_minute = 1\n";
+    let text = config(&server.url(), dir.path()) + "delivery = [\"webhook\"]\nmax_per_minute = 1\n";
     let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.events.armed", Some("ref"));
@@ -348,7 +349,7 @@ async fn a_spent_rate_is_answered_429() {
         "{metrics}"
     );
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// The server's control envelopes and delivery status: a `gap` (logged, counted, its cursor
@@ -358,7 +359,7 @@ async fn a_spent_rate_is_answered_429() {
 async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
     let server = ReferenceServer::start(server_options()).await;
     let dir = store_dir("envelopes");
-    let text = config(&server.url(), &dir) + "delivery = [\"webhook\"]\n";
+    let text = config(&server.url(), dir.path()) + "delivery = [\"webhook\"]\n";
     let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.events.armed", Some("ref"));
@@ -411,7 +412,7 @@ async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
         "{metrics}"
     );
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// Two bindings of one server: the first poll the server gets is left unanswered for 5 s,
@@ -425,7 +426,7 @@ async fn a_slow_binding_holds_up_no_other() {
         mcp_reference_server::Times::Once,
     );
     let dir = store_dir("slow");
-    let text = config(&server.url(), &dir)
+    let text = config(&server.url(), dir.path())
         + "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"other\"\n";
     let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
@@ -439,7 +440,7 @@ async fn a_slow_binding_holds_up_no_other() {
         armed - listed
     );
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// `agentd events call`, as `owner` of `kind`: the tool's result, or the error it printed.
@@ -470,14 +471,14 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
          [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n\
          [[events.grants]]\nowner = \"root\"\nlive = 2\ntools = true\n\
          [[events.grants]]\nowner = \"nightly\"\n",
-        dir.display(),
+        dir.path().display(),
         server.url()
     );
     let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.connect", Some("ref"));
     let root = ("root", "root");
-    let private = std::fs::metadata(dir.join("control"))
+    let private = std::fs::metadata(dir.path().join("control"))
         .unwrap()
         .permissions();
     assert_eq!(
@@ -656,7 +657,7 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
 
     // An index that cannot be written: the subscription lives on, and the write is made
     // again (here, before a reload).
-    let db = rusqlite::Connection::open(dir.join("agentd.sqlite3")).unwrap();
+    let db = rusqlite::Connection::open(dir.path().join("agentd.sqlite3")).unwrap();
     db.execute_batch("ALTER TABLE meta RENAME TO meta_away")
         .unwrap();
     let late = events_call(
@@ -704,10 +705,10 @@ async fn runtime_subscriptions_are_checked_made_audited_expired_and_restored() {
     );
     assert!(agentd.terminate().success());
     assert!(
-        !dir.join("control/agentd.sock").exists(),
+        !dir.path().join("control/agentd.sock").exists(),
         "the socket is removed at exit"
     );
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -718,7 +719,7 @@ async fn a_subscription_replaced_by_a_configured_binding_keeps_its_cursor() {
         "instance = \"ev\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
          [[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n\
          [[events.grants]]\nowner = \"root\"\ntools = true\n",
-        dir.display(),
+        dir.path().display(),
         server.url()
     );
     let file = TempFile::new(&text);
@@ -764,5 +765,5 @@ async fn a_subscription_replaced_by_a_configured_binding_keeps_its_cursor() {
     let records = wait_for_records(&file, 2);
     assert_eq!(records.len(), 2, "{records:?}");
     assert!(agentd.terminate().success());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }

@@ -219,18 +219,14 @@ mod tests {
         }
     }
 
-    fn temp() -> std::path::PathBuf {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("mcp-events-store-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn temp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
     }
 
     #[test]
     fn a_batch_and_its_cursor_commit_together_and_nothing_twice() {
         let dir = temp();
-        let file = dir.join("store.sqlite3");
+        let file = dir.path().join("store.sqlite3");
         let mut store = Sqlite::open(&file).unwrap();
         assert_eq!(store.load("b").unwrap(), Stored::default());
         let batch = Batch {
@@ -302,6 +298,5 @@ mod tests {
         store.remove("b", "in").unwrap();
         assert_eq!(store.read("in", 0, 10).unwrap().len(), 0);
         assert_eq!(store.load("b").unwrap(), Stored::default());
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

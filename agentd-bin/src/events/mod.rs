@@ -661,11 +661,11 @@ mod tests {
         let connection = crate::dial::connect("t", &config, mcp_negotiate::Recovery::ByOwner)
             .await
             .expect("connected");
-        let dir = std::env::temp_dir().join(format!("agentd-redial-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
         let ctx = Ctx {
             instance: "t".into(),
             metrics: Arc::default(),
-            store: Arc::new(Mutex::new(open_store(&dir).unwrap())),
+            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
             limits: Limits::default(),
         };
         let (connected, connections) = watch::channel(Some(Arc::new(connection)));
@@ -690,7 +690,6 @@ mod tests {
         until(|| count("events/list") == 2).await;
         let polled = count("events/poll");
         until(|| count("events/poll") > polled).await;
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     /// Every `events/*` request is bounded at 30 s: a server that never answers is a

@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -12,36 +12,31 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// A file removed when dropped.
-pub struct TempFile(PathBuf);
+pub struct TempFile(tempfile::NamedTempFile);
 
 impl TempFile {
     /// Writes `text` to a fresh file.
     pub fn new(text: &str) -> Self {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("agentd-test-{}-{n}.toml", std::process::id()));
-        std::fs::write(&path, text).expect("a temp file");
-        Self(path)
+        let file = tempfile::Builder::new()
+            .prefix("agentd-test-")
+            .suffix(".toml")
+            .tempfile()
+            .expect("a temp file");
+        std::fs::write(file.path(), text).expect("the temp file");
+        Self(file)
     }
 
     /// Replaces the file's text.
     pub fn write(&self, text: &str) {
-        std::fs::write(&self.0, text).expect("the temp file");
+        std::fs::write(self.0.path(), text).expect("the temp file");
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     pub fn to_str(&self) -> Option<&str> {
-        self.0.to_str()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.0.path().to_str()
     }
 }
 
