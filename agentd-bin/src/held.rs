@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
-use mcp_negotiate::{Change, Client, Error, Recovery, Watch};
+use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Watch};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -434,6 +434,11 @@ impl Task {
             };
             let err = match timeout(MANAGEMENT, connection.redial()).await {
                 Ok(Ok(())) => {
+                    // The server may have come back with other tools: `mcp.connect` gives the
+                    // count listed again (a failed listing keeps the catalogue it had).
+                    if connection.capabilities().tools() {
+                        self.refresh(connection).await;
+                    }
                     dial::connected(&instance, &name, connection, Some("session_lost"));
                     // The same connection, dialed again: its watchers decide afresh.
                     self.connected.send_modify(|_| {});
@@ -452,20 +457,30 @@ impl Task {
         }
     }
 
-    /// Lists the tools again: the catalogue as the server has it now. A failure keeps the
-    /// current catalogue (`mcp.tools_refresh_failed`).
+    /// Lists the tools again: the catalogue as the server has it now, and the tools it left
+    /// out (`mcp.tool.dropped`).
     async fn relist(&self, connection: &Client) {
-        let instance = &*self.shared.instance;
+        if let Some(catalog) = self.refresh(connection).await {
+            dial::dropped(&self.shared.instance, &self.server.name, &catalog);
+        }
+    }
+
+    /// Lists the tools again, or keeps the current catalogue when that fails
+    /// (`mcp.tools_refresh_failed`).
+    async fn refresh(&self, connection: &Client) -> Option<Arc<Catalog>> {
         match connection.refresh_tools().await {
-            Ok(catalog) => dial::dropped(instance, &self.server.name, &catalog),
-            Err(e) => self.shared.log(
-                Level::Warn,
-                "mcp.tools_refresh_failed",
-                &[(
-                    "err",
-                    json!(mcp_wire::log_text(&format!("{}: {e}", self.server.name))),
-                )],
-            ),
+            Ok(catalog) => Some(catalog),
+            Err(e) => {
+                self.shared.log(
+                    Level::Warn,
+                    "mcp.tools_refresh_failed",
+                    &[(
+                        "err",
+                        json!(mcp_wire::log_text(&format!("{}: {e}", self.server.name))),
+                    )],
+                );
+                None
+            }
         }
     }
 

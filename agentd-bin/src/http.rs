@@ -37,17 +37,10 @@ pub(crate) fn serve(
                         (metrics.clone(), routes.clone(), instance.clone());
                     async move {
                         let path = req.uri().path().to_owned();
-                        let response = match path.find(PREFIX) {
-                            Some(at) => {
-                                receive(
-                                    req,
-                                    &path[at + PREFIX.len()..],
-                                    &routes,
-                                    &instance,
-                                    &metrics,
-                                )
-                                .await
-                            }
+                        // Routes are matched from the start of the path: `/x/hooks/_mcp/…`
+                        // is no route.
+                        let response = match path.strip_prefix(PREFIX) {
+                            Some(key) => receive(req, key, &routes, &instance, &metrics).await,
                             None => answer(&req, &metrics),
                         };
                         Ok::<_, Infallible>(response)

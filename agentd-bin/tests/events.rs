@@ -286,7 +286,7 @@ async fn a_webhook_binding_is_verified_armed_and_takes_signed_deliveries() {
 
 /// A store that keeps smaller values bounds the webhook body too: at `store.max_value_bytes`
 /// the body is read and checked (forged here: 401), one byte past it is 413 from the declared
-/// length, the body never sent.
+/// length, the body never sent. A path that only holds the route further in is no route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
     let server = ReferenceServer::start(server_options()).await;
@@ -304,17 +304,20 @@ async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
         "tickets",
         json!({"project": "ops"}).as_object().unwrap(),
     );
-    let head = |len: usize| {
+    let head = |path: &str, len: usize| {
         format!(
-            "POST /hooks/_mcp/{key} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
              Content-Type: application/json\r\nwebhook-id: evt-9\r\n\
              webhook-timestamp: 1796018400\r\nwebhook-signature: v1,AAAA\r\n\
              X-MCP-Subscription-Id: sub_1\r\nContent-Length: {len}\r\n\r\n"
         )
     };
+    let path = format!("/hooks/_mcp/{key}");
     let at_bound = vec![b' '; 1024];
-    assert_eq!(send(&addr, &head(at_bound.len()), &at_bound), 401);
-    assert_eq!(send(&addr, &head(1025), b""), 413);
+    assert_eq!(send(&addr, &head(&path, at_bound.len()), &at_bound), 401);
+    assert_eq!(send(&addr, &head(&path, 1025), b""), 413);
+    // Routes are matched from the start of the path.
+    assert_eq!(send(&addr, &head(&format!("/x{path}"), 2), b"{}"), 404);
     assert!(agentd.terminate().success());
     drop(dir);
 }

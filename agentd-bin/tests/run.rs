@@ -180,6 +180,14 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
         Fault::Silence(Duration::from_secs(10)),
         Times::Once,
     );
+    // Back from the lost session, the server lists one tool.
+    server.script(
+        "tools/list",
+        Fault::Result(serde_json::json!({"tools": [
+            {"name": "only", "inputSchema": {"type": "object"}},
+        ]})),
+        Times::Once,
+    );
     server.expire_sessions();
 
     let lost = agentd.wait_for("mcp.disconnect", Some("old"));
@@ -191,6 +199,7 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
     let back = agentd.wait_for_nth("mcp.connect", Some("old"), 2);
     assert_eq!(back["reason"], "session_lost");
     assert_eq!(back["protocol"], "2025-11-25");
+    assert_eq!(back["tools"], 1, "the count listed again: {back}");
     // 1 s of backoff, then the 2 s bound.
     about(
         agentd.when("mcp.disconnect", Some("old")),
