@@ -739,10 +739,7 @@ impl Binding {
             }
             false => {
                 self.burst = 0;
-                later(
-                    now,
-                    limits.jitter(limits.poll_wait(page.next_poll_ms), random),
-                )
+                later(now, limits.poll_after(page.next_poll_ms, random))
             }
         };
         self.committing = records.iter().map(|r| r.event_id.clone()).collect();

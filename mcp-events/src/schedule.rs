@@ -77,6 +77,14 @@ impl Limits {
         })
     }
 
+    /// The wait before the next poll: [`Limits::poll_wait`] moved by its jitter, and kept
+    /// within [`Limits::poll_min`] and [`Limits::poll_max`] after it.
+    pub fn poll_after(&self, next_poll_ms: Option<u64>, random: u32) -> Duration {
+        let max = self.poll_max.max(self.poll_min);
+        self.jitter(self.poll_wait(next_poll_ms), random)
+            .clamp(self.poll_min, max)
+    }
+
     /// `wait` moved by up to ±[`Limits::jitter_percent`]: `random` spread evenly over that
     /// range (any `u32` will do: 0 is the least, `u32::MAX` the most).
     pub fn jitter(&self, wait: Duration, random: u32) -> Duration {
@@ -159,6 +167,33 @@ mod tests {
         assert_eq!(poll_wait(Some(900_000)), max);
         assert_eq!(poll_wait(Some(900_001)), max);
         assert_eq!(poll_wait(Some(u64::MAX)), max);
+    }
+
+    #[test]
+    fn a_poll_waits_1_second_to_15_minutes_after_its_jitter() {
+        let limits = Limits::default();
+        for ms in [
+            None,
+            Some(0),
+            Some(1000),
+            Some(1050),
+            Some(899_000),
+            Some(900_000),
+        ] {
+            for random in [0, u32::MAX / 2, u32::MAX] {
+                let wait = limits.poll_after(ms, random);
+                assert!(
+                    (Duration::from_secs(1)..=Duration::from_secs(900)).contains(&wait),
+                    "{ms:?} {random}: {wait:?}"
+                );
+            }
+        }
+        assert_eq!(limits.poll_after(Some(1000), 0), Duration::from_secs(1));
+        assert_eq!(
+            limits.poll_after(Some(900_000), u32::MAX),
+            Duration::from_secs(900)
+        );
+        assert_eq!(limits.poll_after(None, 0), Duration::from_secs(27));
     }
 
     #[test]
