@@ -7,7 +7,7 @@
 //! | 200 | durably appended, a duplicate, or a `gap` / `terminated` envelope taken (a `verification` challenge is answered with its `challenge`) |
 //! | 401 | the signature check failed (`mcp.events.hook.denied`) |
 //! | 405 | not a POST |
-//! | 410 | no binding at this path, a body that is not a JSON object, or a malformed occurrence |
+//! | 410 | no binding at this path, a delivery naming a subscription that is not the binding's, a body that is not a JSON object, or a malformed occurrence |
 //! | 413 | a body over 256 KiB (or `store.max_value_bytes` when smaller), answered before it is read |
 //! | 429 | pressure (the binding's queue is full), or the binding's rate is spent (`Retry-After`) |
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
@@ -59,6 +59,8 @@ pub(crate) struct Route {
 pub(crate) struct Hook {
     /// The delivery's `webhook-id`.
     pub(crate) webhook_id: String,
+    /// The subscription it names (`X-MCP-Subscription-Id`): its binding's, or it is gone.
+    pub(crate) subscription: String,
     pub(crate) body: WebhookBody,
     pub(crate) answer: oneshot::Sender<Answer>,
 }
@@ -113,10 +115,11 @@ pub(crate) async fn receive(
     let checked = Headers::read(header).and_then(|headers| {
         let secrets: Vec<&Secret> = route.secrets.iter().collect();
         let now = wall_ms() / 1000;
-        verify(&headers, &body, &secrets, now, &route.limits).map(|()| headers.id.to_owned())
+        verify(&headers, &body, &secrets, now, &route.limits)
+            .map(|()| (headers.id.to_owned(), headers.subscription.to_owned()))
     });
-    let webhook_id = match checked {
-        Ok(id) => id,
+    let (webhook_id, subscription) = match checked {
+        Ok(named) => named,
         Err(e) => {
             event(
                 instance,
@@ -163,7 +166,7 @@ pub(crate) async fn receive(
             return status(410, "malformed\n");
         }
     };
-    hand_over(&route, webhook_id, body, metrics).await
+    hand_over(&route, webhook_id, subscription, body, metrics).await
 }
 
 /// Hands a checked delivery to its binding's task, and answers by what became of it: 429
@@ -171,12 +174,14 @@ pub(crate) async fn receive(
 async fn hand_over(
     route: &Route,
     webhook_id: String,
+    subscription: String,
     body: WebhookBody,
     metrics: &Metrics,
 ) -> Response<Full<Bytes>> {
     let (answer, answered) = oneshot::channel();
     let hook = Hook {
         webhook_id,
+        subscription,
         body,
         answer,
     };
@@ -255,14 +260,28 @@ mod tests {
         for n in 0..QUEUE {
             let (route, metrics) = (route.clone(), metrics.clone());
             waiting.push(tokio::spawn(async move {
-                hand_over(&route, format!("msg_{n}"), occurrence(n), &metrics).await
+                hand_over(
+                    &route,
+                    format!("msg_{n}"),
+                    "sub".into(),
+                    occurrence(n),
+                    &metrics,
+                )
+                .await
             }));
         }
         // Every one of them is in the queue before the next comes.
         while route.hooks.capacity() > 0 {
             tokio::task::yield_now().await;
         }
-        let past = hand_over(&route, "msg_past".into(), occurrence(QUEUE), &metrics).await;
+        let past = hand_over(
+            &route,
+            "msg_past".into(),
+            "sub".into(),
+            occurrence(QUEUE),
+            &metrics,
+        )
+        .await;
         assert_eq!(past.status(), 429);
         assert_eq!(past.headers()["retry-after"], "1");
         assert!(metrics.render().contains("outcome=\"refused_pressure\"} 1"));

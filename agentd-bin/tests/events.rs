@@ -322,6 +322,36 @@ async fn the_webhook_body_is_bounded_by_the_stores_value_size() {
     drop(dir);
 }
 
+/// A signed delivery naming a subscription that is not the binding's (an old one, still
+/// delivering) is answered 410 and not appended; the binding's own are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_for_another_subscription_is_gone() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("other-subscription");
+    let text = config(&server.url(), dir.path()) + "delivery = [\"webhook\"]\n";
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let stale = server.emit_as("ticket.created", json!({"id": 1}), "sub_old");
+    until("the stale delivery answered", || {
+        server.delivered().iter().any(|(id, _)| *id == stale)
+    })
+    .await;
+    let answered: Vec<u16> = server
+        .delivered()
+        .iter()
+        .filter(|(id, _)| *id == stale)
+        .map(|(_, status)| *status)
+        .collect();
+    assert_eq!(answered, [410], "final at once");
+    server.emit("ticket.created", json!({"id": 2}));
+    let records = wait_for_records(&file, 1);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["data"]["payload"], json!({"id": 2}));
+    assert!(agentd.terminate().success());
+    drop(dir);
+}
+
 /// A webhook binding bounded at one occurrence a minute: the first is appended, the next are
 /// answered 429 with `Retry-After` (the server delivers them again later), and intake is
 /// logged paused for its rate.

@@ -436,7 +436,12 @@ async fn run_binding(
                 }
             }
             Some(hook) = hooks.recv() => {
-                let answer = deliver(ctx, &mut b, hook.body, &hook.webhook_id).await;
+                // A delivery for another subscription (an old one, still delivering) is
+                // gone: the server stops sending it.
+                let answer = match b.subscription() {
+                    Some(ours) if ours != hook.subscription => Answer::Gone,
+                    _ => deliver(ctx, &mut b, hook.body, &hook.webhook_id).await,
+                };
                 let _ = hook.answer.send(answer);
             }
             Some(done) = end.recv() => {

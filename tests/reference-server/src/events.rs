@@ -73,8 +73,9 @@ pub(crate) struct Log {
 
 impl Log {
     /// Appends an occurrence of `name` with `data`, and delivers it to the type's webhook
-    /// subscriptions; its `eventId`.
-    pub(crate) fn emit(&self, name: &str, data: Value) -> String {
+    /// subscriptions (naming `subscription` instead of each one's id, when given); its
+    /// `eventId`.
+    pub(crate) fn emit(&self, name: &str, data: Value, subscription: Option<&str>) -> String {
         let mut all = self.occurrences.lock().expect("events lock");
         let id = format!("evt-{}", all.len() + 1);
         let mut occurrence = json!({
@@ -86,7 +87,10 @@ impl Log {
         all.push(occurrence.clone());
         occurrence["cursor"] = json!(format!("c{}", all.len()));
         drop(all);
-        for s in self.subscribed(name) {
+        for mut s in self.subscribed(name) {
+            if let Some(named) = subscription {
+                named.clone_into(&mut s.id);
+            }
             self.deliver(&s, &id, &occurrence);
         }
         id

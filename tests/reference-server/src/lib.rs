@@ -226,7 +226,13 @@ impl ReferenceServer {
     /// Emits an MCP Events occurrence of `name` (`ticket.created` or `build.finished`) with
     /// `data`; its `eventId`.
     pub fn emit(&self, name: &str, data: Value) -> String {
-        self.state.events.emit(name, data)
+        self.state.events.emit(name, data, None)
+    }
+
+    /// As [`ReferenceServer::emit`], its webhook deliveries signed as usual but naming the
+    /// subscription `subscription` in `X-MCP-Subscription-Id` (a stale or foreign one).
+    pub fn emit_as(&self, name: &str, data: Value, subscription: &str) -> String {
+        self.state.events.emit(name, data, Some(subscription))
     }
 
     /// Sends a signed control envelope (`{"type":"gap",…}` or `{"type":"terminated",…}`)
