@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mcp_negotiate::{Catalog, Client, ClientBuilder, Error, Recovery};
-use mcp_transport::driver::Elicitor;
+use mcp_transport::driver::{Elicitor, Unserved};
 use serde_json::{Value, json};
 
 use crate::config::Server;
@@ -39,7 +39,9 @@ pub(crate) const WORKER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// agentd's `clientInfo` name and version, with the server's configured headers.
 fn agentd(server: &Server) -> ClientBuilder {
-    let builder = Client::builder(CLIENT_NAME, env!("CARGO_PKG_VERSION"));
+    // Sampling, roots and tasks are not declared: a server request for them is dropped.
+    let builder =
+        Client::builder(CLIENT_NAME, env!("CARGO_PKG_VERSION")).unserved_requests(Unserved::Drop);
     server
         .headers
         .iter()
@@ -166,6 +168,7 @@ mod tests {
         assert_eq!(dialer.client_info().name, "agentd");
         assert_eq!(dialer.client_info().title.as_deref(), Some("my-agent"));
         assert!(dialer.capabilities().as_map().is_empty());
+        assert_eq!(dialer.features().unserved(), Unserved::Drop);
         assert_eq!(dialer.timeout(), Duration::from_secs(5));
         assert_eq!(dialer.recovery(), Recovery::ByOwner);
     }
@@ -179,6 +182,7 @@ mod tests {
         assert_eq!(dialer.client_info().name, "agentd");
         assert_eq!(dialer.client_info().title, None);
         assert!(dialer.capabilities().elicitation_form());
+        assert_eq!(dialer.features().unserved(), Unserved::Drop);
         assert_eq!(dialer.timeout(), WORKER_TIMEOUT);
         assert_eq!(WORKER_TIMEOUT, Duration::from_secs(60));
     }

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_transport::driver::{ClientFeatures, Config, Elicitor};
+use mcp_transport::driver::{ClientFeatures, Config, Elicitor, Unserved};
 use mcp_wire::{ElicitAction, ElicitRequestParams, ElicitResult, Implementation, Root};
 
 use crate::{Client, Dialer, Error, Recovery, Start};
@@ -24,6 +24,7 @@ pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// | [`elicitation_timeout`](ClientBuilder::elicitation_timeout) | 300 s, then the answer is cancel |
 /// | [`recovery`](ClientBuilder::recovery) | [`Recovery::AtOnce`] |
 /// | [`list_tools`](ClientBuilder::list_tools) | yes, at connect, when the server declares `tools` |
+/// | [`unserved_requests`](ClientBuilder::unserved_requests) | a server request no declared feature serves is answered -32601 |
 /// | [`header`](ClientBuilder::header) | none |
 ///
 /// ```no_run
@@ -49,6 +50,7 @@ pub struct ClientBuilder {
     elicitor: Option<Arc<dyn Elicitor>>,
     elicitation_timeout: Duration,
     roots: Option<Vec<Root>>,
+    unserved: Unserved,
     recovery: Recovery,
     list_tools: bool,
 }
@@ -62,6 +64,7 @@ impl Client {
             elicitor: None,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             roots: None,
+            unserved: Unserved::MethodNotFound,
             recovery: Recovery::AtOnce,
             list_tools: true,
         }
@@ -119,6 +122,13 @@ impl ClientBuilder {
         self
     }
 
+    /// What becomes of a server request on a legacy stream that no declared feature serves:
+    /// answered -32601 (the default), or dropped.
+    pub fn unserved_requests(mut self, unserved: Unserved) -> Self {
+        self.unserved = unserved;
+        self
+    }
+
     /// What a connection does when the server loses its legacy session.
     pub fn recovery(mut self, recovery: Recovery) -> Self {
         self.recovery = recovery;
@@ -138,7 +148,7 @@ impl ClientBuilder {
     /// A [`Dialer`] of `url`: the HTTP client (one pool) and everything set here, to
     /// connect with as often as needed. Fails when the URL or a header is refused.
     pub fn dialer(self, url: &str) -> Result<Dialer, Error> {
-        let mut features = ClientFeatures::none();
+        let mut features = ClientFeatures::none().with_unserved(self.unserved);
         if let Some(elicitor) = self.elicitor {
             features = features.with_elicitor(Arc::new(Bounded {
                 elicitor,

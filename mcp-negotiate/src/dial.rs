@@ -112,8 +112,8 @@ impl Dialer {
         RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// What the client serves when the server asks.
-    pub(crate) fn features(&self) -> &ClientFeatures {
+    /// What the client serves when the server asks, and what it does with the rest.
+    pub fn features(&self) -> &ClientFeatures {
         &self.features
     }
 

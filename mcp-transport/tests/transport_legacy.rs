@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use common::{accept_ada, bounded, client, handshake, notification, request, wait_until};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::Error;
-use mcp_transport::driver::{ClientFeatures, Config, Delivery, Elicitor, LegacyTransport, Posted};
+use mcp_transport::driver::{
+    ClientFeatures, Config, Delivery, Elicitor, LegacyTransport, Posted, Unserved,
+};
 use mcp_wire::{
     CallToolParams, CallToolResult, EmptyResult, ListToolsResult, Meta, Outcome, PageParams,
     ReadResourceParams, ReadResourceResult, RequestId, Revision, ServerNotification,
@@ -267,6 +269,30 @@ async fn server_requests_on_a_stream_are_answered() {
     assert!(answer.body["id"].as_str().unwrap().starts_with("e-"));
     assert_eq!(answer.header("mcp-session-id"), Some(session.as_str()));
     assert_eq!(answer.header("mcp-protocol-version"), Some("2025-11-25"));
+}
+
+/// A client that drops what it does not serve sends no answer at all: the server, left
+/// waiting, says nothing more, and the call meets its silence bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_no_feature_serves_can_be_dropped() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let mut config = Config::default();
+    config.silence = Duration::from_millis(500);
+    let features = ClientFeatures::none().with_unserved(Unserved::Drop);
+    let transport = LegacyTransport::new(client(&server, config), features);
+    handshake(&transport).await;
+    let before = server.log().len();
+    let unanswered: Result<TypedResponse<Value>, _> =
+        ask(&transport, 2, "tools/call", &tool("ask", json!({}))).await;
+    assert!(
+        matches!(unanswered, Err(Error::Silent { .. })),
+        "{unanswered:?}"
+    );
+    let answers = server.log()[before..]
+        .iter()
+        .filter(|l| l.method.is_none() && l.body.get("id").is_some())
+        .count();
+    assert_eq!(answers, 0, "nothing answered the elicitation");
 }
 
 /// Rule 14: a stream closed before its response is resumed with GET and `Last-Event-ID`,

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::features::{Answer, ClientFeatures};
+use super::features::{Answer, ClientFeatures, Unserved};
 use bytes::Bytes;
 use http::Method;
 use hyper::body::Incoming as Body;
@@ -73,7 +73,8 @@ impl Legacy {
     }
 
     /// Answers a server's request on a stream: `ping` with `{}`, a request a declared
-    /// feature serves through [`ClientFeatures::answer`], anything else -32601. The answer is
+    /// feature serves through [`ClientFeatures::answer`], anything else -32601 (or nothing,
+    /// as [`ClientFeatures::unserved`] says). The answer is
     /// POSTed back, bounded by the answer timeout; a failed answer does not fail the stream
     /// it came on.
     async fn answer(self, id: RequestId, method_name: String, params: Option<RawJson>) {
@@ -84,6 +85,7 @@ impl Legacy {
                 Some(Answer::Elicitation(answer)) => encode_result(&mut body, &id, &answer),
                 Some(Answer::Roots(answer)) => encode_result(&mut body, &id, &answer),
                 Some(Answer::Invalid(error)) => encode_error(&mut body, Some(&id), &error),
+                None if self.features.unserved() == Unserved::Drop => return,
                 None => encode_error(
                     &mut body,
                     Some(&id),

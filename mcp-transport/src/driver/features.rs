@@ -64,6 +64,19 @@ impl fmt::Debug for dyn Elicitor {
 pub struct ClientFeatures {
     elicitor: Option<Arc<dyn Elicitor>>,
     roots: Option<Arc<[Root]>>,
+    unserved: Unserved,
+}
+
+/// What a client does with a server request on a stream that no declared feature serves
+/// (sampling, tasks, or roots and elicitation when not declared).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unserved {
+    /// Answer -32601, method not found: JSON-RPC's answer (the default).
+    #[default]
+    MethodNotFound,
+    /// Send no answer at all: the request is dropped.
+    Drop,
 }
 
 /// A client's answer to one server request it serves.
@@ -96,6 +109,18 @@ impl ClientFeatures {
     pub fn with_roots(mut self, roots: Vec<Root>) -> Self {
         self.roots = Some(roots.into());
         self
+    }
+
+    /// The same features, a request none of them serves handled as `unserved` says.
+    #[must_use]
+    pub fn with_unserved(mut self, unserved: Unserved) -> Self {
+        self.unserved = unserved;
+        self
+    }
+
+    /// What becomes of a request no feature serves.
+    pub fn unserved(&self) -> Unserved {
+        self.unserved
     }
 
     /// Who answers elicitations, if anyone.

@@ -16,6 +16,6 @@ mod modern;
 
 pub use call::{Call, Delivery, Notice};
 pub use client::{Config, HttpClient};
-pub use features::{Answer, ClientFeatures, Elicitor};
+pub use features::{Answer, ClientFeatures, Elicitor, Unserved};
 pub use legacy::{LegacyTransport, Posted};
 pub use modern::{ModernTransport, Routing};
