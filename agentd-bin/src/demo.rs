@@ -42,7 +42,7 @@ pub(crate) async fn run() -> Result<Vec<String>, String> {
         };
         let held = Held::start(&shared, config, None);
         let outcome = one(name, &server, &held, &shared).await;
-        drain(std::iter::once(held.stop(Stop::Shutdown)), DRAIN).await;
+        drain(std::iter::once(held.stop(Stop::Shutdown)), None, DRAIN).await;
         summary.extend(outcome?);
     }
     Ok(summary)

@@ -11,27 +11,38 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::hooks::{PREFIX, Routes, receive};
 use crate::metrics::Metrics;
 
-/// Serves `listener` on the current runtime.
+/// Serves `listener` on the current runtime, each connection a task of `tasks`, until
+/// `shutdown`: then it accepts no more, and each connection finishes the request it is
+/// answering and closes (hyper's graceful shutdown).
 pub(crate) fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     routes: Routes,
     instance: Arc<str>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
 ) {
-    tokio::spawn(async move {
+    tasks.clone().spawn(async move {
         loop {
-            let Ok((tcp, _)) = listener.accept().await else {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = shutdown.cancelled() => return,
+            };
+            let Ok((tcp, _)) = accepted else {
                 // Out of descriptors, most likely: give the others a moment to close.
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
             let _ = tcp.set_nodelay(true);
             let (metrics, routes, instance) = (metrics.clone(), routes.clone(), instance.clone());
-            tokio::spawn(async move {
+            let shutdown = shutdown.clone();
+            tasks.spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
                     let (metrics, routes, instance) =
                         (metrics.clone(), routes.clone(), instance.clone());
@@ -46,9 +57,16 @@ pub(crate) fn serve(
                         Ok::<_, Infallible>(response)
                     }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tcp), service)
-                    .await;
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service);
+                let mut connection = std::pin::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    () = shutdown.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                    }
+                }
             });
         }
     });

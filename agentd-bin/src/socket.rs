@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::events::Control;
 
@@ -60,17 +62,34 @@ pub(crate) fn bind(dir: &Path) -> std::io::Result<UnixListener> {
     UnixListener::bind(&path)
 }
 
-/// Answers every connection with the events tools of the current start of MCP Events.
-pub(crate) fn serve(listener: UnixListener, controls: watch::Receiver<Option<Control>>) {
-    tokio::spawn(async move {
+/// Answers every connection with the events tools of the current start of MCP Events, each
+/// a task of `tasks`, until `shutdown`: then it accepts no more, and a connection still
+/// waiting for its request is closed unanswered.
+pub(crate) fn serve(
+    listener: UnixListener,
+    controls: watch::Receiver<Option<Control>>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+) {
+    tasks.clone().spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = shutdown.cancelled() => return,
+            };
+            let Ok((stream, _)) = accepted else {
                 // Out of descriptors, say: let some close.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
             let control = controls.borrow().clone();
-            tokio::spawn(answer(stream, control));
+            let shutdown = shutdown.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = answer(stream, control) => {}
+                    () = shutdown.cancelled() => {}
+                }
+            });
         }
     });
 }

@@ -29,6 +29,8 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{self, Config};
 use crate::events::Events;
@@ -48,6 +50,9 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let mut config = config;
+    // The listeners and their connections: stopped at shutdown, and drained with the servers.
+    let shutdown = CancellationToken::new();
+    let tasks = TaskTracker::new();
     let metrics = Arc::new(Metrics::default());
     let routes = Routes::default();
     // Bound first, served once the webhook routes are in place: a delivery that comes
@@ -102,12 +107,19 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     // The events tools of whichever start of MCP Events is current, for the control socket.
     let (controls, current) = tokio::sync::watch::channel(events.as_ref().map(Events::control));
     let socket = socket.map(|socket| {
-        crate::socket::serve(socket, current);
+        crate::socket::serve(socket, current, shutdown.clone(), tasks.clone());
         crate::socket::path(&config.store_path)
     });
     if let (Some(listener), Some(bound)) = (listener, listening) {
         let instance: Arc<str> = config.instance.as_str().into();
-        crate::http::serve(listener, metrics.clone(), routes.clone(), instance);
+        crate::http::serve(
+            listener,
+            metrics.clone(),
+            routes.clone(),
+            instance,
+            shutdown.clone(),
+            tasks.clone(),
+        );
         event(
             &config.instance,
             Level::Info,
@@ -160,6 +172,10 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             }
         }
     }
+    // Nothing new is taken: the listeners stop accepting, open HTTP connections finish the
+    // request they answer, and control connections close.
+    shutdown.cancel();
+    tasks.close();
     controls.send_replace(None);
     if let Some(events) = events {
         events.stop();
@@ -169,19 +185,28 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     }
     drain(
         held.into_values().map(|h| h.stop(Stop::Shutdown)),
+        Some(&tasks),
         config.drain_timeout,
     )
     .await;
     ExitCode::SUCCESS
 }
 
-/// Waits for the tasks to close their connections, inside `bound` (`lifecycle.drain_timeout`);
-/// what is not closed by then is dropped with the process.
-pub(crate) async fn drain(tasks: impl Iterator<Item = JoinHandle<()>>, bound: Duration) {
-    let tasks: Vec<JoinHandle<()>> = tasks.collect();
+/// Waits for the server tasks to close their connections and for the listeners' tasks (a
+/// closed tracker) to end, inside `bound` (`lifecycle.drain_timeout`); what is not done by
+/// then is dropped with the process.
+pub(crate) async fn drain(
+    servers: impl Iterator<Item = JoinHandle<()>>,
+    listeners: Option<&TaskTracker>,
+    bound: Duration,
+) {
+    let servers: Vec<JoinHandle<()>> = servers.collect();
     let _ = tokio::time::timeout(bound, async {
-        for task in tasks {
+        for task in servers {
             let _ = task.await;
+        }
+        if let Some(listeners) = listeners {
+            listeners.wait().await;
         }
     })
     .await;

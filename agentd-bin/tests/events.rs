@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Daemon, TempFile, get, until};
-use mcp_reference_server::{Options, ReferenceServer};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::{Value, json};
 
 fn server_options() -> Options {
@@ -455,8 +455,8 @@ async fn a_slow_binding_holds_up_no_other() {
     let server = ReferenceServer::start(server_options()).await;
     server.script(
         "events/poll",
-        mcp_reference_server::Fault::Silence(Duration::from_secs(5)),
-        mcp_reference_server::Times::Once,
+        Fault::Silence(Duration::from_secs(5)),
+        Times::Once,
     );
     let dir = store_dir("slow");
     let text = config(&server.url(), dir.path())
@@ -798,5 +798,58 @@ async fn a_subscription_replaced_by_a_configured_binding_keeps_its_cursor() {
     let records = wait_for_records(&file, 2);
     assert_eq!(records.len(), 2, "{records:?}");
     assert!(agentd.terminate().success());
+    drop(dir);
+}
+
+/// SIGTERM with a server that never answers its close, a webhook sender stalled half-way
+/// through its headers and a control connection that never sends its request: the daemon
+/// stops accepting, closes both connections, and exits 0 once the drain's bound has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_closes_stalled_connections_and_exits() {
+    use std::io::{Read, Write};
+
+    let mut legacy = Options::default();
+    legacy.modern = false;
+    let server = ReferenceServer::start(legacy).await;
+    server.script(
+        "DELETE",
+        Fault::Silence(Duration::from_secs(60)),
+        Times::Once,
+    );
+    let dir = store_dir("drain");
+    let text = format!(
+        "instance = \"drain\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"1s\"\n[[mcp.servers]]\nname = \"slow\"\nurl = \"{}\"\n\
+         [[events.grants]]\nowner = \"root\"\n",
+        dir.path().display(),
+        server.url()
+    );
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("slow"));
+    let addr = agentd.listener();
+
+    let mut sender = std::net::TcpStream::connect(&addr).unwrap();
+    sender
+        .write_all(b"POST /hooks/_mcp/nobody HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut control =
+        std::os::unix::net::UnixStream::connect(dir.path().join("control/agentd.sock")).unwrap();
+
+    assert!(agentd.terminate().success());
+    assert!(server.log().iter().any(|l| l.http == http::Method::DELETE));
+    // Both connections were closed, not left open: reading them ends.
+    let bound = Some(Duration::from_secs(10));
+    sender.set_read_timeout(bound).unwrap();
+    control.set_read_timeout(bound).unwrap();
+    let mut rest = Vec::new();
+    assert!(
+        sender.read_to_end(&mut rest).is_ok(),
+        "the sender's connection ended"
+    );
+    assert!(
+        control.read_to_end(&mut rest).is_ok(),
+        "the control connection ended"
+    );
     drop(dir);
 }
