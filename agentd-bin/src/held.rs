@@ -21,10 +21,8 @@ use crate::config::Server;
 use crate::dial::{self, DialError};
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
+use crate::schedule::{Backoff, MANAGEMENT, unanswered};
 use crate::subscriptions::{Answer, Owned};
-
-/// The bound on a subscribe, an unsubscribe or a re-dial handshake made by the supervisor.
-pub(crate) const MANAGEMENT: Duration = Duration::from_secs(2);
 
 /// Dialing a server that was down at start: 1 s after the first failure, doubling to 60 s.
 const JOIN: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
@@ -33,44 +31,6 @@ const REDIAL: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs
 /// Opening the legacy GET stream again after it failed: the listen schedule, 250 ms
 /// doubling to 30 s.
 const STREAM: Backoff = Backoff::new(listen::RETRY_FIRST, listen::RETRY_MAX);
-
-/// A wait that doubles after each failure, up to a ceiling.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Backoff {
-    first: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub(crate) const fn new(first: Duration, max: Duration) -> Self {
-        Self {
-            first,
-            max,
-            next: first,
-        }
-    }
-
-    /// The wait after one more failure.
-    pub(crate) fn fail(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (self.next * 2).min(self.max);
-        wait
-    }
-
-    /// Back to the first wait, after a success.
-    pub(crate) fn reset(&mut self) {
-        self.next = self.first;
-    }
-}
-
-/// The error of a management call cut at its bound.
-pub(crate) fn unanswered() -> String {
-    format!(
-        "no answer within {}",
-        humantime::format_duration(MANAGEMENT)
-    )
-}
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

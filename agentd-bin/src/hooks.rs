@@ -26,7 +26,7 @@ use mcp_wire::events::WebhookBody;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::events::wall_ms;
+use crate::clock::wall_ms;
 use crate::log::{Level, event};
 use crate::metrics::{Metric, Metrics};
 

@@ -6,6 +6,7 @@
 //! which tools of its own it has.
 
 mod cli;
+mod clock;
 mod config;
 #[cfg(feature = "demo")]
 mod demo;
@@ -16,6 +17,7 @@ mod hooks;
 mod http;
 mod log;
 mod metrics;
+mod schedule;
 mod socket;
 mod subscriptions;
 mod supervisor;

@@ -34,9 +34,8 @@ use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::{
-    Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, log, stopping, wall_ms,
-};
+use super::{Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, log, stopping};
+use crate::clock::wall_ms;
 use crate::config::{self, Config};
 use crate::hooks::{PREFIX, Route, Routes};
 use crate::log::Level;

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use mcp_events::Limits;
 use mcp_events::binding::{Action, Batch, Binding, Delivery, Failure, Listing, Stats};
@@ -36,6 +36,7 @@ use tokio::time::{Instant, sleep_until, timeout};
 
 pub(crate) use self::control::Control;
 use self::report::{count, report};
+use crate::clock::{random, wall_ms};
 use crate::config::Config;
 use crate::held::Held;
 use crate::hooks::{Answer, Hook, Routes};
@@ -597,19 +598,6 @@ async fn commit(ctx: &Ctx, b: &Binding, batch: Arc<Batch>) -> Result<usize, Stri
 
 fn log(ctx: &Ctx, level: Level, name: &str, fields: &[(&str, Value)]) {
     event(&ctx.instance, level, name, fields);
-}
-
-/// The Unix time in milliseconds (the wall clock, read by the drivers only).
-pub(crate) fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// A random `u32` for jitter, from the operating system's CSPRNG (0 if it fails: the
-/// shortest wait).
-fn random() -> u32 {
-    getrandom::u32().unwrap_or_default()
 }
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.

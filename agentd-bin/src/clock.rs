@@ -1,0 +1,16 @@
+//! The wall clock and the randomness the daemon's drivers read; the cores are handed them.
+
+use std::time::SystemTime;
+
+/// The Unix time in milliseconds.
+pub(crate) fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A random `u32` for jitter, from the operating system's CSPRNG (0 if it fails: the
+/// shortest wait).
+pub(crate) fn random() -> u32 {
+    getrandom::u32().unwrap_or_default()
+}
