@@ -312,6 +312,8 @@ impl Task {
         let mut pushing = true;
         let mut stream = STREAM;
         let mut stream_logged = false;
+        // When the failed stream is opened again: meanwhile the task takes orders.
+        let mut reopen_at: Option<Instant> = None;
         let mut owned = Owned::new(&self.server.name);
         let shared = self.shared.clone();
         let log = move |level: Level, name: &str, fields: &[(&str, Value)]| {
@@ -320,7 +322,7 @@ impl Task {
         while self.running() {
             let retry_at = owned.retry_at();
             tokio::select! {
-                change = watch.next(), if pushing => match change {
+                change = watch.next(), if pushing && reopen_at.is_none() => match change {
                     Ok(Some(change)) => {
                         stream.reset();
                         stream_logged = false;
@@ -338,11 +340,12 @@ impl Task {
                                 ("retry_ms", json!(millis(wait))),
                             ]);
                         }
-                        if !self.sleep(wait).await {
-                            return;
-                        }
+                        reopen_at = Some(Instant::now() + wait);
                     }
                 },
+                () = sleep_until(reopen_at.unwrap_or_else(Instant::now)), if reopen_at.is_some() => {
+                    reopen_at = None;
+                }
                 Some(order) = self.orders.recv() => match order {
                     Order::Subscribe { uri, owner, answer } => {
                         let _ = answer.send(owned.subscribe(&mut watch, &uri, &owner).await);
