@@ -22,13 +22,13 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
-use mcp_wire::events::WebhookBody;
+use mcp_wire::events::{DeliveryMode, WebhookBody};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::clock::wall_ms;
 use crate::log::{Level, event};
-use crate::metrics::{Metric, Metrics};
+use crate::metrics::{Metrics, Outcome};
 
 /// The path segment before a binding's key.
 pub(crate) const PREFIX: &str = "/hooks/_mcp/";
@@ -156,13 +156,8 @@ pub(crate) async fn receive(
                     ("cause", json!("malformed")),
                 ],
             );
-            let labels = [
-                ("server", route.server.as_str()),
-                ("event", route.event.as_str()),
-                ("mode", "webhook"),
-                ("outcome", "rejected"),
-            ];
-            metrics.add(Metric::Events, &labels, 1);
+            let series = (route.server.as_str(), route.event.as_str());
+            metrics.occurrences(series, DeliveryMode::Webhook, Outcome::Rejected, 1);
             return status(410, "malformed\n");
         }
     };
@@ -189,13 +184,8 @@ async fn hand_over(
         Ok(()) => {}
         // Pressure: the binding's task has deliveries enough waiting.
         Err(mpsc::error::TrySendError::Full(_)) => {
-            let labels = [
-                ("server", route.server.as_str()),
-                ("event", route.event.as_str()),
-                ("mode", "webhook"),
-                ("outcome", "refused_pressure"),
-            ];
-            metrics.add(Metric::Events, &labels, 1);
+            let series = (route.server.as_str(), route.event.as_str());
+            metrics.occurrences(series, DeliveryMode::Webhook, Outcome::RefusedPressure, 1);
             return too_many(Duration::from_secs(1));
         }
         Err(mpsc::error::TrySendError::Closed(_)) => return retry_later(),

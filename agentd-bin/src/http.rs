@@ -74,7 +74,17 @@ pub(crate) fn serve(
 
 fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/metrics") => (200, "text/plain; version=0.0.4", metrics.render()),
+        (&Method::GET, "/metrics") => {
+            // OpenMetrics to a scraper that lists it, else the Prometheus text format.
+            let openmetrics = req
+                .headers()
+                .get_all(hyper::header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .any(|v| v.contains("application/openmetrics-text"));
+            let (content_type, text) = metrics.expose(openmetrics);
+            (200, content_type, text)
+        }
         (_, "/metrics") => (405, "text/plain", "method not allowed\n".to_owned()),
         _ => (404, "text/plain", "not found\n".to_owned()),
     };
@@ -83,4 +93,50 @@ fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
         .header("content-type", content_type)
         .body(Full::new(Bytes::from(body)))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    /// `GET /metrics` with `accept`: the content type, and the text.
+    async fn scrape(accept: Option<&str>) -> (String, String) {
+        let metrics = Metrics::default();
+        metrics.connect_failed("a");
+        let mut req = Request::get("/metrics");
+        if let Some(accept) = accept {
+            req = req.header("accept", accept);
+        }
+        let response = answer(&req.body(()).unwrap(), &metrics);
+        assert_eq!(response.status(), 200);
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (content_type, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// The Prometheus text format unless the scraper lists OpenMetrics, each with its own
+    /// content type; the counter's samples are named as the reference names them in both.
+    #[tokio::test]
+    async fn metrics_are_served_in_the_format_the_scraper_asks_for() {
+        let sample = "agent_mcp_connect_failures_total{server=\"a\"} 1\n";
+        let (content_type, text) = scrape(None).await;
+        assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+        assert!(text.contains(sample), "{text}");
+        assert!(!text.contains("# EOF"), "{text}");
+        // What Prometheus asks for by default.
+        let accept = "application/openmetrics-text;version=1.0.0;q=0.5,\
+                      text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
+        let (content_type, text) = scrape(Some(accept)).await;
+        assert_eq!(
+            content_type,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        assert!(text.contains(sample), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
 }

@@ -138,6 +138,53 @@ async fn a_poll_binding_appends_what_the_server_emits() {
         (&json!("ticket.created"), &json!("reload"))
     );
     assert!(tail(&file, "tickets").is_empty());
+    // Stopped: no longer live.
+    let addr = agentd.listener();
+    until("the stopped binding no longer counted live", || {
+        get(&addr, "/metrics")
+            .contains("agent_subscriptions_active{kind=\"event\",mode=\"poll\"} 0")
+    })
+    .await;
+    assert!(agentd.terminate().success());
+    drop(dir);
+}
+
+/// `agent_mcp_events_requests_total` means one thing for every method: `ok` the server
+/// answered with a result, `refused` with a JSON-RPC error (in a 200 or in a 400 alike),
+/// `failed` no answer (here a 503 without a JSON-RPC error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_outcomes_mean_the_same_for_every_method() {
+    let server = ReferenceServer::start(server_options()).await;
+    let busy = |status| Fault::RpcError {
+        status,
+        code: -32603,
+        message: "busy".into(),
+        data: None,
+    };
+    server.script("events/list", busy(200), Times::Once);
+    server.script("events/poll", busy(200), Times::Once);
+    server.script("events/poll", busy(400), Times::Once);
+    server.script("events/poll", Fault::Status(503, None), Times::Once);
+    let dir = store_dir("requests");
+    let file = TempFile::new(&config(&server.url(), dir.path()));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.list.fail", Some("ref"));
+    agentd.wait_for_nth("mcp.events.poll.fail", Some("ref"), 3);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let metrics = get(&agentd.listener(), "/metrics");
+    for line in [
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/list\",outcome=\"refused\"} 1",
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/list\",outcome=\"ok\"} 1",
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/poll\",outcome=\"refused\"} 2",
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/poll\",outcome=\"failed\"} 1",
+        "agent_mcp_events_requests_total{server=\"ref\",method=\"events/poll\",outcome=\"ok\"}",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("events/list\",outcome=\"failed\""),
+        "{metrics}"
+    );
     assert!(agentd.terminate().success());
     drop(dir);
 }
@@ -437,7 +484,14 @@ async fn envelopes_and_delivery_status_are_taken_as_the_sep_says() {
         (&refused["reason"], &refused["level"]),
         (&json!("forbidden"), &json!("error"))
     );
-    let metrics = get(&agentd.listener(), "/metrics");
+    // Refused: no longer live.
+    let addr = agentd.listener();
+    until("the refused binding no longer counted live", || {
+        get(&addr, "/metrics")
+            .contains("agent_subscriptions_active{kind=\"event\",mode=\"webhook\"} 0")
+    })
+    .await;
+    let metrics = get(&addr, "/metrics");
     assert!(
         metrics.contains(
             "agent_mcp_event_gaps_total{server=\"ref\",event=\"ticket.created\",cause=\"truncated\"} 1"

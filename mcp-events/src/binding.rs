@@ -561,6 +561,14 @@ impl Binding {
         }
     }
 
+    /// Why intake is held, if it is paused (until a time, or until told or listed again).
+    pub fn paused(&self) -> Option<Pause> {
+        match self.state {
+            State::Paused(cause, _) => Some(cause),
+            _ => None,
+        }
+    }
+
     /// What happened so far, for the metrics.
     pub fn stats(&self) -> &Stats {
         &self.stats

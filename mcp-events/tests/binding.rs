@@ -965,8 +965,11 @@ mod webhook {
             })
         ));
         assert_eq!(b.cursor(), Some("c0"));
+        assert_eq!(b.paused(), Some(Pause::Refusal));
+        assert_eq!(b.refusal(), None);
         assert_eq!(b.poll_action(now + Duration::from_secs(3600)), None);
         b.on_listing(Listing::Types(&[both()]), now);
+        assert_eq!(b.paused(), None);
         assert_eq!(subscribe(&mut b, now).cursor.as_deref(), Some("c0"));
     }
 

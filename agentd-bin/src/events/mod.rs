@@ -24,12 +24,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_events::Limits;
-use mcp_events::binding::{Action, Batch, Binding, Delivery, Failure, Listing, Stats};
+use mcp_events::binding::{
+    Action, Batch, Binding, Delivery, Failure, Listing, Pause, Record, Stats,
+};
 use mcp_events::listing::{Lister, Step};
 use mcp_events::sqlite::Sqlite;
 use mcp_events::store::Store;
 use mcp_negotiate::{Client, Error};
-use mcp_wire::events::UnsubscribeEventsParams;
+use mcp_wire::events::{DeliveryMode, UnsubscribeEventsParams};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
@@ -41,7 +43,7 @@ use crate::config::Config;
 use crate::held::Held;
 use crate::hooks::{Answer, Hook, Routes};
 use crate::log::{Level, event};
-use crate::metrics::{Metric, Metrics};
+use crate::metrics::Metrics;
 
 /// Each `events/*` request is bounded at this.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -109,8 +111,6 @@ impl Events {
         routes: &Routes,
     ) -> Result<Option<Self>, String> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
-        // Counted again from zero by the tasks about to start, if any.
-        metrics.clear(Metric::SubscriptionsActive);
         if config.bindings.is_empty() && config.grants.is_empty() {
             return Ok(None);
         }
@@ -384,7 +384,9 @@ async fn run_binding(
     mut stop: watch::Receiver<bool>,
 ) {
     let (ctx, server, connection) = (&on.ctx, on.server.as_str(), &on.connection);
-    let (mut seen, mut evicted, mut active) = (Stats::default(), 0, None);
+    let (mut seen, mut evicted) = (Stats::default(), 0);
+    // Given back when the task ends, however it ends (stopped tasks are dropped).
+    let mut active = ctx.metrics.live();
     let (modern, capability) = facts(connection);
     b.on_connection(modern, capability);
     loop {
@@ -392,6 +394,7 @@ async fn run_binding(
             match action {
                 Action::Poll(params) => {
                     let answer = request(connection.poll_events(&params)).await;
+                    count(ctx, server, mcp_wire::method::EVENTS_POLL, &answer);
                     let batch = b.on_poll(answer, std::time::Instant::now(), wall_ms(), random());
                     // A store that fails pauses the binding (`store_degraded`).
                     let committed = commit(ctx, &b, Arc::new(batch)).await;
@@ -400,6 +403,7 @@ async fn run_binding(
                 }
                 Action::Subscribe(params) => {
                     let answer = request(connection.subscribe_events(&params)).await;
+                    count(ctx, server, mcp_wire::method::EVENTS_SUBSCRIBE, &answer);
                     let now = std::time::Instant::now();
                     let batch = b.on_subscribed(answer, now, wall_ms(), random());
                     let committed = commit(ctx, &b, Arc::new(batch)).await.is_ok();
@@ -414,8 +418,7 @@ async fn run_binding(
             report(ctx, server, &mut b, &mut seen, &mut evicted);
         }
         report(ctx, server, &mut b, &mut seen, &mut evicted);
-        let now_active = b.mode().filter(|_| b.refusal().is_none());
-        set_active(ctx, &mut active, now_active);
+        active.set(live(&b));
         let next = b.poll_timeout();
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
@@ -446,7 +449,7 @@ async fn run_binding(
                 let _ = hook.answer.send(answer);
             }
             Some(done) = end.recv() => {
-                set_active(ctx, &mut active, None);
+                active.set(None);
                 release(&on, &b).await;
                 forget(ctx, &b.config().key).await;
                 let _ = done.send(());
@@ -457,21 +460,11 @@ async fn run_binding(
     }
 }
 
-/// Moves `agent_subscriptions_active` from the binding's mode `was` to `now`.
-fn set_active(
-    ctx: &Ctx,
-    was: &mut Option<mcp_wire::events::DeliveryMode>,
-    now: Option<mcp_wire::events::DeliveryMode>,
-) {
-    if now != *was {
-        for (mode, delta) in [(*was, -1), (now, 1)] {
-            if let Some(mode) = mode {
-                let labels = [("kind", "event"), ("mode", mode.as_str())];
-                ctx.metrics.add(Metric::SubscriptionsActive, &labels, delta);
-            }
-        }
-        *was = now;
-    }
+/// The mode `b` is live in (`agent_subscriptions_active`), if it is: armed, and neither
+/// refused nor paused for a refusal.
+fn live(b: &Binding) -> Option<DeliveryMode> {
+    b.mode()
+        .filter(|_| b.refusal().is_none() && b.paused() != Some(Pause::Refusal))
 }
 
 /// Ends the server's webhook subscription of an ended binding, if it has one (its route is
@@ -579,21 +572,46 @@ async fn deliver(
 }
 
 /// Commits a batch in one transaction, off the async threads: how many of its records the
-/// store passed over (its stream held them already), or why it did not take it.
+/// store passed over (its stream held them already), or why it did not take it. Once the
+/// store has appended some, `agent_mcp_event_lag_ms` is the time now minus the server's
+/// timestamp of the last.
 async fn commit(ctx: &Ctx, b: &Binding, batch: Arc<Batch>) -> Result<usize, String> {
     let store = ctx.store.clone();
     let (key, into) = (b.config().key.clone(), b.config().into.clone());
     let records = batch.records.len();
+    let occurred = batch.records.last().and_then(occurred_ms);
     let done = tokio::task::spawn_blocking(move || {
         let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
         store.commit(&key, &into, &batch)
     })
     .await;
     match done {
-        Ok(Ok(appended)) => Ok(records.saturating_sub(appended)),
+        Ok(Ok(appended)) => {
+            if let Some(occurred) = occurred.filter(|_| appended > 0) {
+                let c = b.config();
+                let lag = wall_ms().saturating_sub(occurred);
+                ctx.metrics.lag((&c.server, &c.event), lag);
+            }
+            Ok(records.saturating_sub(appended))
+        }
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// The server's timestamp of a record's occurrence (its Stream event's `data.occurred_at`),
+/// in Unix milliseconds.
+fn occurred_ms(record: &Record) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Event {
+        data: Data,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        occurred_at: String,
+    }
+    let event: Event = serde_json::from_slice(&record.bytes).ok()?;
+    mcp_events::time::unix_millis(&event.data.occurred_at)
 }
 
 fn log(ctx: &Ctx, level: Level, name: &str, fields: &[(&str, Value)]) {
@@ -683,6 +701,100 @@ mod tests {
         until(|| count("events/list") == 2).await;
         let polled = count("events/poll");
         until(|| count("events/poll") > polled).await;
+    }
+
+    /// A binding counts as live (`agent_subscriptions_active`) in its mode once armed, and
+    /// not while it is refused, nor while it is paused for a refusal.
+    #[test]
+    fn only_an_armed_binding_neither_refused_nor_paused_for_a_refusal_is_live() {
+        use mcp_events::binding::Callback;
+        use mcp_wire::events::EventType;
+
+        let mut now = std::time::Instant::now();
+        let poll = [EventType::new("ticket.created", &[DeliveryMode::Poll])];
+        let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
+        b.on_connection(true, true);
+        assert_eq!(live(&b), None, "not armed yet");
+        b.on_listing(Listing::Types(&[]), now);
+        assert!(b.refusal().is_some());
+        assert_eq!(live(&b), None, "refused: the server has no such type");
+        b.on_listing(Listing::Types(&poll), now);
+        assert_eq!(live(&b), Some(DeliveryMode::Poll));
+
+        let mut config = BindingConfig::new("ref", "ticket.created", "t");
+        config.delivery = vec![DeliveryMode::Webhook];
+        config.callback = Some(Callback {
+            url: "https://agentd.example/hooks/_mcp/b1".into(),
+            secret: mcp_events::webhook::Secret::from_bytes(&[9; 32]).unwrap(),
+        });
+        let webhook = [EventType::new("ticket.created", &[DeliveryMode::Webhook])];
+        let mut b = Binding::new(config, None);
+        b.on_connection(true, true);
+        b.on_listing(Listing::Types(&webhook), now);
+        assert_eq!(live(&b), Some(DeliveryMode::Webhook));
+        // A refusal that may pass, answered to every subscribe for 5 minutes.
+        while b.paused().is_none() {
+            assert!(matches!(b.poll_action(now), Some(Action::Subscribe(_))));
+            let busy = mcp_wire::ErrorObject::new(-32603, "busy");
+            let _ = b.on_subscribed(Err(Failure::Rpc(busy)), now, wall_ms(), 0);
+            assert_eq!(b.refusal(), None);
+            if let Some(next) = b.poll_timeout() {
+                assert_eq!(live(&b), Some(DeliveryMode::Webhook), "retried, still live");
+                now = next;
+            }
+        }
+        assert_eq!(b.paused(), Some(Pause::Refusal));
+        assert_eq!(live(&b), None, "paused for a refusal");
+        b.on_listing(Listing::Types(&webhook), now);
+        assert_eq!(
+            live(&b),
+            Some(DeliveryMode::Webhook),
+            "listed again: armed again"
+        );
+    }
+
+    /// `agent_mcp_event_lag_ms` is set once the store has the batch, to the time of the
+    /// commit minus the server's timestamp: not when the occurrence was received.
+    #[tokio::test]
+    async fn the_lag_is_the_commit_time_minus_the_servers_timestamp() {
+        use mcp_wire::events::{EventOccurrence, EventType, PollResult};
+
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Ctx {
+            instance: "t".into(),
+            metrics: Arc::default(),
+            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
+            limits: Limits::default(),
+        };
+        let lag = || {
+            let text = ctx.metrics.render();
+            let series = "agent_mcp_event_lag_ms{server=\"ref\",event=\"ticket.created\"} ";
+            text.lines()
+                .find_map(|l| l.strip_prefix(series))
+                .map(|v| v.parse::<i64>().unwrap())
+        };
+        let now = std::time::Instant::now();
+        let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
+        b.on_connection(true, true);
+        let types = [EventType::new("ticket.created", &[DeliveryMode::Poll])];
+        b.on_listing(Listing::Types(&types), now);
+        assert!(matches!(b.poll_action(now), Some(Action::Poll(_))));
+        // 2020-01-01T00:00:00Z, received (as the binding is told) 1.5 s later.
+        let stamped = 1_577_836_800_000;
+        let data = mcp_wire::RawJson::from_value(&json!({"id": 1})).unwrap();
+        let o = EventOccurrence::new("evt-1", "ticket.created", "2020-01-01T00:00:00Z", data);
+        let page = PollResult::new(vec![o], Some("c1".into()));
+        let batch = b.on_poll(Ok(page), now, stamped + 1500, 0);
+        assert_eq!(batch.records.len(), 1);
+        assert_eq!(lag(), None, "received, not committed yet");
+        let before = wall_ms();
+        assert_eq!(commit(&ctx, &b, Arc::new(batch)).await, Ok(0));
+        let after = wall_ms();
+        let lag = lag().expect("set at commit");
+        assert!(
+            (before - stamped..=after - stamped).contains(&lag),
+            "{lag} is not the commit time minus the timestamp"
+        );
     }
 
     /// Every `events/*` request is bounded at 30 s: a server that never answers is a

@@ -7,19 +7,19 @@ use serde_json::{Value, json};
 
 use super::{Ctx, log};
 use crate::log::Level;
-use crate::metrics::Metric;
+use crate::metrics::{Answered, Outcome};
 
-pub(super) fn count<T>(ctx: &Ctx, server: &str, method: &str, answer: &Result<T, Failure>) {
+/// Counts an `events/*` request (`method`) to `server` by what it came to: every request
+/// the daemon sends, of every method, is counted here.
+pub(super) fn count<T>(ctx: &Ctx, server: &str, method: &'static str, answer: &Result<T, Failure>) {
     let outcome = match answer {
-        Ok(_) => "ok",
-        Err(Failure::Rpc(_)) => "refused",
-        Err(_) => "failed",
+        Ok(_) => Answered::Ok,
+        // A JSON-RPC error, whatever the HTTP status that carried it.
+        Err(Failure::Rpc(_)) => Answered::Refused,
+        // No answer: the transport, the bound, or a status without a JSON-RPC error.
+        Err(_) => Answered::Failed,
     };
-    ctx.metrics.add(
-        Metric::EventsRequests,
-        &[("server", server), ("method", method), ("outcome", outcome)],
-        1,
-    );
+    ctx.metrics.request(server, method, outcome);
 }
 
 /// The binding's log lines, and what changed in its counters since `seen`.
@@ -42,72 +42,34 @@ pub(super) fn report(
         log(ctx, level, name, &all);
     }
     let stats = b.stats().clone();
-    let mode = b.mode().map_or("poll", DeliveryMode::as_str);
-    let labels = |outcome| {
-        [
-            ("server", server),
-            ("event", event_type.as_str()),
-            ("mode", mode),
-            ("outcome", outcome),
-        ]
-    };
-    let delta = |now: u64, then: u64| i64::try_from(now.saturating_sub(then)).unwrap_or(i64::MAX);
+    let series = (server, event_type.as_str());
+    let mode = b.mode().unwrap_or(DeliveryMode::Poll);
     for (outcome, now, then) in [
-        ("appended", stats.appended, seen.appended),
-        ("duplicate", stats.duplicate, seen.duplicate),
-        ("rejected", stats.rejected, seen.rejected),
+        (Outcome::Appended, stats.appended, seen.appended),
+        (Outcome::Duplicate, stats.duplicate, seen.duplicate),
+        (Outcome::Rejected, stats.rejected, seen.rejected),
         (
-            "schema_mismatch",
+            Outcome::SchemaMismatch,
             stats.schema_mismatch,
             seen.schema_mismatch,
         ),
         (
-            "refused_pressure",
+            Outcome::RefusedPressure,
             stats.refused_pressure,
             seen.refused_pressure,
         ),
     ] {
         ctx.metrics
-            .add(Metric::Events, &labels(outcome), delta(now, then));
-    }
-    for ((method, outcome), n) in &stats.requests {
-        let then = seen
-            .requests
-            .get(&(*method, *outcome))
-            .copied()
-            .unwrap_or(0);
-        ctx.metrics.add(
-            Metric::EventsRequests,
-            &[("server", server), ("method", method), ("outcome", outcome)],
-            delta(*n, then),
-        );
+            .occurrences(series, mode, outcome, now.saturating_sub(then));
     }
     for (cause, n) in &stats.gaps {
         let then = seen.gaps.get(cause).copied().unwrap_or(0);
-        ctx.metrics.add(
-            Metric::EventGaps,
-            &[
-                ("server", server),
-                ("event", event_type.as_str()),
-                ("cause", cause),
-            ],
-            delta(*n, then),
-        );
+        ctx.metrics.gaps(series, cause, n.saturating_sub(then));
     }
     let now_evicted = b.dedup_evicted();
-    ctx.metrics.add(
-        Metric::DedupEvicted,
-        &[("server", server), ("event", event_type.as_str())],
-        delta(now_evicted, *evicted),
-    );
+    ctx.metrics
+        .dedup_evicted(series, now_evicted.saturating_sub(*evicted));
     *evicted = now_evicted;
-    if let Some(lag) = stats.lag_ms {
-        ctx.metrics.set(
-            Metric::EventLag,
-            &[("server", server), ("event", event_type.as_str())],
-            lag,
-        );
-    }
     *seen = stats;
 }
 
