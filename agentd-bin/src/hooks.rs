@@ -13,6 +13,7 @@
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -52,6 +53,24 @@ pub(crate) struct Route {
     /// The binding's bounds: its body's, and the signature's timestamp tolerance.
     pub(crate) limits: Limits,
     pub(crate) hooks: mpsc::Sender<Hook>,
+    /// Set when a delivery met a full queue; the binding's task logs the pause and clears
+    /// it once the queue has drained.
+    pub(crate) pressure: Arc<AtomicBool>,
+}
+
+/// A binding's side of its queue: the deliveries, and whether one met the queue full.
+#[derive(Debug)]
+pub(crate) struct Deliveries {
+    pub(crate) hooks: mpsc::Receiver<Hook>,
+    pub(crate) pressure: Arc<AtomicBool>,
+}
+
+/// A binding's queue of deliveries: the sending half and the pressure flag for its route,
+/// and the binding's side.
+pub(crate) fn queue() -> ((mpsc::Sender<Hook>, Arc<AtomicBool>), Deliveries) {
+    let (sender, hooks) = mpsc::channel(QUEUE);
+    let pressure = Arc::new(AtomicBool::new(false));
+    ((sender, pressure.clone()), Deliveries { hooks, pressure })
 }
 
 /// A delivery that passed the check, on its way to its binding.
@@ -184,6 +203,7 @@ async fn hand_over(
         Ok(()) => {}
         // Pressure: the binding's task has deliveries enough waiting.
         Err(mpsc::error::TrySendError::Full(_)) => {
+            route.pressure.store(true, Ordering::Relaxed);
             let series = (route.server.as_str(), route.event.as_str());
             metrics.occurrences(series, DeliveryMode::Webhook, Outcome::RefusedPressure, 1);
             return too_many(Duration::from_secs(1));
@@ -234,16 +254,18 @@ mod tests {
         WebhookBody::decode(body.as_bytes()).expect("an occurrence")
     }
 
-    /// 64 deliveries wait for a binding's task; the 65th is answered 429 at once.
+    /// 64 deliveries wait for a binding's task; the 65th is answered 429 at once, and the
+    /// binding's side is told it met the queue full.
     #[tokio::test]
     async fn a_binding_s_queue_holds_64_and_the_next_is_pressure() {
-        let (hooks, mut delivered) = mpsc::channel(QUEUE);
+        let ((hooks, pressure), mut delivered) = queue();
         let route = Arc::new(Route {
             server: "s".into(),
             event: "t".into(),
             secrets: Vec::new(),
             limits: Limits::default(),
             hooks,
+            pressure,
         });
         let metrics = Arc::new(Metrics::default());
         let mut waiting = Vec::new();
@@ -274,10 +296,11 @@ mod tests {
         .await;
         assert_eq!(past.status(), 429);
         assert_eq!(past.headers()["retry-after"], "1");
+        assert!(delivered.pressure.load(Ordering::Relaxed));
         assert!(metrics.render().contains("outcome=\"refused_pressure\"} 1"));
         // The task takes them all: each is answered 200.
         for _ in 0..QUEUE {
-            let hook = delivered.recv().await.expect("a delivery");
+            let hook = delivered.hooks.recv().await.expect("a delivery");
             let _ = hook.answer.send(Answer::Taken);
         }
         for answer in waiting {

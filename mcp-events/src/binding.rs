@@ -486,6 +486,8 @@ pub struct Binding {
     window: Option<(Instant, u32)>,
     /// A webhook binding is holding deliveries back for its rate.
     rate_paused: bool,
+    /// The receiver's queue for this binding is full: deliveries are refused (pressure).
+    pressure_paused: bool,
     /// The refusal came from the server's answer: a listing does not lift it, a re-dial or
     /// a reload does.
     refused_by_server: bool,
@@ -526,6 +528,7 @@ impl Binding {
             offered: Vec::new(),
             window: None,
             rate_paused: false,
+            pressure_paused: false,
             refused_by_server: false,
             suspended: false,
             backing_off: false,
@@ -1034,6 +1037,24 @@ impl Binding {
             });
             self.state = State::Paused(cause, None);
         }
+    }
+
+    /// The receiver's queue of this binding's deliveries is full, and a delivery was refused
+    /// for it (`full`), or it has room again: logged paused and resumed with cause
+    /// `pressure`, once each way. The binding's own state and schedule are not touched.
+    pub fn on_pressure(&mut self, full: bool) {
+        if std::mem::replace(&mut self.pressure_paused, full) == full {
+            return;
+        }
+        self.logs.push_back(match full {
+            true => Log::Paused {
+                cause: Pause::Pressure,
+                detail: "the queue of deliveries is full".into(),
+            },
+            false => Log::Resumed {
+                cause: Pause::Pressure,
+            },
+        });
     }
 
     /// Lifts a pause for `cause`; intake goes on at once.

@@ -677,6 +677,36 @@ mod webhook {
         (b, now)
     }
 
+    /// A full queue of deliveries pauses intake for pressure, logged once however often it
+    /// is full, and its room again resumes it, once; the lease's schedule is not touched.
+    #[test]
+    fn pressure_is_logged_paused_then_resumed_once_each_way() {
+        let (mut b, now) = armed_webhook(Some("c0"));
+        let refresh = b.poll_timeout();
+        b.on_pressure(true);
+        b.on_pressure(true);
+        assert_eq!(
+            logs(&mut b),
+            [Log::Paused {
+                cause: Pause::Pressure,
+                detail: "the queue of deliveries is full".into()
+            }]
+        );
+        assert_eq!(b.poll_timeout(), refresh, "the lease is refreshed on time");
+        assert!(matches!(
+            b.on_delivery(occurrence_body("e1", None), "msg_1", now, WALL, MID),
+            Delivery::Commit(_)
+        ));
+        b.on_pressure(false);
+        b.on_pressure(false);
+        assert_eq!(
+            logs(&mut b),
+            [Log::Resumed {
+                cause: Pause::Pressure
+            }]
+        );
+    }
+
     fn occurrence_body(id: &str, cursor: Option<&str>) -> WebhookBody {
         let mut o = occurrence(id, json!({"id": id}));
         o.cursor = cursor.map(|c| Some(c.to_owned()));

@@ -191,7 +191,7 @@ impl Control {
         }
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
-        let (hooks, delivered) = mpsc::channel(crate::hooks::QUEUE);
+        let ((hooks, pressure), delivered) = crate::hooks::queue();
         if let Some(callback) = &c.callback {
             let route = Route {
                 server: c.server.clone(),
@@ -199,6 +199,7 @@ impl Control {
                 secrets: vec![callback.secret.clone()],
                 limits: c.limits,
                 hooks,
+                pressure,
             };
             let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
             routes.insert(c.key.clone(), route);

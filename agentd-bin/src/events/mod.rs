@@ -20,6 +20,7 @@ mod report;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ use self::report::{count, report};
 use crate::clock::{random, wall_ms};
 use crate::config::Config;
 use crate::held::Held;
-use crate::hooks::{Answer, Hook, Routes};
+use crate::hooks::{Answer, Deliveries, Routes};
 use crate::log::{Level, event};
 use crate::metrics::Metrics;
 
@@ -86,11 +87,7 @@ struct Ctx {
 
 /// A binding handed to its server's task: the machine, its deliveries, and the signal that
 /// ends it (a runtime subscription released).
-type Armed = (
-    Binding,
-    mpsc::Receiver<Hook>,
-    mpsc::Receiver<oneshot::Sender<()>>,
-);
+type Armed = (Binding, Deliveries, mpsc::Receiver<oneshot::Sender<()>>);
 
 /// A server's connection, as its holder hands it on: `None` until the first dial answers,
 /// marked changed at every re-dial.
@@ -379,7 +376,7 @@ struct On {
 async fn run_binding(
     on: On,
     mut b: Binding,
-    (mut hooks, mut end): (mpsc::Receiver<Hook>, mpsc::Receiver<oneshot::Sender<()>>),
+    (mut deliveries, mut end): (Deliveries, mpsc::Receiver<oneshot::Sender<()>>),
     (mut connections, mut listings): (Connections, Listings),
     mut stop: watch::Receiver<bool>,
 ) {
@@ -439,7 +436,7 @@ async fn run_binding(
                     b.on_listing(listed.as_listing(), std::time::Instant::now());
                 }
             }
-            Some(hook) = hooks.recv() => {
+            Some(hook) = deliveries.hooks.recv() => {
                 // A delivery for another subscription (an old one, still delivering) is
                 // gone: the server stops sending it.
                 let answer = match b.subscription() {
@@ -447,6 +444,14 @@ async fn run_binding(
                     _ => deliver(ctx, &mut b, hook.body, &hook.webhook_id).await,
                 };
                 let _ = hook.answer.send(answer);
+                // A delivery met the queue full: paused for pressure until it has drained.
+                if deliveries.pressure.load(Ordering::Relaxed) {
+                    b.on_pressure(true);
+                    if deliveries.hooks.is_empty() {
+                        deliveries.pressure.store(false, Ordering::Relaxed);
+                        b.on_pressure(false);
+                    }
+                }
             }
             Some(done) = end.recv() => {
                 active.set(None);
@@ -691,9 +696,9 @@ mod tests {
             stopped,
         ));
         let b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
-        let (_hooks, hooks) = mpsc::channel(1);
+        let (_queue, deliveries) = crate::hooks::queue();
         let (_end, end) = mpsc::channel(1);
-        arm.send((b, hooks, end)).unwrap();
+        arm.send((b, deliveries, end)).unwrap();
         let count = |method: &str| server.methods().iter().filter(|m| *m == method).count();
         until(|| count("events/poll") >= 1).await;
         assert_eq!(count("events/list"), 1);
