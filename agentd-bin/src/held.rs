@@ -557,7 +557,7 @@ impl Task {
 
 #[cfg(test)]
 mod tests {
-    use mcp_reference_server::{Options, ReferenceServer};
+    use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 
     use super::*;
 
@@ -622,6 +622,97 @@ mod tests {
             .filter(|m| *m == "initialize")
             .count();
         assert_eq!(initializes, 2);
+        drop(held.stop(Stop::Shutdown));
+    }
+
+    /// When the server received each request of `method`.
+    fn received(server: &ReferenceServer, method: &str) -> Vec<Instant> {
+        let log = server.log();
+        let of = log.iter().filter(|l| l.method.as_deref() == Some(method));
+        of.map(|l| l.at).collect()
+    }
+
+    /// In virtual time: a server down at the first dial is dialed again 1 s later, where its
+    /// tools cannot be listed (the join refused), and again 2 s after that, when it joins.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_server_is_dialed_again_on_the_join_schedule() {
+        let server = ReferenceServer::start(Options::default()).await;
+        server.script("server/discover", Fault::Status(503, None), Times::Once);
+        server.script("initialize", Fault::Status(503, None), Times::Once);
+        let unlisted = Fault::RpcError {
+            status: 200,
+            code: -32603,
+            message: "catalogue offline".into(),
+            data: None,
+        };
+        server.script("tools/list", unlisted, Times::Once);
+        let shared = Shared::new("t", Arc::default());
+        let held = Held::start(&shared, server_config(server.url()), None);
+        timeout(Duration::from_secs(60), held.connection())
+            .await
+            .expect("joined")
+            .expect("connected");
+        let dials = received(&server, "server/discover");
+        assert_eq!(dials.len(), 3, "{dials:?}");
+        assert_eq!(
+            dials[1] - dials[0],
+            Duration::from_secs(1),
+            "after the failure"
+        );
+        assert_eq!(
+            dials[2] - dials[1],
+            Duration::from_secs(2),
+            "after the refusal"
+        );
+        drop(held.stop(Stop::Shutdown));
+    }
+
+    /// In virtual time: a lost session is dialed again 1 s after the loss is met; that
+    /// re-dial is left unanswered and cut at its 2 s bound, and the next one is made 2 s
+    /// later.
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_session_is_dialed_again_on_the_session_schedule() {
+        let mut options = Options::default();
+        options.modern = false;
+        options.keepalive = Some(Duration::from_millis(100));
+        let server = ReferenceServer::start(options).await;
+        let shared = Shared::new("t", Arc::default());
+        let held = Held::start(&shared, server_config(server.url()), None);
+        held.connection().await.expect("connected");
+        let attached = async {
+            while server.get_streams() == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        timeout(Duration::from_secs(60), attached)
+            .await
+            .expect("the GET stream attached");
+        let mut connections = held.connections();
+        connections.borrow_and_update();
+        let unanswered = Fault::Silence(Duration::from_secs(60));
+        server.script("initialize", unanswered, Times::Once);
+        let ended = Instant::now();
+        server.expire_sessions();
+        timeout(Duration::from_secs(60), connections.changed())
+            .await
+            .expect("dialed again")
+            .expect("held");
+        let dials = received(&server, "initialize");
+        assert_eq!(dials.len(), 3, "{dials:?}");
+        // The loss is met by the GET stream opened again on the ended session (404).
+        let log = server.log();
+        let gets = log.iter().filter(|l| l.http == http::Method::GET);
+        let met = gets.map(|l| l.at).filter(|at| *at >= ended).min();
+        assert_eq!(
+            Some(dials[1] - Duration::from_secs(1)),
+            met,
+            "after the loss"
+        );
+        assert_eq!(
+            dials[2] - dials[1],
+            MANAGEMENT + Duration::from_secs(2),
+            "cut at the bound, then the next step"
+        );
         drop(held.stop(Stop::Shutdown));
     }
 

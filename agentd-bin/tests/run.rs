@@ -12,13 +12,15 @@ use agentd_tests::peers;
 use common::{Daemon, TempFile, config, get, until};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 
-/// `later - earlier` lies in `[at - 100 ms, at + 1.5 s)`: a step of a schedule, with room for
-/// a busy machine.
-fn about(earlier: Instant, later: Instant, at: Duration) {
+/// `later` came no sooner than `at` after `earlier` (less 100 ms, the lines' `ts` being to
+/// the millisecond): a step of a schedule was waited out. How long a busy machine takes
+/// beyond it is no concern here; the steps themselves are held exactly, in virtual time, by
+/// the supervisor's own tests.
+fn not_before(earlier: Instant, later: Instant, at: Duration) {
     let gap = later - earlier;
     assert!(
-        gap + Duration::from_millis(100) >= at && gap < at + Duration::from_millis(1500),
-        "{gap:?}, not about {at:?}"
+        gap + Duration::from_millis(100) >= at,
+        "{gap:?}, sooner than {at:?}"
     );
 }
 
@@ -72,8 +74,8 @@ async fn a_late_server_joins_changes_are_logged_and_sigterm_drains() {
         "{refused}"
     );
     let refused_at = agentd.when("mcp.join.refused", Some("late"));
-    about(fails[0], refused_at, Duration::from_secs(1));
-    about(
+    not_before(fails[0], refused_at, Duration::from_secs(1));
+    not_before(
         refused_at,
         agentd.when("mcp.joined", Some("late")),
         Duration::from_secs(2),
@@ -201,7 +203,7 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
     assert_eq!(back["protocol"], "2025-11-25");
     assert_eq!(back["tools"], 1, "the count listed again: {back}");
     // 1 s of backoff, then the 2 s bound.
-    about(
+    not_before(
         agentd.when("mcp.disconnect", Some("old")),
         agentd.when("mcp.connect.fail", Some("old")),
         Duration::from_secs(3),
@@ -211,7 +213,7 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
         .nth(1)
         .unwrap()
         .0;
-    about(
+    not_before(
         agentd.when("mcp.connect.fail", Some("old")),
         reconnected,
         Duration::from_secs(2),
@@ -232,14 +234,7 @@ async fn a_lost_session_is_dialed_again_on_its_schedule() {
             .collect::<std::collections::BTreeSet<_>>()
             .len()
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sessions() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "no GET stream on the new session"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("a GET stream on the new session", || sessions() >= 2).await;
     let metrics = get(&agentd.listener(), "/metrics");
     assert!(
         metrics.contains("agent_mcp_connect_failures_total{server=\"old\"} 1"),
@@ -352,12 +347,13 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
 }
 
 /// The Python SDK's server, stateful and stateless: each held at 2026-07-28 with its four
-/// tools; one added by a reload; SIGTERM drains inside the bound and exits 0.
+/// tools; one added by a reload; SIGTERM drains and exits 0. The drain is given a minute, so
+/// that a process that exits while `terminate` waits (at most 10 s) has drained, not given up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_server_is_held_reloaded_and_drained() {
     let stateful = peers::python(false);
     let stateless = peers::python_stateless(true);
-    let head = "instance = \"py\"\n[lifecycle]\ndrain_timeout = \"5s\"\n";
+    let head = "instance = \"py\"\n[lifecycle]\ndrain_timeout = \"60s\"\n";
     let file = TempFile::new(&config(head, &[("py", stateful.url.clone())]));
     let mut agentd = Daemon::run(&file);
     let connect = agentd.wait_for("mcp.connect", Some("py"));
@@ -377,10 +373,8 @@ async fn the_python_sdk_server_is_held_reloaded_and_drained() {
     assert_eq!(added["reason"], "reload");
     assert_eq!(added["protocol"], "2026-07-28", "{added}");
 
-    let started = Instant::now();
     let status = agentd.terminate();
     assert!(status.success(), "{status:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(
         agentd.matching("mcp.connect.fail", None).count(),
         0,
@@ -392,7 +386,8 @@ async fn the_python_sdk_server_is_held_reloaded_and_drained() {
 }
 
 /// A server that does not answer the close: the drain gives up at `lifecycle.drain_timeout`
-/// and the process exits 0 all the same.
+/// (1 s: not sooner, and long before the 30 s the server keeps silent, which `terminate`
+/// does not wait for) and the process exits 0 all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_drain_is_bounded_by_its_timeout() {
     let mut legacy = Options::default();
@@ -413,9 +408,6 @@ async fn the_drain_is_bounded_by_its_timeout() {
     let status = agentd.terminate();
     let took = started.elapsed();
     assert!(status.success(), "{status:?}");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(900), "{took:?}");
     assert!(server.log().iter().any(|l| l.http == http::Method::DELETE));
 }

@@ -1624,8 +1624,8 @@ async fn a_call_that_streams_progress_outlives_the_silence_bound() {
 }
 
 /// Timeouts: each page of a listing is bounded by the connection's timeout; a page that
-/// does not come fails the listing (and so the connect).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// does not come fails the listing (and so the connect) at the bound (virtual time).
+#[tokio::test(start_paused = true)]
 async fn a_silent_page_fails_the_listing_at_the_silence_bound() {
     for era in ERAS {
         let server = server_in(era).await;
@@ -1639,8 +1639,9 @@ async fn a_silent_page_fails_the_listing_at_the_silence_bound() {
             Fault::Silence(Duration::from_secs(3)),
             Times::Once,
         );
+        let silence = Duration::from_millis(300);
         let mut config = Config::default();
-        config.silence = Duration::from_millis(300);
+        config.silence = silence;
         let started = tokio::time::Instant::now();
         let failed = connect_with(&server.url(), config, supervisor_kind()).await;
         assert!(
@@ -1650,17 +1651,13 @@ async fn a_silent_page_fails_the_listing_at_the_silence_bound() {
             ),
             "{era:?}: expected Silent, got {failed:?}"
         );
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{era:?}: {:?}",
-            started.elapsed()
-        );
+        assert_eq!(started.elapsed(), silence, "{era:?}");
     }
 }
 
 /// Timeouts: a supervisor's silence bound is its configured timeout; a call abandoned at its
-/// bound holds up no other call.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// bound holds up no other call (virtual time).
+#[tokio::test(start_paused = true)]
 async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
     for era in ERAS {
         let server = server_in(era).await;
@@ -1684,7 +1681,10 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
                     (r, tokio::time::Instant::now())
                 },
                 async {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Once the first call has reached the server and taken the silence.
+                    while calls_of(&server, "add").is_empty() {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                     let r = connection
                         .call_tool_with("add", Some(add_args(2, 2)), None, |_| {})
                         .await;
@@ -1693,8 +1693,8 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
             )
         })
         .await;
-        // Failed at the bound, not before; the other call was not held up until then.
-        assert!(silent_at - started >= Duration::from_millis(300), "{era:?}");
+        // Failed at the bound; the other call was not held up until then.
+        assert_eq!(silent_at - started, Duration::from_millis(300), "{era:?}");
         assert!(other_at < silent_at, "{era:?}: the other call waited");
         assert!(
             matches!(
@@ -1702,11 +1702,6 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
                 Err(Error::Transport(mcp_transport::Error::Silent { .. }))
             ),
             "{era:?}: expected Silent, got {silent:?}"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{era:?}: {:?}",
-            started.elapsed()
         );
         assert_eq!(text(&other.unwrap()), "4", "{era:?}");
     }

@@ -418,10 +418,18 @@ async fn watch_against_both_peers() {
             .subscribe("demo://greeting")
             .await
             .expect("subscribable");
+        // The listen opens inside `watch.next()`, out of sight: a touch made before it is
+        // open reaches nobody. So touch until the change is seen (and at most 10 s).
         let toucher = connection.clone();
+        let (seen, mut told) = tokio::sync::watch::channel(false);
         let touch = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            toucher.call_tool_with("touch", None, None, |_| {}).await
+            loop {
+                toucher.call_tool_with("touch", None, None, |_| {}).await?;
+                let wait = tokio::time::timeout(Duration::from_millis(500), told.changed());
+                if wait.await.is_ok() {
+                    return Ok::<_, mcp_negotiate::Error>(());
+                }
+            }
         });
         let change = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -434,6 +442,7 @@ async fn watch_against_both_peers() {
         })
         .await
         .expect("a change in time");
+        let _ = seen.send(true);
         assert_eq!(change, "demo://greeting", "json mode {json_mode}");
         touch.await.unwrap().expect("touch ran");
     }

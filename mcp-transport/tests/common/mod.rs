@@ -5,7 +5,7 @@
 // Each test file uses only some of the helpers.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_reference_server::ReferenceServer;
 pub(crate) use mcp_reference_server::support::*;
@@ -14,6 +14,7 @@ use mcp_wire::{
     ClientCapabilities, Implementation, InitializeParams, InitializeResult, RequestId, Revision,
 };
 use serde_json::Value;
+use tokio::time::Instant;
 
 /// The pooled HTTP client of `server`'s endpoint.
 pub(crate) fn client(server: &ReferenceServer, config: Config) -> HttpClient {
@@ -57,7 +58,8 @@ pub(crate) async fn handshake(transport: &LegacyTransport) -> Revision {
     revision
 }
 
-/// Polls `condition` every 20 ms until it holds or `bound` passes; whether it held.
+/// Polls `condition` every 20 ms until it holds or `bound` passes (on tokio's clock, virtual
+/// in a paused test); whether it held.
 pub(crate) async fn wait_until(bound: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {

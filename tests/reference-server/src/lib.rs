@@ -116,6 +116,8 @@ pub struct Logged {
     pub headers: HeaderMap,
     /// The body, parsed (`Null` when empty or not JSON).
     pub body: Value,
+    /// When it was received, on tokio's clock (virtual in a test whose clock is paused).
+    pub at: tokio::time::Instant,
 }
 
 impl Logged {
@@ -434,6 +436,7 @@ async fn serve(state: Arc<State>, request: http::Request<Incoming>) -> Response<
         method: method.clone(),
         headers: parts.headers.clone(),
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        at: tokio::time::Instant::now(),
     });
     match parts.method {
         Method::GET => return legacy::get(&state, &parts.headers).await,
