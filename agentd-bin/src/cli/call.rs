@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{connect_one, object_arguments};
+use super::{ask_one, object_arguments, say_json};
 use crate::config::Config;
 
 /// `agentd call SERVER TOOL [ARGUMENTS]`: the result printed as JSON. Exits 0 when the tool
@@ -18,33 +18,23 @@ pub(crate) async fn call(
         Ok(arguments) => arguments,
         Err(code) => return code,
     };
-    let (server, client) = match connect_one(&config, server).await {
-        Ok(connected) => connected,
-        Err(code) => return code,
-    };
     let agent = agentd_tools::AgentMeta::new(
         format!("cli-{}", std::process::id()),
         config.instance.clone(),
     );
-    let outcome = client
-        .call_tool_with(tool, arguments, Some(&agent.to_meta()), |_| {})
-        .await;
-    let _ = client.close().await;
-    match outcome {
-        Ok(result) => {
-            crate::say!(
-                "{}",
-                serde_json::to_string_pretty(&result).unwrap_or_default()
-            );
-            if result.is_error() {
-                eprintln!("agentd: {}/{tool} ran and failed", server.name);
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("agentd: {}/{tool}: {e}", server.name);
-            ExitCode::FAILURE
-        }
+    let meta = agent.to_meta();
+    let called = ask_one(&config, server, tool, async |c| {
+        c.call_tool_with(tool, arguments, Some(&meta), |_| {}).await
+    })
+    .await;
+    let result = match called {
+        Ok(result) => result,
+        Err(code) => return code,
+    };
+    say_json(&result);
+    if result.is_error() {
+        eprintln!("agentd: {server}: {tool} ran and failed");
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }

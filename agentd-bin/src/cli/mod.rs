@@ -70,6 +70,31 @@ async fn connect_one(config: &Config, name: &str) -> Result<(Server, Client), Ex
     }
 }
 
+/// Asks the server named `name` once: dialed, `ask`ed, closed. The answer, or the exit
+/// status when there is none (2: no such server; 1: it failed, said as `server: what: why`).
+async fn ask_one<T>(
+    config: &Config,
+    name: &str,
+    what: &str,
+    ask: impl AsyncFnOnce(&Client) -> Result<T, mcp_negotiate::Error>,
+) -> Result<T, ExitCode> {
+    let (server, client) = connect_one(config, name).await?;
+    let answer = ask(&client).await;
+    let _ = client.close().await;
+    answer.map_err(|e| {
+        eprintln!("agentd: {}: {what}: {e}", server.name);
+        ExitCode::FAILURE
+    })
+}
+
+/// Prints `value` as indented JSON.
+fn say_json(value: &impl serde::Serialize) {
+    crate::say!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
 /// Arguments given on the command line: none, or a JSON object (anything else is exit 2).
 fn object_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, ExitCode> {
     match arguments.map(serde_json::from_str::<Value>) {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::{connect_all, connect_one, exit, object_arguments};
+use super::{ask_one, connect_all, exit, object_arguments, say_json};
 use crate::config::Config;
 
 /// `agentd prompts [--json]`: every server's prompts, a line each (`server/name`, its
@@ -84,26 +84,17 @@ pub(crate) async fn prompt(
         };
         strings.insert(key, value);
     }
-    let (server, client) = match connect_one(&config, server).await {
-        Ok(connected) => connected,
-        Err(code) => return code,
-    };
-    let got = client
-        .get_prompt(name, (!strings.is_empty()).then_some(strings))
-        .await;
-    let _ = client.close().await;
+    let arguments = (!strings.is_empty()).then_some(strings);
+    let got = ask_one(&config, server, name, async |c| {
+        c.get_prompt(name, arguments).await
+    })
+    .await;
     let result = match got {
         Ok(result) => result,
-        Err(e) => {
-            eprintln!("agentd: {}/{name}: {e}", server.name);
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     if as_json {
-        crate::say!(
-            "{}",
-            serde_json::to_string_pretty(&result).unwrap_or_default()
-        );
+        say_json(&result);
         return ExitCode::SUCCESS;
     }
     for message in &result.messages {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use mcp_wire::ResourceContents;
 use serde_json::json;
 
-use super::{connect_all, connect_one, exit};
+use super::{ask_one, connect_all, exit, say_json};
 use crate::config::Config;
 
 /// `agentd resources [--json]`: every server's resources and resource templates, a line
@@ -72,24 +72,13 @@ pub(crate) async fn resources(config: Config, as_json: bool) -> ExitCode {
 /// `agentd read SERVER URI [--json]`: the resource's contents, its text as it is (a blob as
 /// its size and media type), or the whole result as JSON.
 pub(crate) async fn read(config: Config, server: &str, uri: &str, as_json: bool) -> ExitCode {
-    let (server, client) = match connect_one(&config, server).await {
-        Ok(connected) => connected,
-        Err(code) => return code,
-    };
-    let read = client.read_resource(uri).await;
-    let _ = client.close().await;
+    let read = ask_one(&config, server, uri, async |c| c.read_resource(uri).await).await;
     let result = match read {
         Ok(result) => result,
-        Err(e) => {
-            eprintln!("agentd: {}: {uri}: {e}", server.name);
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     if as_json {
-        crate::say!(
-            "{}",
-            serde_json::to_string_pretty(&result).unwrap_or_default()
-        );
+        say_json(&result);
         return ExitCode::SUCCESS;
     }
     for contents in &result.contents {
