@@ -31,8 +31,41 @@ pub(crate) struct Owned {
     subscribe: BTreeSet<String>,
     /// Wanted by nobody, and not released yet: released again on the schedule.
     release: BTreeSet<String>,
+    /// The schedule of subscribes asked for again, and the one of releases: a release
+    /// that keeps failing does not hold up a subscribe, nor the other way round.
+    subscribes: Schedule,
+    releases: Schedule,
+}
+
+/// One retry schedule: its backoff, and when the next try is due.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
     backoff: Backoff,
-    retry_at: Option<Instant>,
+    at: Option<Instant>,
+}
+
+impl Schedule {
+    const NEW: Self = Self {
+        backoff: RETRY,
+        at: None,
+    };
+
+    /// Due one more step of the backoff from now, unless a try is due already.
+    fn fail(&mut self) {
+        if self.at.is_none() {
+            self.at = Some(Instant::now() + self.backoff.fail());
+        }
+    }
+
+    /// Nothing to try again: back to the first step.
+    fn reset(&mut self) {
+        self.backoff.reset();
+        self.at = None;
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        self.at.is_some_and(|at| at <= now)
+    }
 }
 
 impl Owned {
@@ -42,14 +75,17 @@ impl Owned {
             owners: BTreeMap::new(),
             subscribe: BTreeSet::new(),
             release: BTreeSet::new(),
-            backoff: RETRY,
-            retry_at: None,
+            subscribes: Schedule::NEW,
+            releases: Schedule::NEW,
         }
     }
 
     /// When to try again what failed, if anything did.
     pub(crate) fn retry_at(&self) -> Option<Instant> {
-        self.retry_at
+        match (self.subscribes.at, self.releases.at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// `owner` wants `uri`: subscribed now unless it is already. The first try's outcome.
@@ -73,7 +109,7 @@ impl Owned {
             }
             Err((e, true)) => {
                 self.subscribe.insert(uri.to_owned());
-                self.schedule();
+                self.subscribes.fail();
                 Err(e)
             }
         }
@@ -104,7 +140,7 @@ impl Owned {
 
     /// After a lost session was dialed again: every subscription an owner wants is asked
     /// for again on the new session (each bounded; one that fails is tried again on the
-    /// schedule).
+    /// schedule), and what waits to be released is tried at once.
     pub(crate) async fn restore(
         &mut self,
         watch: &mut Watch,
@@ -112,17 +148,29 @@ impl Owned {
     ) {
         let wanted: Vec<String> = self.owners.keys().cloned().collect();
         self.subscribe.extend(wanted);
-        self.backoff = RETRY;
-        self.retry(watch, log).await;
+        self.subscribes.reset();
+        self.retry_subscribes(watch).await;
+        self.retry_releases(watch, log).await;
     }
 
-    /// Tries again what failed; the next try is scheduled if something still does.
+    /// Tries again what failed and is due, each on its own schedule; the next try of each is
+    /// scheduled if something still fails.
     pub(crate) async fn retry(
         &mut self,
         watch: &mut Watch,
         log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
     ) {
-        self.retry_at = None;
+        let now = Instant::now();
+        if self.subscribes.due(now) {
+            self.retry_subscribes(watch).await;
+        }
+        if self.releases.due(now) {
+            self.retry_releases(watch, log).await;
+        }
+    }
+
+    async fn retry_subscribes(&mut self, watch: &mut Watch) {
+        self.subscribes.at = None;
         for uri in std::mem::take(&mut self.subscribe) {
             match subscribe_once(watch, &uri).await {
                 Ok(()) => {}
@@ -134,13 +182,24 @@ impl Owned {
                 }
             }
         }
+        match self.subscribe.is_empty() {
+            true => self.subscribes.reset(),
+            false => self.subscribes.fail(),
+        }
+    }
+
+    async fn retry_releases(
+        &mut self,
+        watch: &mut Watch,
+        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
+    ) {
+        self.releases.at = None;
         for uri in std::mem::take(&mut self.release) {
+            // A failure schedules the next try: one step of the schedule per pass.
             let _ = self.release_once(watch, &uri, log).await;
         }
-        // A failed release scheduled itself already: one step of the schedule per pass.
-        match self.subscribe.is_empty() && self.release.is_empty() {
-            true => self.backoff = RETRY,
-            false => self.schedule(),
+        if self.release.is_empty() {
+            self.releases.reset();
         }
     }
 
@@ -179,16 +238,10 @@ impl Owned {
                     ],
                 );
                 self.release.insert(uri.to_owned());
-                self.schedule();
+                self.releases.fail();
             }
         }
         released
-    }
-
-    fn schedule(&mut self) {
-        if self.retry_at.is_none() {
-            self.retry_at = Some(Instant::now() + self.backoff.fail());
-        }
     }
 }
 
@@ -268,6 +321,10 @@ mod tests {
         assert!(!fail["err"].as_str().unwrap().contains('\u{7}'), "{fail}");
         assert!(watch.held().any(|u| u == URI), "still held until released");
 
+        // Not due yet: nothing is sent.
+        owned.retry(&mut watch, &log).await;
+        assert_eq!(sent(&server, "resources/unsubscribe"), 1);
+        tokio::time::sleep_until(owned.retry_at().unwrap()).await;
         owned.retry(&mut watch, &log).await;
         assert_eq!(owned.retry_at(), None);
         assert_eq!(sent(&server, "resources/unsubscribe"), 2);
@@ -293,6 +350,9 @@ mod tests {
         };
         server.script("resources/unsubscribe", refusal, Times::Always);
         for (i, wait) in [1, 2, 4].map(Duration::from_secs).into_iter().enumerate() {
+            if let Some(due) = owned.retry_at() {
+                tokio::time::sleep_until(due).await;
+            }
             let before = Instant::now();
             match i {
                 0 => assert!(owned.release(&mut watch, URI, "a", &log).await.is_err()),
@@ -303,7 +363,51 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    /// Subscribes and releases keep schedules of their own: a release that keeps failing
+    /// does not push a failed subscribe's retry further out (virtual time).
+    #[tokio::test(start_paused = true)]
+    async fn subscribes_and_releases_keep_schedules_of_their_own() {
+        let server = ReferenceServer::start(Options::default()).await;
+        let mut watch = legacy_watch(&server).await;
+        let log = |_: Level, _: &str, _: &[(&str, Value)]| {};
+        let mut owned = Owned::new("s");
+        assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
+        let refusal = Fault::RpcError {
+            status: 200,
+            code: -32603,
+            message: "busy".into(),
+            data: None,
+        };
+        server.script("resources/unsubscribe", refusal, Times::Always);
+        assert!(owned.release(&mut watch, URI, "a", &log).await.is_err());
+        for _ in 0..2 {
+            tokio::time::sleep_until(owned.retry_at().unwrap()).await;
+            owned.retry(&mut watch, &log).await;
+        }
+        // The releases' next try is 4 s out; a subscribe failing now is due in 1 s.
+        let now = Instant::now();
+        assert_eq!(owned.retry_at(), Some(now + Duration::from_secs(4)));
+        server.script("resources/subscribe", Fault::Status(503, None), Times::Once);
+        assert!(
+            owned
+                .subscribe(&mut watch, "demo://greeting", "b")
+                .await
+                .is_err()
+        );
+        assert_eq!(owned.retry_at(), Some(now + Duration::from_secs(1)));
+        tokio::time::sleep_until(now + Duration::from_secs(1)).await;
+        let unsubscribes = sent(&server, "resources/unsubscribe");
+        owned.retry(&mut watch, &log).await;
+        assert!(watch.held().any(|u| u == "demo://greeting"));
+        assert_eq!(
+            sent(&server, "resources/unsubscribe"),
+            unsubscribes,
+            "the release is not due yet"
+        );
+        assert_eq!(owned.retry_at(), Some(now + Duration::from_secs(4)));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_failed_subscribe_is_asked_again_and_a_hopeless_one_is_not() {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
@@ -315,6 +419,7 @@ mod tests {
         // A second owner meanwhile: nothing sent, told it is not taken yet.
         assert!(owned.subscribe(&mut watch, URI, "b").await.is_err());
         assert_eq!(sent(&server, "resources/subscribe"), 1);
+        tokio::time::sleep_until(owned.retry_at().unwrap()).await;
         owned.retry(&mut watch, &log).await;
         assert_eq!(owned.retry_at(), None);
         assert!(watch.held().any(|u| u == URI));
