@@ -365,6 +365,10 @@ impl Task {
                     if !self.redial(connection).await {
                         return;
                     }
+                    // A new session: its stream is opened at once, and a failure logged anew.
+                    reopen_at = None;
+                    stream.reset();
+                    stream_logged = false;
                     owned.restore(&mut watch, &log).await;
                 }
                 () = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
@@ -391,20 +395,28 @@ impl Task {
                 return false;
             }
             let turn = self.shared.turn.clone();
-            let _turn = tokio::select! {
+            let turn = tokio::select! {
                 turn = turn.lock() => turn,
                 _ = self.stop.changed() => return false,
             };
-            let err = match timeout(MANAGEMENT, connection.redial()).await {
+            let redialed = timeout(MANAGEMENT, connection.redial()).await;
+            // One server at a time re-dials; the listing after it holds up no other.
+            drop(turn);
+            let err = match redialed {
                 Ok(Ok(())) => {
-                    // The server may have come back with other tools: `mcp.connect` gives the
-                    // count listed again (a failed listing keeps the catalogue it had).
-                    if connection.capabilities().tools() {
-                        self.refresh(connection).await;
-                    }
-                    dial::connected(&instance, &name, connection, Some("session_lost"));
                     // The same connection, dialed again: its watchers decide afresh.
                     self.connected.send_modify(|_| {});
+                    // The server may have come back with other tools: `mcp.connect` gives the
+                    // count listed again (a failed listing keeps the catalogue it had). A
+                    // shutdown meanwhile abandons the listing.
+                    if connection.capabilities().tools() {
+                        let stop = self.stop.clone();
+                        tokio::select! {
+                            _ = self.refresh(connection) => {}
+                            () = stopped(stop) => return false,
+                        }
+                    }
+                    dial::connected(&instance, &name, connection, Some("session_lost"));
                     return true;
                 }
                 Ok(Err(e)) => e.to_string(),

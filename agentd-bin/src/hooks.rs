@@ -34,6 +34,16 @@ use crate::metrics::{Metrics, Outcome};
 /// The path segment before a binding's key.
 pub(crate) const PREFIX: &str = "/hooks/_mcp/";
 
+/// The path the routes begin with on the listener: `webhooks.url`'s own path, if it has one
+/// (`https://host/agentd` serves `/agentd/hooks/_mcp/…`), then [`PREFIX`].
+pub(crate) fn route_prefix(hooks_url: Option<&str>) -> String {
+    let path = hooks_url
+        .and_then(|url| url.split_once("://"))
+        .and_then(|(_, rest)| rest.find('/').map(|at| &rest[at..]))
+        .unwrap_or("");
+    format!("{}{PREFIX}", path.trim_end_matches('/'))
+}
+
 /// How many deliveries may wait for one binding's task.
 pub(crate) const QUEUE: usize = 64;
 
@@ -246,6 +256,17 @@ fn retry_later() -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routes_begin_with_the_path_of_the_base_url() {
+        assert_eq!(route_prefix(None), "/hooks/_mcp/");
+        assert_eq!(route_prefix(Some("https://h.example")), "/hooks/_mcp/");
+        assert_eq!(route_prefix(Some("https://h.example/")), "/hooks/_mcp/");
+        assert_eq!(
+            route_prefix(Some("https://h.example/agentd/")),
+            "/agentd/hooks/_mcp/"
+        );
+    }
 
     fn occurrence(n: usize) -> WebhookBody {
         let body = format!(

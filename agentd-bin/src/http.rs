@@ -3,31 +3,41 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::hooks::{PREFIX, Routes, receive};
+use crate::hooks::{Routes, receive};
 use crate::metrics::Metrics;
 
-/// Serves `listener` on the current runtime, each connection a task of `tasks`, until
-/// `shutdown`: then it accepts no more, and each connection finishes the request it is
-/// answering and closes (hyper's graceful shutdown).
+/// How long a request's head may take to arrive.
+const HEAD_WITHIN: Duration = Duration::from_secs(30);
+
+/// How long a connection has, once the listener stops, to finish the request it answers.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Serves `listener` on the current runtime, each connection a task of `tasks`, the
+/// webhook routes under `prefix` (see [`route_prefix`](crate::hooks::route_prefix)),
+/// until `shutdown`: then it accepts no more, and each connection has [`GRACE`] to finish
+/// the request it answers (hyper's graceful shutdown) before it is closed.
 pub(crate) fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     routes: Routes,
+    prefix: String,
     instance: Arc<str>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
+    let prefix: Arc<str> = prefix.into();
     tasks.clone().spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -36,21 +46,25 @@ pub(crate) fn serve(
             };
             let Ok((tcp, _)) = accepted else {
                 // Out of descriptors, most likely: give the others a moment to close.
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
             let _ = tcp.set_nodelay(true);
             let (metrics, routes, instance) = (metrics.clone(), routes.clone(), instance.clone());
-            let shutdown = shutdown.clone();
+            let (shutdown, prefix) = (shutdown.clone(), prefix.clone());
             tasks.spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
-                    let (metrics, routes, instance) =
-                        (metrics.clone(), routes.clone(), instance.clone());
+                    let (metrics, routes, instance, prefix) = (
+                        metrics.clone(),
+                        routes.clone(),
+                        instance.clone(),
+                        prefix.clone(),
+                    );
                     async move {
                         let path = req.uri().path().to_owned();
                         // Routes are matched from the start of the path: `/x/hooks/_mcp/…`
                         // is no route.
-                        let response = match path.strip_prefix(PREFIX) {
+                        let response = match path.strip_prefix(&*prefix) {
                             Some(key) => receive(req, key, &routes, &instance, &metrics).await,
                             None => answer(&req, &metrics),
                         };
@@ -58,13 +72,16 @@ pub(crate) fn serve(
                     }
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEAD_WITHIN)
                     .serve_connection(TokioIo::new(tcp), service);
                 let mut connection = std::pin::pin!(connection);
                 tokio::select! {
                     _ = connection.as_mut() => {}
                     () = shutdown.cancelled() => {
                         connection.as_mut().graceful_shutdown();
-                        let _ = connection.await;
+                        // A head still coming in is not a request being answered: cut.
+                        let _ = tokio::time::timeout(GRACE, connection).await;
                     }
                 }
             });

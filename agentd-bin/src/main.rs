@@ -295,7 +295,13 @@ where
         Err(code) => return code,
     };
     match runtime() {
-        Some(runtime) => runtime.block_on(command(config)),
+        Some(runtime) => {
+            let code = runtime.block_on(command(config));
+            // What the command left (a name resolution under way, a drained task) is not
+            // waited for.
+            runtime.shutdown_background();
+            code
+        }
         None => ExitCode::FAILURE,
     }
 }

@@ -63,8 +63,8 @@ pub(crate) fn bind(dir: &Path) -> std::io::Result<UnixListener> {
 }
 
 /// Answers every connection with the events tools of the current start of MCP Events, each
-/// a task of `tasks`, until `shutdown`: then it accepts no more, and a connection still
-/// waiting for its request is closed unanswered.
+/// a task of `tasks`, until `shutdown`: then it accepts no more, a connection still waiting
+/// for its request is closed unanswered, and one whose request was read is answered.
 pub(crate) fn serve(
     listener: UnixListener,
     controls: watch::Receiver<Option<Control>>,
@@ -83,24 +83,21 @@ pub(crate) fn serve(
                 continue;
             };
             let control = controls.borrow().clone();
-            let shutdown = shutdown.clone();
-            tasks.spawn(async move {
-                tokio::select! {
-                    () = answer(stream, control) => {}
-                    () = shutdown.cancelled() => {}
-                }
-            });
+            tasks.spawn(answer(stream, control, shutdown.clone()));
         }
     });
 }
 
-async fn answer(stream: UnixStream, control: Option<Control>) {
+/// Reads one request and answers it; a connection still waiting for its request at
+/// `shutdown` is closed unanswered, one whose request was read is answered.
+async fn answer(stream: UnixStream, control: Option<Control>, shutdown: CancellationToken) {
     let (read, mut write) = stream.into_split();
     let mut line = Vec::new();
-    let read = BufReader::new(read)
-        .take(REQUEST_MAX + 1)
-        .read_until(b'\n', &mut line)
-        .await;
+    let mut reader = BufReader::new(read).take(REQUEST_MAX + 1);
+    let read = tokio::select! {
+        read = reader.read_until(b'\n', &mut line) => read,
+        () = shutdown.cancelled() => return,
+    };
     let answer = match read {
         Err(e) => Err(e.to_string()),
         Ok(n) if n as u64 > REQUEST_MAX => Err("a request is at most 64 KiB".to_owned()),
@@ -173,7 +170,7 @@ mod tests {
     /// What the daemon answers to `line`, without MCP Events running.
     async fn answered(line: Vec<u8>) -> Value {
         let (client, daemon) = UnixStream::pair().unwrap();
-        let answering = tokio::spawn(answer(daemon, None));
+        let answering = tokio::spawn(answer(daemon, None, CancellationToken::new()));
         let (mut read, mut write) = client.into_split();
         // The daemon may answer before it has read all of a line past the bound.
         let _ = write.write_all(&line).await;

@@ -112,10 +112,12 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     });
     if let (Some(listener), Some(bound)) = (listener, listening) {
         let instance: Arc<str> = config.instance.as_str().into();
+        let prefix = crate::hooks::route_prefix(config.hooks_url.as_deref());
         crate::http::serve(
             listener,
             metrics.clone(),
             routes.clone(),
+            prefix,
             instance,
             shutdown.clone(),
             tasks.clone(),

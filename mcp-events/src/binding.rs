@@ -564,7 +564,9 @@ impl Binding {
         }
     }
 
-    /// Why intake is held, if it is paused (until a time, or until told or listed again).
+    /// Why the binding's own intake is held, if it is paused (until a time, or until told or
+    /// listed again). Pressure on the receiver's queue ([`Binding::on_pressure`]) is not a
+    /// state of the binding and is not reported here.
     pub fn paused(&self) -> Option<Pause> {
         match self.state {
             State::Paused(cause, _) => Some(cause),

@@ -26,10 +26,13 @@ pub(crate) async fn resources(config: Config, as_json: bool) -> ExitCode {
             continue;
         }
         let listed = match client.list_resources().await {
-            Ok(resources) => client
-                .list_resource_templates()
-                .await
-                .map(|templates| (resources, templates)),
+            // Templates are optional: a server without them answers -32601.
+            Ok(resources) => match client.list_resource_templates().await {
+                Err(mcp_negotiate::Error::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
+                    Ok((resources, Vec::new()))
+                }
+                listed => listed.map(|templates| (resources, templates)),
+            },
             Err(e) => Err(e),
         };
         let _ = client.close().await;
