@@ -25,7 +25,7 @@ use mcp_events::Limits;
 use mcp_events::webhook::{Headers, Secret, verify};
 use mcp_wire::events::{DeliveryMode, WebhookBody};
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::clock::wall_ms;
 use crate::log::{Level, event};
@@ -65,21 +65,51 @@ pub(crate) struct Route {
     pub(crate) hooks: mpsc::Sender<Hook>,
     /// Set when a delivery met a full queue; the binding's task logs the pause and clears
     /// it once the queue has drained.
-    pub(crate) pressure: Arc<AtomicBool>,
+    pub(crate) pressure: Pressure,
+}
+
+/// A binding's pressure: set (and its task woken) when a delivery meets its queue full.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pressure {
+    full: Arc<AtomicBool>,
+    woken: Arc<Notify>,
+}
+
+impl Pressure {
+    /// A delivery met the queue full.
+    pub(crate) fn met(&self) {
+        self.full.store(true, Ordering::Relaxed);
+        self.woken.notify_one();
+    }
+
+    /// Whether a delivery met the queue full since the last [`Pressure::clear`].
+    pub(crate) fn is_set(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
+    }
+
+    /// The queue has drained.
+    pub(crate) fn clear(&self) {
+        self.full.store(false, Ordering::Relaxed);
+    }
+
+    /// Resolves once a delivery meets the queue full.
+    pub(crate) async fn woken(&self) {
+        self.woken.notified().await;
+    }
 }
 
 /// A binding's side of its queue: the deliveries, and whether one met the queue full.
 #[derive(Debug)]
 pub(crate) struct Deliveries {
     pub(crate) hooks: mpsc::Receiver<Hook>,
-    pub(crate) pressure: Arc<AtomicBool>,
+    pub(crate) pressure: Pressure,
 }
 
-/// A binding's queue of deliveries: the sending half and the pressure flag for its route,
-/// and the binding's side.
-pub(crate) fn queue() -> ((mpsc::Sender<Hook>, Arc<AtomicBool>), Deliveries) {
+/// A binding's queue of deliveries: the sending half and the pressure for its route, and the
+/// binding's side.
+pub(crate) fn queue() -> ((mpsc::Sender<Hook>, Pressure), Deliveries) {
     let (sender, hooks) = mpsc::channel(QUEUE);
-    let pressure = Arc::new(AtomicBool::new(false));
+    let pressure = Pressure::default();
     ((sender, pressure.clone()), Deliveries { hooks, pressure })
 }
 
@@ -213,7 +243,7 @@ async fn hand_over(
         Ok(()) => {}
         // Pressure: the binding's task has deliveries enough waiting.
         Err(mpsc::error::TrySendError::Full(_)) => {
-            route.pressure.store(true, Ordering::Relaxed);
+            route.pressure.met();
             let series = (route.server.as_str(), route.event.as_str());
             metrics.occurrences(series, DeliveryMode::Webhook, Outcome::RefusedPressure, 1);
             return too_many(Duration::from_secs(1));
@@ -317,7 +347,7 @@ mod tests {
         .await;
         assert_eq!(past.status(), 429);
         assert_eq!(past.headers()["retry-after"], "1");
-        assert!(delivered.pressure.load(Ordering::Relaxed));
+        assert!(delivered.pressure.is_set());
         assert!(metrics.render().contains("outcome=\"refused_pressure\"} 1"));
         // The task takes them all: each is answered 200.
         for _ in 0..QUEUE {

@@ -20,7 +20,6 @@ mod report;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -444,15 +443,9 @@ async fn run_binding(
                     _ => deliver(ctx, &mut b, hook.body, &hook.webhook_id).await,
                 };
                 let _ = hook.answer.send(answer);
-                // A delivery met the queue full: paused for pressure until it has drained.
-                if deliveries.pressure.load(Ordering::Relaxed) {
-                    b.on_pressure(true);
-                    if deliveries.hooks.is_empty() {
-                        deliveries.pressure.store(false, Ordering::Relaxed);
-                        b.on_pressure(false);
-                    }
-                }
+                pressure(&mut b, &deliveries);
             }
+            () = deliveries.pressure.woken() => pressure(&mut b, &deliveries),
             Some(done) = end.recv() => {
                 active.set(None);
                 release(&on, &b).await;
@@ -461,6 +454,17 @@ async fn run_binding(
                 return;
             }
             () = stopping(&mut stop) => return,
+        }
+    }
+}
+
+/// A delivery met the binding's queue full: paused for pressure until the queue has drained.
+fn pressure(b: &mut Binding, deliveries: &Deliveries) {
+    if deliveries.pressure.is_set() {
+        b.on_pressure(true);
+        if deliveries.hooks.is_empty() {
+            deliveries.pressure.clear();
+            b.on_pressure(false);
         }
     }
 }
@@ -643,10 +647,55 @@ pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
-    use mcp_events::binding::Config as BindingConfig;
+    use mcp_events::binding::{Config as BindingConfig, Log};
     use mcp_reference_server::{Options, ReferenceServer};
 
     use super::*;
+
+    /// A delivery that met the queue full pauses intake for pressure; it resumes once the
+    /// queue has drained, and not before.
+    #[test]
+    fn pressure_is_logged_until_the_queue_drains() {
+        let ((sender, route), deliveries) = crate::hooks::queue();
+        let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
+        let body = mcp_wire::events::WebhookBody::decode(
+            br#"{"eventId":"e","name":"t","timestamp":"2026-11-30T06:00:00Z","data":{}}"#,
+        )
+        .unwrap();
+        let (answer, _answered) = oneshot::channel();
+        let hook = crate::hooks::Hook {
+            webhook_id: "msg_1".into(),
+            subscription: "sub".into(),
+            body,
+            answer,
+        };
+        sender.try_send(hook).unwrap();
+        route.met();
+        pressure(&mut b, &deliveries);
+        let paused = |log: Option<Log>| {
+            matches!(
+                log,
+                Some(Log::Paused {
+                    cause: Pause::Pressure,
+                    ..
+                })
+            )
+        };
+        assert!(paused(b.poll_log()), "paused while deliveries wait");
+        assert_eq!(b.poll_log(), None);
+        let mut deliveries = deliveries;
+        drop(deliveries.hooks.try_recv().unwrap());
+        pressure(&mut b, &deliveries);
+        assert_eq!(
+            b.poll_log(),
+            Some(Log::Resumed {
+                cause: Pause::Pressure
+            })
+        );
+        assert!(!deliveries.pressure.is_set());
+        pressure(&mut b, &deliveries);
+        assert_eq!(b.poll_log(), None, "logged once each way");
+    }
 
     /// Waits, at most 10 s, for `what`.
     async fn until(what: impl Fn() -> bool) {
