@@ -153,7 +153,9 @@ async fn a_poll_binding_appends_what_the_server_emits() {
 
 /// `agent_mcp_events_requests_total` means one thing for every method: `ok` the server
 /// answered with a result, `refused` with a JSON-RPC error (in a 200 or in a 400 alike),
-/// `failed` no answer (here a 503 without a JSON-RPC error).
+/// `failed` no answer (here a 503 without a JSON-RPC error). Every method is counted by one
+/// function; `events/list` and `events/poll` show it here, `events/subscribe` in the
+/// envelope test.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_outcomes_mean_the_same_for_every_method() {
     let server = ReferenceServer::start(server_options()).await;
