@@ -13,8 +13,8 @@
 //! is allowed (a session lost or ended stays so through a close); `initialize` is always
 //! allowed. A stream's `Last-Event-ID` is the last id it saw; an event that sets
 //! neither id nor retry (an empty or data-only block) changes nothing; the wait before
-//! resuming is the last retry, at least 100 ms, else 1 s; a stream without an id cannot be
-//! resumed.
+//! resuming is the last retry, within 100 ms and 60 s, else 1 s; a stream without an id
+//! cannot be resumed.
 
 use std::time::{Duration, Instant};
 
@@ -88,7 +88,7 @@ fn check(session: &Session, model: &Model, resumption: &Resumption, stream: &Str
 
     assert_eq!(resumption.last_event_id(), stream.last_event_id.as_deref());
     let retry = stream.retry.map_or(Duration::from_secs(1), |ms| {
-        Duration::from_millis(ms).max(Duration::from_millis(100))
+        Duration::from_millis(ms).clamp(Duration::from_millis(100), Duration::from_secs(60))
     });
     assert_eq!(resumption.retry(), retry);
     let resume = resumption.on_close(now);

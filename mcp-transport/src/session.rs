@@ -150,6 +150,10 @@ pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// `retry: 0` cannot make a client reconnect in a tight loop.
 pub const MIN_RETRY: Duration = Duration::from_millis(100);
 
+/// The longest wait before resuming, whatever the server says, so that a server saying
+/// `retry: 99999999999` cannot leave a call waiting for ever.
+pub const MAX_RETRY: Duration = Duration::from_secs(60);
+
 /// One legacy event stream's resume state: the last event id and the last `retry`.
 ///
 /// ```
@@ -207,10 +211,11 @@ impl Resumption {
         self.last_event_id.as_deref()
     }
 
-    /// The wait before reconnecting: the last `retry` (at least [`MIN_RETRY`]), else
-    /// [`DEFAULT_RETRY`].
+    /// The wait before reconnecting: the last `retry` (within [`MIN_RETRY`] and
+    /// [`MAX_RETRY`]), else [`DEFAULT_RETRY`].
     pub fn retry(&self) -> Duration {
-        self.retry.map_or(DEFAULT_RETRY, |r| r.max(MIN_RETRY))
+        self.retry
+            .map_or(DEFAULT_RETRY, |r| r.clamp(MIN_RETRY, MAX_RETRY))
     }
 
     /// The stream closed at `now` before its response: when and from where to resume.
@@ -222,5 +227,29 @@ impl Resumption {
             },
             None => Resume::Impossible,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(retry: u64) -> Duration {
+        let mut stream = Resumption::new();
+        stream.observe(&Event {
+            retry: Some(retry),
+            ..Event::default()
+        });
+        stream.retry()
+    }
+
+    #[test]
+    fn the_servers_retry_is_kept_within_100_ms_and_60_s() {
+        assert_eq!(after(0), MIN_RETRY);
+        assert_eq!(after(100), Duration::from_millis(100));
+        assert_eq!(after(60_000), Duration::from_secs(60));
+        assert_eq!(after(60_001), MAX_RETRY);
+        assert_eq!(after(u64::MAX), MAX_RETRY);
+        assert_eq!(Resumption::new().retry(), DEFAULT_RETRY);
     }
 }
