@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mcp_negotiate::{Client, Recovery};
+use mcp_wire::ServerCapabilities;
 use serde_json::{Map, Value};
 use tokio::task::JoinSet;
 
@@ -52,6 +53,42 @@ async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, String>)> {
     let mut results: Vec<_> = set.join_all().await;
     results.sort_by_key(|(i, ..)| *i);
     results.into_iter().map(|(_, s, r)| (s, r)).collect()
+}
+
+/// Every server that `offers` what `list` asks for, dialed at once and asked, in the
+/// configuration's order: what each listed, and whether every server answered (a failure
+/// is said on stderr; a server that does not offer it is passed over).
+async fn list_each<T>(
+    config: &Config,
+    offers: fn(&ServerCapabilities) -> bool,
+    list: impl AsyncFn(&Client) -> Result<T, mcp_negotiate::Error>,
+) -> (bool, Vec<(Server, T)>) {
+    let mut all = true;
+    let mut listed = Vec::new();
+    for (server, result) in connect_all(config).await {
+        let client = match result {
+            Ok(client) => client,
+            Err(e) => {
+                all = false;
+                eprintln!("agentd: {}: {e}", server.name);
+                continue;
+            }
+        };
+        let answer = match offers(&client.capabilities()) {
+            true => Some(list(&client).await),
+            false => None,
+        };
+        let _ = client.close().await;
+        match answer {
+            Some(Ok(items)) => listed.push((server, items)),
+            Some(Err(e)) => {
+                all = false;
+                eprintln!("agentd: {}: {e}", server.name);
+            }
+            None => {}
+        }
+    }
+    (all, listed)
 }
 
 /// Dials the server named `name`: exit 2 when the configuration has none, 1 when it cannot

@@ -5,37 +5,20 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::{ask_one, connect_all, exit, object_arguments, say_json};
+use mcp_wire::ServerCapabilities;
+
+use super::{ask_one, exit, list_each, object_arguments, say_json};
 use crate::config::Config;
 
 /// `agentd prompts [--json]`: every server's prompts, a line each (`server/name`, its
 /// arguments, a required one marked `*`, and the first line of its description), or one JSON
 /// object a line.
 pub(crate) async fn prompts(config: Config, as_json: bool) -> ExitCode {
-    let mut all = true;
-    for (server, result) in connect_all(&config).await {
-        let client = match result {
-            Ok(client) => client,
-            Err(e) => {
-                all = false;
-                eprintln!("agentd: {}: {e}", server.name);
-                continue;
-            }
-        };
-        if !client.capabilities().prompts() {
-            let _ = client.close().await;
-            continue;
-        }
-        let listed = client.list_prompts().await;
-        let _ = client.close().await;
-        let prompts = match listed {
-            Ok(prompts) => prompts,
-            Err(e) => {
-                all = false;
-                eprintln!("agentd: {}: {e}", server.name);
-                continue;
-            }
-        };
+    let (all, listed) = list_each(&config, ServerCapabilities::prompts, async |c| {
+        c.list_prompts().await
+    })
+    .await;
+    for (server, prompts) in listed {
         for p in prompts {
             if as_json {
                 crate::say!("{}", json!({"server": server.name, "prompt": p}));

@@ -2,48 +2,27 @@
 
 use std::process::ExitCode;
 
-use mcp_wire::ResourceContents;
+use mcp_wire::{ResourceContents, ServerCapabilities};
 use serde_json::json;
 
-use super::{ask_one, connect_all, exit, say_json};
+use super::{ask_one, exit, list_each, say_json};
 use crate::config::Config;
 
 /// `agentd resources [--json]`: every server's resources and resource templates, a line
 /// each (`server`, URI or template, name, media type), or one JSON object a line.
 pub(crate) async fn resources(config: Config, as_json: bool) -> ExitCode {
-    let mut all = true;
-    for (server, result) in connect_all(&config).await {
-        let client = match result {
-            Ok(client) => client,
-            Err(e) => {
-                all = false;
-                eprintln!("agentd: {}: {e}", server.name);
-                continue;
+    let (all, listed) = list_each(&config, ServerCapabilities::resources, async |c| {
+        let resources = c.list_resources().await?;
+        // Templates are optional: a server without them answers -32601.
+        match c.list_resource_templates().await {
+            Err(mcp_negotiate::Error::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
+                Ok((resources, Vec::new()))
             }
-        };
-        if !client.capabilities().resources() {
-            let _ = client.close().await;
-            continue;
+            listed => listed.map(|templates| (resources, templates)),
         }
-        let listed = match client.list_resources().await {
-            // Templates are optional: a server without them answers -32601.
-            Ok(resources) => match client.list_resource_templates().await {
-                Err(mcp_negotiate::Error::Rpc(e)) if e.code == mcp_wire::code::METHOD_NOT_FOUND => {
-                    Ok((resources, Vec::new()))
-                }
-                listed => listed.map(|templates| (resources, templates)),
-            },
-            Err(e) => Err(e),
-        };
-        let _ = client.close().await;
-        let (resources, templates) = match listed {
-            Ok(listed) => listed,
-            Err(e) => {
-                all = false;
-                eprintln!("agentd: {}: {e}", server.name);
-                continue;
-            }
-        };
+    })
+    .await;
+    for (server, (resources, templates)) in listed {
         for r in resources {
             match as_json {
                 true => crate::say!("{}", json!({"server": server.name, "resource": r})),

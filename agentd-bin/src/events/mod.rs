@@ -652,6 +652,19 @@ mod tests {
 
     use super::*;
 
+    /// A context of instance `t` with default limits and a store in a directory of its own
+    /// (kept while the directory is).
+    fn test_ctx() -> (tempfile::TempDir, Ctx) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Ctx {
+            instance: "t".into(),
+            metrics: Arc::default(),
+            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
+            limits: Limits::default(),
+        };
+        (dir, ctx)
+    }
+
     /// A delivery that met the queue full pauses intake for pressure; it resumes once the
     /// queue has drained, and not before.
     #[test]
@@ -726,13 +739,7 @@ mod tests {
         let connection = crate::dial::connect("t", &config, mcp_negotiate::Recovery::ByOwner)
             .await
             .expect("connected");
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = Ctx {
-            instance: "t".into(),
-            metrics: Arc::default(),
-            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
-            limits: Limits::default(),
-        };
+        let (_dir, ctx) = test_ctx();
         let (connected, connections) = watch::channel(Some(Arc::new(connection)));
         let (_changed, changes) = watch::channel(0);
         let (arm, armed) = mpsc::unbounded_channel();
@@ -813,13 +820,7 @@ mod tests {
     async fn the_lag_is_the_commit_time_minus_the_servers_timestamp() {
         use mcp_wire::events::{EventOccurrence, EventType, PollResult};
 
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = Ctx {
-            instance: "t".into(),
-            metrics: Arc::default(),
-            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
-            limits: Limits::default(),
-        };
+        let (_dir, ctx) = test_ctx();
         let lag = || {
             let text = ctx.metrics.render();
             let series = "agent_mcp_event_lag_ms{server=\"ref\",event=\"ticket.created\"} ";
