@@ -11,8 +11,8 @@ use serde_json::json;
 use tokio::sync::broadcast;
 
 use crate::config::Server;
-use crate::held::{Held, Shared, Stop};
-use crate::supervisor::drain;
+use crate::daemon::drain;
+use crate::daemon::server::{Handle, Shared, Stop};
 
 const INSTANCE: &str = "demo";
 const URI: &str = "demo://counter";
@@ -40,7 +40,7 @@ pub(crate) async fn run() -> Result<Vec<String>, String> {
             headers: Vec::new(),
             tags: Default::default(),
         };
-        let held = Held::start(&shared, config, None);
+        let held = Handle::start(&shared, config, None);
         let outcome = one(name, &server, &held, &shared).await;
         drain(std::iter::once(held.stop(Stop::Shutdown)), None, DRAIN).await;
         summary.extend(outcome?);
@@ -52,7 +52,7 @@ pub(crate) async fn run() -> Result<Vec<String>, String> {
 async fn one(
     name: &str,
     server: &Arc<ReferenceServer>,
-    held: &Held,
+    held: &Handle,
     shared: &Shared,
 ) -> Result<Vec<String>, String> {
     let connection = tokio::time::timeout(DIAL, held.connection())

@@ -7,8 +7,8 @@ use mcp_transport::driver::{Elicitor, Unserved};
 use serde_json::{Value, json};
 
 use crate::config::Server;
-use crate::log::{Level, event};
-use crate::metrics::Metrics;
+use crate::telemetry::log::{Level, event};
+use crate::telemetry::metrics::Metrics;
 
 /// Why a dial did not end with a connection.
 #[derive(Debug)]

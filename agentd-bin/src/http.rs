@@ -1,5 +1,5 @@
 //! The daemon's HTTP listener: `GET /metrics`, and the webhook routes of MCP Events
-//! (`POST …/hooks/_mcp/<binding>`, see [`hooks`](crate::hooks)).
+//! (`POST …/hooks/_mcp/<binding>`, see [`hooks`](crate::events::hooks)).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::hooks::{Routes, receive};
-use crate::metrics::Metrics;
+use crate::events::hooks::{Routes, receive};
+use crate::telemetry::metrics::Metrics;
 
 /// How long a request's head may take to arrive.
 const HEAD_WITHIN: Duration = Duration::from_secs(30);
@@ -25,7 +25,7 @@ const HEAD_WITHIN: Duration = Duration::from_secs(30);
 const GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `listener` on the current runtime, each connection a task of `tasks`, the
-/// webhook routes under `prefix` (see [`route_prefix`](crate::hooks::route_prefix)),
+/// webhook routes under `prefix` (see [`route_prefix`](crate::events::hooks::route_prefix)),
 /// until `shutdown`: then it accepts no more, and each connection has [`GRACE`] to finish
 /// the request it answers (hyper's graceful shutdown) before it is closed.
 pub(crate) fn serve(

@@ -8,19 +8,14 @@
 mod cli;
 mod clock;
 mod config;
+mod control;
+mod daemon;
 #[cfg(feature = "demo")]
 mod demo;
 mod dial;
 mod events;
-mod held;
-mod hooks;
 mod http;
-mod log;
-mod metrics;
-mod schedule;
-mod socket;
-mod subscriptions;
-mod supervisor;
+mod telemetry;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -194,7 +189,7 @@ fn main() -> ExitCode {
         }
         Command::Run { config } => {
             let path = config.clone();
-            with_config(&config, |c| supervisor::run(c, path))
+            with_config(&config, |c| daemon::run(c, path))
         }
         Command::Check { config, json } => with_config(&config, |c| cli::check(c, json)),
         Command::Tools { config } => with_config(&config, cli::tools),

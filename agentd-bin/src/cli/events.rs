@@ -23,13 +23,13 @@ pub(crate) async fn events_call(
             return ExitCode::from(2);
         }
     };
-    let request = crate::socket::Request {
+    let request = crate::control::Request {
         tool,
         arguments,
         owner,
         kind,
     };
-    match crate::socket::call(&config.store_path, &request).await {
+    match crate::control::call(&config.store_path, &request).await {
         Ok(result) => {
             crate::say!("{result}");
             ExitCode::SUCCESS

@@ -6,16 +6,17 @@
 //! module sends what they ask for (each `events/*` request bounded at 30 s), commits what
 //! they hand over to the store (`<store.path>/agentd.sqlite3`), and turns what they report
 //! into log lines and metrics ([`report`]). The library calls of runtime subscriptions are
-//! [`control`]'s.
+//! [`subscriptions`]'s.
 //!
 //! A binding can take webhook deliveries when `webhooks.url` is set (or, without it, when the
 //! listener is on loopback: `http://<its address>`): its callback is
 //! `<webhooks.url>/hooks/_mcp/<key>`, its secret made once from the CSPRNG and kept in the
-//! store; the receiver ([`hooks`](crate::hooks)) hands each checked delivery to the binding's
+//! store; the receiver ([`hooks`](crate::events::hooks)) hands each checked delivery to the binding's
 //! task, which takes it as the binding says and answers once the store has it.
 
-mod control;
+pub(crate) mod hooks;
 mod report;
+mod subscriptions;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -36,14 +37,13 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
-pub(crate) use self::control::Control;
 use self::report::{count, report};
+pub(crate) use self::subscriptions::Control;
 use crate::clock::{random, wall_ms};
 use crate::config::Config;
-use crate::held::Held;
-use crate::hooks::{Answer, Deliveries, Routes};
-use crate::log::{Level, event};
-use crate::metrics::Metrics;
+use crate::telemetry::log::{Level, event};
+use crate::telemetry::metrics::Metrics;
+use hooks::{Answer, Deliveries, Routes};
 
 /// Each `events/*` request is bounded at this.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -92,17 +92,26 @@ type Armed = (Binding, Deliveries, mpsc::Receiver<oneshot::Sender<()>>);
 /// marked changed at every re-dial.
 type Connections = watch::Receiver<Option<Arc<Client>>>;
 
+/// What MCP Events reads of a held server.
+#[derive(Debug, Clone)]
+pub(crate) struct Feed {
+    /// Its connection: `None` until the first dial answers, marked changed at every re-dial.
+    pub(crate) connections: Connections,
+    /// Bumped at each `notifications/events/list_changed` the server sends.
+    pub(crate) changed: watch::Receiver<u64>,
+}
+
 /// What the server's latest listing came to, once there is one.
 type Listings = watch::Receiver<Option<Arc<Listed>>>;
 
 impl Events {
     /// Starts the bindings of `config` and the runtime subscriptions kept in the store, on
-    /// the connections of `held`; `None` when there are neither bindings nor grants. Fails
+    /// the connections of `servers`; `None` when there are neither bindings nor grants. Fails
     /// when the store cannot be opened.
     pub(crate) fn start(
         config: &Config,
         listening: Option<SocketAddr>,
-        held: &BTreeMap<String, Held>,
+        servers: &BTreeMap<String, Feed>,
         metrics: Arc<Metrics>,
         routes: &Routes,
     ) -> Result<Option<Self>, String> {
@@ -127,16 +136,16 @@ impl Events {
         };
         let (stop, stopped) = watch::channel(false);
         let mut arms = BTreeMap::new();
-        for (name, h) in held {
+        for (name, feed) in servers {
             let (arm, armed) = mpsc::unbounded_channel();
             runtime.spawn(serve(
                 ctx.clone(),
                 name.clone(),
-                (h.connections(), h.events_changed()),
+                feed.clone(),
                 armed,
                 stopped.clone(),
             ));
-            arms.insert(name.clone(), (h.connections(), arm));
+            arms.insert(name.clone(), (feed.connections.clone(), arm));
         }
         let control = Control::new(
             config,
@@ -224,7 +233,10 @@ impl Listed {
 async fn serve(
     ctx: Ctx,
     server: String,
-    (mut connections, mut changed): (Connections, watch::Receiver<u64>),
+    Feed {
+        mut connections,
+        mut changed,
+    }: Feed,
     mut armed: mpsc::UnboundedReceiver<Armed>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -669,14 +681,14 @@ mod tests {
     /// queue has drained, and not before.
     #[test]
     fn pressure_is_logged_until_the_queue_drains() {
-        let ((sender, route), deliveries) = crate::hooks::queue();
+        let ((sender, route), deliveries) = hooks::queue();
         let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
         let body = mcp_wire::events::WebhookBody::decode(
             br#"{"eventId":"e","name":"t","timestamp":"2026-11-30T06:00:00Z","data":{}}"#,
         )
         .unwrap();
         let (answer, _answered) = oneshot::channel();
-        let hook = crate::hooks::Hook {
+        let hook = hooks::Hook {
             webhook_id: "msg_1".into(),
             subscription: "sub".into(),
             body,
@@ -719,7 +731,7 @@ mod tests {
         }
     }
 
-    /// A connection dialed again (its watch marked changed, as `Held` does after a re-dial)
+    /// A connection dialed again (its watch marked changed, as a server's actor does after a re-dial)
     /// is decided afresh: the server's types are listed again, and the binding goes on
     /// polling.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -747,12 +759,15 @@ mod tests {
         tokio::spawn(serve(
             ctx,
             "ref".into(),
-            (connections, changes),
+            Feed {
+                connections,
+                changed: changes,
+            },
             armed,
             stopped,
         ));
         let b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
-        let (_queue, deliveries) = crate::hooks::queue();
+        let (_queue, deliveries) = hooks::queue();
         let (_end, end) = mpsc::channel(1);
         arm.send((b, deliveries, end)).unwrap();
         let count = |method: &str| server.methods().iter().filter(|m| *m == method).count();

@@ -6,8 +6,8 @@ use mcp_wire::events::DeliveryMode;
 use serde_json::{Value, json};
 
 use super::{Ctx, log};
-use crate::log::Level;
-use crate::metrics::{Answered, Outcome};
+use crate::telemetry::log::Level;
+use crate::telemetry::metrics::{Answered, Outcome};
 
 /// Counts an `events/*` request (`method`) to `server` by what it came to: every request
 /// the daemon sends, of every method, is counted here.

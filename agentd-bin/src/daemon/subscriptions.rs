@@ -13,8 +13,8 @@ use mcp_negotiate::{Error, Watch};
 use serde_json::json;
 use tokio::time::{Instant, timeout};
 
-use crate::log::Level;
-use crate::schedule::{Backoff, MANAGEMENT, unanswered};
+use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
+use crate::telemetry::log::Level;
 
 /// Asking again for a failed subscription, or releasing it again: 1 s, doubling to 30 s.
 const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));

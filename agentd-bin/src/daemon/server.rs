@@ -18,11 +18,12 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout};
 
 use crate::config::Server;
+use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
+use crate::daemon::subscriptions::{Answer, Owned};
 use crate::dial::{self, DialError};
-use crate::log::{Level, event};
-use crate::metrics::Metrics;
-use crate::schedule::{Backoff, MANAGEMENT, unanswered};
-use crate::subscriptions::{Answer, Owned};
+use crate::events::Feed;
+use crate::telemetry::log::{Level, event};
+use crate::telemetry::metrics::Metrics;
 
 /// Dialing a server that was down at start: 1 s after the first failure, doubling to 60 s.
 const JOIN: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
@@ -109,7 +110,7 @@ enum Order {
 
 /// A held server: its configuration and the task that holds it.
 #[derive(Debug)]
-pub(crate) struct Held {
+pub(crate) struct Handle {
     pub(crate) server: Server,
     stop: watch::Sender<Stop>,
     orders: mpsc::Sender<Order>,
@@ -119,7 +120,7 @@ pub(crate) struct Held {
     task: JoinHandle<()>,
 }
 
-impl Held {
+impl Handle {
     /// Starts holding `server`; `reason` is why it is dialed when it is not the first dial
     /// of the process (`reload`).
     pub(crate) fn start(shared: &Shared, server: Server, reason: Option<&'static str>) -> Self {
@@ -148,14 +149,12 @@ impl Held {
         }
     }
 
-    /// Changes each time the server says its MCP Events types changed.
-    pub(crate) fn events_changed(&self) -> watch::Receiver<u64> {
-        self.events_changed.clone()
-    }
-
-    /// The connection as it stands (`None` until the server is connected), to wait on.
-    pub(crate) fn connections(&self) -> watch::Receiver<Option<Arc<Client>>> {
-        self.connection.clone()
+    /// What MCP Events reads of this server: its connection and its types' changes.
+    pub(crate) fn feed(&self) -> Feed {
+        Feed {
+            connections: self.connection.clone(),
+            changed: self.events_changed.clone(),
+        }
     }
 
     /// The connection, once the server is connected; `None` when it was let go first.
@@ -593,7 +592,7 @@ mod tests {
         options.get_stream = false;
         let server = ReferenceServer::start(options).await;
         let shared = Shared::new("t", Arc::default());
-        let held = Held::start(&shared, server_config(server.url()), None);
+        let held = Handle::start(&shared, server_config(server.url()), None);
         held.connection().await.expect("connected");
         assert_eq!(held.subscribe("demo://counter", "a").await, Ok(()));
         server.expire_sessions();
@@ -659,7 +658,7 @@ mod tests {
         };
         server.script("tools/list", unlisted, Times::Once);
         let shared = Shared::new("t", Arc::default());
-        let held = Held::start(&shared, server_config(server.url()), None);
+        let held = Handle::start(&shared, server_config(server.url()), None);
         timeout(Duration::from_secs(60), held.connection())
             .await
             .expect("joined")
@@ -689,7 +688,7 @@ mod tests {
         options.keepalive = Some(Duration::from_millis(100));
         let server = ReferenceServer::start(options).await;
         let shared = Shared::new("t", Arc::default());
-        let held = Held::start(&shared, server_config(server.url()), None);
+        let held = Handle::start(&shared, server_config(server.url()), None);
         held.connection().await.expect("connected");
         let attached = async {
             while server.get_streams() == 0 {
@@ -699,7 +698,7 @@ mod tests {
         timeout(Duration::from_secs(60), attached)
             .await
             .expect("the GET stream attached");
-        let mut connections = held.connections();
+        let mut connections = held.feed().connections;
         connections.borrow_and_update();
         let unanswered = Fault::Silence(Duration::from_secs(60));
         server.script("initialize", unanswered, Times::Once);

@@ -1,6 +1,6 @@
 //! `agentd run`: one connection per configured server, held until SIGINT or SIGTERM.
 //!
-//! Every server is held by a task of its own ([`held`](crate::held)), all dialed at start,
+//! Every server is held by a task of its own ([`held`](crate::daemon::server)), all dialed at start,
 //! concurrently. A server that cannot be reached or refuses is dialed again 1 s after the
 //! first failure, doubling to 60 s; when it answers it has joined (`mcp.joined`). A connected
 //! server's changes are watched: a tool list change is logged (`mcp.tools_changed`) and takes
@@ -20,6 +20,10 @@
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 
+pub(crate) mod schedule;
+pub(crate) mod server;
+mod subscriptions;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,11 +37,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{self, Config};
-use crate::events::Events;
-use crate::held::{Held, Shared, Stop};
-use crate::hooks::Routes;
-use crate::log::{Level, event};
-use crate::metrics::Metrics;
+use crate::daemon::server::{Handle, Shared, Stop};
+use crate::events::hooks::Routes;
+use crate::events::{Events, Feed};
+use crate::telemetry::log::{Level, event};
+use crate::telemetry::metrics::Metrics;
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -72,7 +76,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
     let socket = if config.grants.is_empty() {
         None
     } else {
-        match crate::socket::bind(&config.store_path) {
+        match crate::control::bind(&config.store_path) {
             Ok(socket) => Some(socket),
             Err(e) => {
                 eprintln!(
@@ -84,35 +88,36 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         }
     };
     let mut shared = Shared::new(&config.instance, metrics.clone());
-    let mut held: BTreeMap<String, Held> = config
+    let mut held: BTreeMap<String, Handle> = config
         .servers
         .iter()
         .map(|server| {
             (
                 server.name.clone(),
-                Held::start(&shared, server.clone(), None),
+                Handle::start(&shared, server.clone(), None),
             )
         })
         .collect();
-    let mut events = match Events::start(&config, listening, &held, metrics.clone(), &routes) {
-        Ok(events) => events,
-        Err(e) => {
-            eprintln!("agentd: cannot start MCP Events: {e}");
-            if socket.is_some() {
-                let _ = std::fs::remove_file(crate::socket::path(&config.store_path));
+    let mut events =
+        match Events::start(&config, listening, &feeds(&held), metrics.clone(), &routes) {
+            Ok(events) => events,
+            Err(e) => {
+                eprintln!("agentd: cannot start MCP Events: {e}");
+                if socket.is_some() {
+                    let _ = std::fs::remove_file(crate::control::path(&config.store_path));
+                }
+                return ExitCode::FAILURE;
             }
-            return ExitCode::FAILURE;
-        }
-    };
+        };
     // The events tools of whichever start of MCP Events is current, for the control socket.
     let (controls, current) = tokio::sync::watch::channel(events.as_ref().map(Events::control));
     let socket = socket.map(|socket| {
-        crate::socket::serve(socket, current, shutdown.clone(), tasks.clone());
-        crate::socket::path(&config.store_path)
+        crate::control::serve(socket, current, shutdown.clone(), tasks.clone());
+        crate::control::path(&config.store_path)
     });
     if let (Some(listener), Some(bound)) = (listener, listening) {
         let instance: Arc<str> = config.instance.as_str().into();
-        let prefix = crate::hooks::route_prefix(config.hooks_url.as_deref());
+        let prefix = crate::events::hooks::route_prefix(config.hooks_url.as_deref());
         crate::http::serve(
             listener,
             metrics.clone(),
@@ -156,7 +161,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
                                 .collect();
                             events.stop_removing(&gone);
                         }
-                        match Events::start(&new, listening, &held, metrics.clone(), &routes) {
+                        match Events::start(&new, listening, &feeds(&held), metrics.clone(), &routes) {
                             Ok(started) => {
                                 events = started;
                                 controls.send_replace(events.as_ref().map(Events::control));
@@ -216,7 +221,7 @@ pub(crate) async fn drain(
 
 /// Closes the servers removed or changed, dials the new or changed ones, and lists the
 /// tools of the others again: the catalogue is rebuilt.
-fn reload(held: &mut BTreeMap<String, Held>, new: &Config, shared: &Shared) {
+fn reload(held: &mut BTreeMap<String, Handle>, new: &Config, shared: &Shared) {
     let gone: Vec<String> = held
         .iter()
         .filter(|(name, h)| {
@@ -236,9 +241,17 @@ fn reload(held: &mut BTreeMap<String, Held>, new: &Config, shared: &Shared) {
         match held.get(&server.name) {
             Some(kept) => kept.relist(),
             None => {
-                let started = Held::start(shared, server.clone(), Some("reload"));
+                let started = Handle::start(shared, server.clone(), Some("reload"));
                 held.insert(server.name.clone(), started);
             }
         }
     }
+}
+
+/// What MCP Events reads of each held server.
+fn feeds(servers: &BTreeMap<String, Handle>) -> BTreeMap<String, Feed> {
+    servers
+        .iter()
+        .map(|(name, h)| (name.clone(), h.feed()))
+        .collect()
 }

@@ -28,8 +28,8 @@ use serde_json::json;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::clock::wall_ms;
-use crate::log::{Level, event};
-use crate::metrics::{Metrics, Outcome};
+use crate::telemetry::log::{Level, event};
+use crate::telemetry::metrics::{Metrics, Outcome};
 
 /// The path segment before a binding's key.
 pub(crate) const PREFIX: &str = "/hooks/_mcp/";

@@ -37,8 +37,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use super::{Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, log, stopping};
 use crate::clock::wall_ms;
 use crate::config::{self, Config};
-use crate::hooks::{PREFIX, Route, Routes};
-use crate::log::Level;
+use crate::events::hooks::{PREFIX, Route, Routes};
+use crate::telemetry::log::Level;
 
 /// How often, at least, lifetimes are checked and an unsaved index written again.
 const TICK: Duration = Duration::from_secs(60);
@@ -191,7 +191,7 @@ impl Control {
         }
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
-        let ((hooks, pressure), delivered) = crate::hooks::queue();
+        let ((hooks, pressure), delivered) = crate::events::hooks::queue();
         if let Some(callback) = &c.callback {
             let route = Route {
                 server: c.server.clone(),
