@@ -7,6 +7,7 @@
 //! `{"tool", "arguments", "owner", "kind"}`; one answer line: `{"ok": true, "result": …}` or
 //! `{"ok": false, "error": "…"}`.
 
+use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -99,29 +100,24 @@ async fn answer(stream: UnixStream, control: Option<Control>, shutdown: Cancella
         () = shutdown.cancelled() => return,
     };
     let answer = match read {
-        Err(e) => Err(e.to_string()),
-        Ok(n) if n as u64 > REQUEST_MAX => Err("a request is at most 64 KiB".to_owned()),
+        Err(e) => Err(Refusal::Read(e)),
+        Ok(n) if n as u64 > REQUEST_MAX => Err(Refusal::TooLarge),
         Ok(_) => match serde_json::from_slice::<Request>(&line) {
-            Err(e) => Err(format!("not a request: {e}")),
+            Err(e) => Err(Refusal::NotARequest(e)),
             Ok(request) => call_tool(control, request).await,
         },
     };
     let line = match answer {
         Ok(result) => json!({"ok": true, "result": result}),
-        Err(error) => json!({"ok": false, "error": error}),
+        Err(refusal) => json!({"ok": false, "error": refusal.to_string()}),
     };
     let _ = write.write_all(format!("{line}\n").as_bytes()).await;
     let _ = write.shutdown().await;
 }
 
-async fn call_tool(control: Option<Control>, request: Request) -> Result<Value, String> {
-    let control = control.ok_or("MCP Events is not running (no bindings or grants configured)")?;
-    let kind = Grant::parse(&request.kind).ok_or_else(|| {
-        format!(
-            "kind is root, workflow, subagent or everyone, not {:?}",
-            request.kind
-        )
-    })?;
+async fn call_tool(control: Option<Control>, request: Request) -> Result<Value, Refusal> {
+    let control = control.ok_or(Refusal::NotRunning)?;
+    let kind = Grant::parse(&request.kind).ok_or(Refusal::Kind(request.kind))?;
     let caller = Caller::new(kind, &request.owner);
     let arguments = match request.arguments {
         Value::Null => json!({}),
@@ -129,37 +125,130 @@ async fn call_tool(control: Option<Control>, request: Request) -> Result<Value, 
     };
     agentd_tools::events::call(&control, caller, &request.tool, arguments)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(Refusal::Tool)
+}
+
+/// Why the daemon answered a request with an error (`{"ok": false, "error": …}`, the error
+/// rendered from this).
+#[derive(Debug)]
+#[non_exhaustive]
+enum Refusal {
+    /// The request line could not be read.
+    Read(std::io::Error),
+    /// The request line is over [`REQUEST_MAX`].
+    TooLarge,
+    /// The line is not a [`Request`].
+    NotARequest(serde_json::Error),
+    /// MCP Events is not running: nothing to call.
+    NotRunning,
+    /// The caller's kind is none of the grants'.
+    Kind(String),
+    /// The tool refused, or failed.
+    Tool(agentd_tools::Error),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Read(e) => e.fmt(f),
+            Self::TooLarge => f.write_str("a request is at most 64 KiB"),
+            Self::NotARequest(e) => write!(f, "not a request: {e}"),
+            Self::NotRunning => {
+                f.write_str("MCP Events is not running (no bindings or grants configured)")
+            }
+            Self::Kind(kind) => {
+                write!(
+                    f,
+                    "kind is root, workflow, subagent or everyone, not {kind:?}"
+                )
+            }
+            Self::Tool(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Read(e) => Some(e),
+            Self::NotARequest(e) => Some(e),
+            Self::Tool(e) => Some(e),
+            Self::TooLarge | Self::NotRunning | Self::Kind(_) => None,
+        }
+    }
+}
+
+/// Why `agentd events call` has no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum CallError {
+    /// The socket could not be reached: the daemon is not running, or has no grants.
+    Connect(PathBuf, std::io::Error),
+    /// The request could not be written as JSON.
+    Encode(serde_json::Error),
+    /// The exchange broke off.
+    Io(std::io::Error),
+    /// What came back is not an answer.
+    NotAnAnswer(serde_json::Error),
+    /// No answer within [`ANSWER_WITHIN`].
+    Timeout,
+    /// The daemon answered with an error.
+    Refused(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect(path, e) => write!(
+                f,
+                "{}: {e} (is `agentd run` up, with events.grants?)",
+                path.display()
+            ),
+            Self::Encode(e) => write!(f, "cannot write the request: {e}"),
+            Self::Io(e) => e.fmt(f),
+            Self::NotAnAnswer(e) => write!(f, "not an answer: {e}"),
+            Self::Timeout => write!(f, "no answer within {} s", ANSWER_WITHIN.as_secs()),
+            Self::Refused(error) => f.write_str(error),
+        }
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect(_, e) | Self::Io(e) => Some(e),
+            Self::Encode(e) | Self::NotAnAnswer(e) => Some(e),
+            Self::Timeout | Self::Refused(_) => None,
+        }
+    }
 }
 
 /// `agentd events call`: sends `request` to the daemon whose store is in `dir`; the tool's
 /// result, or why there is none.
-pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, String> {
+pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallError> {
     let path = path(dir);
     let exchange = async {
-        let mut stream = UnixStream::connect(&path).await.map_err(|e| {
-            format!(
-                "{}: {e} (is `agentd run` up, with events.grants?)",
-                path.display()
-            )
-        })?;
-        let mut line = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+        let mut stream = UnixStream::connect(&path)
+            .await
+            .map_err(|e| CallError::Connect(path.clone(), e))?;
+        let mut line = serde_json::to_vec(request).map_err(CallError::Encode)?;
         line.push(b'\n');
-        stream.write_all(&line).await.map_err(|e| e.to_string())?;
+        stream.write_all(&line).await.map_err(CallError::Io)?;
         let mut answer = Vec::new();
         stream
             .read_to_end(&mut answer)
             .await
-            .map_err(|e| e.to_string())?;
-        serde_json::from_slice::<Value>(&answer).map_err(|e| format!("not an answer: {e}"))
+            .map_err(CallError::Io)?;
+        serde_json::from_slice::<Value>(&answer).map_err(CallError::NotAnAnswer)
     };
     let answer = tokio::time::timeout(ANSWER_WITHIN, exchange)
         .await
-        .map_err(|_| "no answer within 120 s".to_owned())??;
+        .map_err(|_| CallError::Timeout)??;
     if answer["ok"] == true {
         Ok(answer["result"].clone())
     } else {
-        Err(answer["error"].as_str().unwrap_or("refused").to_owned())
+        let error = answer["error"].as_str().unwrap_or("refused");
+        Err(CallError::Refused(error.to_owned()))
     }
 }
 

@@ -11,7 +11,6 @@ use serde_json::json;
 use tokio::sync::broadcast;
 
 use crate::config::Server;
-use crate::daemon::drain;
 use crate::daemon::server::{Handle, Shared, Stop};
 
 const INSTANCE: &str = "demo";
@@ -42,9 +41,16 @@ pub(crate) async fn run() -> Result<Vec<String>, String> {
         };
         let held = Handle::start(&shared, config, None);
         let outcome = one(name, &server, &held, &shared).await;
-        drain(std::iter::once(held.stop(Stop::Shutdown)), None, DRAIN).await;
-        summary.extend(outcome?);
+        held.stop(Stop::Shutdown);
+        match outcome {
+            Ok(lines) => summary.extend(lines),
+            Err(e) => {
+                shared.drain(DRAIN).await;
+                return Err(e);
+            }
+        }
     }
+    shared.drain(DRAIN).await;
     Ok(summary)
 }
 

@@ -1,6 +1,6 @@
 //! `agentd run`: one connection per configured server, held until SIGINT or SIGTERM.
 //!
-//! Every server is held by a task of its own ([`held`](crate::daemon::server)), all dialed at start,
+//! Every server is held by a task of its own ([`server`]), all dialed at start,
 //! concurrently. A server that cannot be reached or refuses is dialed again 1 s after the
 //! first failure, doubling to 60 s; when it answers it has joined (`mcp.joined`). A connected
 //! server's changes are watched: a tool list change is logged (`mcp.tools_changed`) and takes
@@ -19,236 +19,326 @@
 //!
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
+//!
+//! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]); what it holds is a
+//! [`Daemon`]: started once, reloaded as a diff, drained once. Each server is an actor
+//! ([`server::Handle`]) taking typed orders; MCP Events runs on a runtime of its own.
 
 pub(crate) mod schedule;
 pub(crate) mod server;
+mod signals;
 mod subscriptions;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use self::server::{Handle, Shared, Stop};
+use self::signals::{Signals, Wake};
 use crate::config::{self, Config};
-use crate::daemon::server::{Handle, Shared, Stop};
 use crate::events::hooks::Routes;
-use crate::events::{Events, Feed};
+use crate::events::{Control, Events, Feed};
 use crate::telemetry::log::{Level, event};
 use crate::telemetry::metrics::Metrics;
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
+    let Ok(mut signals) = Signals::new() else {
         eprintln!("agentd: cannot listen for signals");
         return ExitCode::FAILURE;
     };
-    let mut config = config;
-    // The listeners and their connections: stopped at shutdown, and drained with the servers.
-    let shutdown = CancellationToken::new();
-    let tasks = TaskTracker::new();
-    let metrics = Arc::new(Metrics::default());
-    let routes = Routes::default();
-    // Bound first, served once the webhook routes are in place: a delivery that comes
-    // early waits in the backlog instead of meeting an empty table.
-    let listener = match config.listen {
-        None => None,
-        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
-            Ok(listener) => Some(listener),
-            Err(e) => {
-                eprintln!("agentd: cannot listen on {addr}: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-    };
-    let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
-    // Bound before any server is dialed, so that it is there once one is connected.
-    let socket = if config.grants.is_empty() {
-        None
-    } else {
-        match crate::control::bind(&config.store_path) {
-            Ok(socket) => Some(socket),
-            Err(e) => {
-                eprintln!(
-                    "agentd: cannot bind the control socket in {}: {e}",
-                    config.store_path.display()
-                );
-                return ExitCode::FAILURE;
-            }
+    let mut daemon = match Daemon::start(config, path).await {
+        Ok(daemon) => daemon,
+        Err(e) => {
+            eprintln!("agentd: {e}");
+            return ExitCode::FAILURE;
         }
     };
-    let mut shared = Shared::new(&config.instance, metrics.clone());
-    let mut held: BTreeMap<String, Handle> = config
-        .servers
-        .iter()
-        .map(|server| {
-            (
-                server.name.clone(),
-                Handle::start(&shared, server.clone(), None),
-            )
-        })
-        .collect();
-    let mut events =
-        match Events::start(&config, listening, &feeds(&held), metrics.clone(), &routes) {
-            Ok(events) => events,
-            Err(e) => {
-                eprintln!("agentd: cannot start MCP Events: {e}");
-                if socket.is_some() {
-                    let _ = std::fs::remove_file(crate::control::path(&config.store_path));
-                }
-                return ExitCode::FAILURE;
-            }
-        };
-    // The events tools of whichever start of MCP Events is current, for the control socket.
-    let (controls, current) = tokio::sync::watch::channel(events.as_ref().map(Events::control));
-    let socket = socket.map(|socket| {
-        crate::control::serve(socket, current, shutdown.clone(), tasks.clone());
-        crate::control::path(&config.store_path)
-    });
-    if let (Some(listener), Some(bound)) = (listener, listening) {
-        let instance: Arc<str> = config.instance.as_str().into();
-        let prefix = crate::events::hooks::route_prefix(config.hooks_url.as_deref());
-        crate::http::serve(
-            listener,
-            metrics.clone(),
-            routes.clone(),
-            prefix,
-            instance,
-            shutdown.clone(),
-            tasks.clone(),
-        );
-        event(
-            &config.instance,
-            Level::Info,
-            "http.listening",
-            &[("addr", json!(bound.to_string()))],
-        );
+    while signals.next().await == Wake::Reload {
+        daemon.reload();
     }
-    loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-            _ = hup.recv() => {
-                match config::load(&path, &|name| std::env::var(name).ok()) {
-                    Ok(new) => {
-                        // Every connection says who it is: a new name dials them all again.
-                        if new.instance != config.instance {
-                            shared = Shared::new(&new.instance, metrics.clone());
-                            for (_, h) in std::mem::take(&mut held) {
-                                drop(h.stop(Stop::Reload));
-                            }
-                        }
-                        reload(&mut held, &new, &shared);
-                        // Bindings start again on the new configuration, from their cursors;
-                        // the ones dropped are forgotten with their records.
-                        controls.send_replace(None);
-                        if let Some(events) = events.take() {
-                            let gone: Vec<_> = config
-                                .bindings
-                                .iter()
-                                .filter(|b| !new.bindings.contains(b))
-                                .cloned()
-                                .collect();
-                            events.stop_removing(&gone);
-                        }
-                        match Events::start(&new, listening, &feeds(&held), metrics.clone(), &routes) {
-                            Ok(started) => {
-                                events = started;
-                                controls.send_replace(events.as_ref().map(Events::control));
-                            }
-                            Err(e) => event(&new.instance, Level::Warn, "reload.refused", &[
-                                ("err", json!(format!("MCP Events: {e}"))),
-                            ]),
-                        }
-                        config = new;
-                    }
-                    Err(e) => event(&config.instance, Level::Warn, "reload.refused", &[
-                        ("err", json!(e.to_string())),
-                    ]),
-                }
-            }
-        }
-    }
-    // Nothing new is taken: the listeners stop accepting, open HTTP connections finish the
-    // request they answer, and control connections close.
-    shutdown.cancel();
-    tasks.close();
-    controls.send_replace(None);
-    if let Some(events) = events {
-        events.stop();
-    }
-    if let Some(socket) = socket {
-        let _ = std::fs::remove_file(socket);
-    }
-    drain(
-        held.into_values().map(|h| h.stop(Stop::Shutdown)),
-        Some(&tasks),
-        config.drain_timeout,
-    )
-    .await;
+    daemon.drain().await;
     ExitCode::SUCCESS
 }
 
-/// Waits for the server tasks to close their connections and for the listeners' tasks (a
-/// closed tracker) to end, inside `bound` (`lifecycle.drain_timeout`); what is not done by
-/// then is dropped with the process.
-pub(crate) async fn drain(
-    servers: impl Iterator<Item = JoinHandle<()>>,
-    listeners: Option<&TaskTracker>,
-    bound: Duration,
-) {
-    let servers: Vec<JoinHandle<()>> = servers.collect();
-    let _ = tokio::time::timeout(bound, async {
-        for task in servers {
-            let _ = task.await;
-        }
-        if let Some(listeners) = listeners {
-            listeners.wait().await;
-        }
-    })
-    .await;
+/// Why the daemon could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum StartError {
+    /// `webhooks.listen` could not be bound.
+    Listen(SocketAddr, std::io::Error),
+    /// The control socket could not be bound in `store.path`.
+    ControlSocket(PathBuf, std::io::Error),
+    /// MCP Events could not start (its store, its bindings).
+    Events(String),
 }
 
-/// Closes the servers removed or changed, dials the new or changed ones, and lists the
-/// tools of the others again: the catalogue is rebuilt.
-fn reload(held: &mut BTreeMap<String, Handle>, new: &Config, shared: &Shared) {
-    let gone: Vec<String> = held
-        .iter()
-        .filter(|(name, h)| {
-            !new.servers
-                .iter()
-                .any(|s| s.name == **name && *s == h.server)
-        })
-        .map(|(name, _)| name.clone())
-        .collect();
-    for name in gone {
-        if let Some(h) = held.remove(&name) {
-            // The task logs mcp.disconnect and closes; it is not waited for.
-            drop(h.stop(Stop::Reload));
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            Self::ControlSocket(dir, e) => {
+                write!(
+                    f,
+                    "cannot bind the control socket in {}: {e}",
+                    dir.display()
+                )
+            }
+            Self::Events(e) => write!(f, "cannot start MCP Events: {e}"),
         }
     }
-    for server in &new.servers {
-        match held.get(&server.name) {
-            Some(kept) => kept.relist(),
-            None => {
-                let started = Handle::start(shared, server.clone(), Some("reload"));
-                held.insert(server.name.clone(), started);
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Listen(_, e) | Self::ControlSocket(_, e) => Some(e),
+            Self::Events(_) => None,
+        }
+    }
+}
+
+/// What the supervisor holds: the configuration in force, one actor per server, MCP Events,
+/// and the listeners.
+struct Daemon {
+    config: Config,
+    path: PathBuf,
+    metrics: Arc<Metrics>,
+    /// The webhook routes the HTTP listener serves, kept by MCP Events.
+    routes: Routes,
+    /// Where the HTTP listener is bound, when it is.
+    listening: Option<SocketAddr>,
+    /// What every server's actor shares, their tasks included.
+    shared: Shared,
+    servers: BTreeMap<String, Handle>,
+    events: Option<Events>,
+    /// The events tools of the current MCP Events, for the control socket.
+    controls: watch::Sender<Option<Control>>,
+    /// The control socket's path, removed at exit.
+    socket: Option<PathBuf>,
+    /// Stops the listeners from accepting.
+    shutdown: CancellationToken,
+    /// The listeners and their connections.
+    listeners: TaskTracker,
+}
+
+impl Daemon {
+    /// Binds the listeners, starts an actor per server (all dialed at once) and MCP Events,
+    /// then serves.
+    async fn start(config: Config, path: PathBuf) -> Result<Self, StartError> {
+        let shutdown = CancellationToken::new();
+        let listeners = TaskTracker::new();
+        let metrics = Arc::new(Metrics::default());
+        let routes = Routes::default();
+        // Bound first, served once the webhook routes are in place: a delivery that comes
+        // early waits in the backlog instead of meeting an empty table.
+        let listener = match config.listen {
+            None => None,
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| StartError::Listen(addr, e))?,
+            ),
+        };
+        let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
+        // Bound before any server is dialed, so that it is there once one is connected.
+        let socket = if config.grants.is_empty() {
+            None
+        } else {
+            Some(
+                crate::control::bind(&config.store_path)
+                    .map_err(|e| StartError::ControlSocket(config.store_path.clone(), e))?,
+            )
+        };
+        let shared = Shared::new(&config.instance, metrics.clone());
+        let servers: BTreeMap<String, Handle> = config
+            .servers
+            .iter()
+            .map(|server| {
+                let handle = Handle::start(&shared, server.clone(), None);
+                (server.name.clone(), handle)
+            })
+            .collect();
+        let events = match Events::start(
+            &config,
+            listening,
+            &feeds(&servers),
+            metrics.clone(),
+            &routes,
+        ) {
+            Ok(events) => events,
+            Err(e) => {
+                if socket.is_some() {
+                    let _ = std::fs::remove_file(crate::control::path(&config.store_path));
+                }
+                for handle in servers.into_values() {
+                    handle.stop(Stop::Shutdown);
+                }
+                shared.drain(config.drain_timeout).await;
+                return Err(StartError::Events(e));
+            }
+        };
+        let (controls, current) = watch::channel(events.as_ref().map(Events::control));
+        let socket = socket.map(|socket| {
+            crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
+            crate::control::path(&config.store_path)
+        });
+        if let (Some(listener), Some(bound)) = (listener, listening) {
+            let instance: Arc<str> = config.instance.as_str().into();
+            let prefix = crate::events::hooks::route_prefix(config.hooks_url.as_deref());
+            crate::http::serve(
+                listener,
+                metrics.clone(),
+                routes.clone(),
+                prefix,
+                instance,
+                shutdown.clone(),
+                listeners.clone(),
+            );
+            event(
+                &config.instance,
+                Level::Info,
+                "http.listening",
+                &[("addr", json!(bound.to_string()))],
+            );
+        }
+        Ok(Self {
+            config,
+            path,
+            metrics,
+            routes,
+            listening,
+            shared,
+            servers,
+            events,
+            controls,
+            socket,
+            shutdown,
+            listeners,
+        })
+    }
+
+    /// Reads the configuration file again: an invalid one is refused (`reload.refused`) and
+    /// the one in force stays; else the servers and bindings are diffed against it.
+    fn reload(&mut self) {
+        let new = match config::load(&self.path, &|name| std::env::var(name).ok()) {
+            Ok(new) => new,
+            Err(e) => {
+                event(
+                    &self.config.instance,
+                    Level::Warn,
+                    "reload.refused",
+                    &[("err", json!(e.to_string()))],
+                );
+                return;
+            }
+        };
+        // Every connection says who it is: a new name dials them all again.
+        if new.instance != self.config.instance {
+            self.shared = self.shared.renamed(&new.instance);
+            for (_, handle) in std::mem::take(&mut self.servers) {
+                handle.stop(Stop::Reload);
+            }
+        }
+        self.diff_servers(&new);
+        // Bindings start again on the new configuration, from their cursors; the ones
+        // dropped are forgotten with their records.
+        self.controls.send_replace(None);
+        if let Some(events) = self.events.take() {
+            let gone: Vec<_> = self
+                .config
+                .bindings
+                .iter()
+                .filter(|b| !new.bindings.contains(b))
+                .cloned()
+                .collect();
+            events.stop_removing(&gone);
+        }
+        match Events::start(
+            &new,
+            self.listening,
+            &feeds(&self.servers),
+            self.metrics.clone(),
+            &self.routes,
+        ) {
+            Ok(started) => {
+                self.events = started;
+                self.controls
+                    .send_replace(self.events.as_ref().map(Events::control));
+            }
+            Err(e) => event(
+                &new.instance,
+                Level::Warn,
+                "reload.refused",
+                &[("err", json!(format!("MCP Events: {e}")))],
+            ),
+        }
+        self.config = new;
+    }
+
+    /// Closes the servers removed or changed, dials the new or changed ones, and lists the
+    /// tools of the others again: the catalogue is rebuilt.
+    fn diff_servers(&mut self, new: &Config) {
+        let gone: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|(name, h)| {
+                !new.servers
+                    .iter()
+                    .any(|s| s.name == **name && *s == h.server)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            if let Some(handle) = self.servers.remove(&name) {
+                // Its actor logs mcp.disconnect and closes; the drain waits for it.
+                handle.stop(Stop::Reload);
+            }
+        }
+        for server in &new.servers {
+            match self.servers.get(&server.name) {
+                Some(kept) => kept.relist(),
+                None => {
+                    let started = Handle::start(&self.shared, server.clone(), Some("reload"));
+                    self.servers.insert(server.name.clone(), started);
+                }
             }
         }
     }
+
+    /// Takes nothing new (the listeners stop accepting, open HTTP connections finish the
+    /// request they answer, control connections close), stops MCP Events, and closes every
+    /// connection, inside `lifecycle.drain_timeout`.
+    async fn drain(self) {
+        self.shutdown.cancel();
+        self.listeners.close();
+        self.controls.send_replace(None);
+        if let Some(events) = self.events {
+            events.stop();
+        }
+        if let Some(socket) = &self.socket {
+            let _ = std::fs::remove_file(socket);
+        }
+        for handle in self.servers.into_values() {
+            handle.stop(Stop::Shutdown);
+        }
+        let bound = self.config.drain_timeout;
+        let listeners = self.listeners;
+        let _ = tokio::time::timeout(bound, async {
+            tokio::join!(self.shared.drain(bound), listeners.wait());
+        })
+        .await;
+    }
 }
 
-/// What MCP Events reads of each held server.
+/// What MCP Events reads of each server.
 fn feeds(servers: &BTreeMap<String, Handle>) -> BTreeMap<String, Feed> {
     servers
         .iter()

@@ -14,8 +14,8 @@ use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
 use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Watch};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout};
+use tokio_util::task::TaskTracker;
 
 use crate::config::Server;
 use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     /// Whose turn it is to re-dial a lost session (FIFO).
     turn: Arc<Mutex<()>>,
     updates: broadcast::Sender<Update>,
+    /// Every server's task, those let go and still closing included.
+    tasks: TaskTracker,
 }
 
 impl Shared {
@@ -69,7 +71,25 @@ impl Shared {
             metrics,
             turn: Arc::default(),
             updates: broadcast::channel(256).0,
+            tasks: TaskTracker::new(),
         }
+    }
+
+    /// The same, but saying it is `instance` from now on: a server started after this is
+    /// drained with those started before.
+    pub(crate) fn renamed(&self, instance: &str) -> Self {
+        Self {
+            instance: instance.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Waits for every server's task, those let go before included, to close its
+    /// connection, inside `bound` (`lifecycle.drain_timeout`); what is not closed by then
+    /// is dropped with the process. Servers are let go first (see [`Handle::stop`]).
+    pub(crate) async fn drain(&self, bound: Duration) {
+        self.tasks.close();
+        let _ = timeout(bound, self.tasks.wait()).await;
     }
 
     /// Changes of subscribed resources, from every held server, from now on.
@@ -117,7 +137,6 @@ pub(crate) struct Handle {
     connection: watch::Receiver<Option<Arc<Client>>>,
     /// Counts the server's `notifications/events/list_changed`.
     events_changed: watch::Receiver<u64>,
-    task: JoinHandle<()>,
 }
 
 impl Handle {
@@ -128,7 +147,7 @@ impl Handle {
         let (connected, connection) = watch::channel(None);
         let (orders, ordered) = mpsc::channel(16);
         let (events_changed_tx, events_changed) = watch::channel(0);
-        let task = tokio::spawn(
+        shared.tasks.spawn(
             Task {
                 shared: shared.clone(),
                 server: server.clone(),
@@ -145,7 +164,6 @@ impl Handle {
             orders,
             connection,
             events_changed,
-            task,
         }
     }
 
@@ -205,10 +223,10 @@ impl Handle {
         let _ = self.orders.try_send(Order::Relist);
     }
 
-    /// Lets the server go; the task ends once its connection is closed.
-    pub(crate) fn stop(self, why: Stop) -> JoinHandle<()> {
+    /// Lets the server go; its task ends once its connection is closed (see
+    /// [`Shared::drain`]).
+    pub(crate) fn stop(self, why: Stop) {
         let _ = self.stop.send(why);
-        self.task
     }
 }
 
@@ -633,7 +651,7 @@ mod tests {
             .filter(|m| *m == "initialize")
             .count();
         assert_eq!(initializes, 2);
-        drop(held.stop(Stop::Shutdown));
+        held.stop(Stop::Shutdown);
     }
 
     /// When the server received each request of `method`.
@@ -675,7 +693,7 @@ mod tests {
             Duration::from_secs(2),
             "after the refusal"
         );
-        drop(held.stop(Stop::Shutdown));
+        held.stop(Stop::Shutdown);
     }
 
     /// In virtual time: a lost session is dialed again 1 s after the loss is met; that
@@ -724,7 +742,7 @@ mod tests {
             MANAGEMENT + Duration::from_secs(2),
             "cut at the bound, then the next step"
         );
-        drop(held.stop(Stop::Shutdown));
+        held.stop(Stop::Shutdown);
     }
 
     #[test]
