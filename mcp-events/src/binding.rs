@@ -250,7 +250,8 @@ pub enum Pause {
     /// The store did not take the last batch.
     StoreDegraded,
     /// A webhook refusal that may pass was still outstanding after
-    /// [`Limits::refusal_pause_after`].
+    /// [`Limits::refusal_pause_after`]. Logged as the last [`Log::ArmFailed`] (its
+    /// `retry_ms` the listing's [`Limits::relist_every`]), not as [`Log::Paused`].
     Refusal,
 }
 
@@ -1164,24 +1165,27 @@ impl Binding {
             self.state = State::Due(later(now, wait));
             return;
         }
+        // A refusal that may pass, still outstanding after 5 minutes, pauses the binding
+        // until the next listing (at most `relist_every` away) or a re-dial: the arm failure
+        // says when that is at the latest. `mcp.events.paused` is for intake held (pressure,
+        // rate, the store); this holds nothing the server sent.
+        let paused = code.is_some() && {
+            let since = *self.refused_since.get_or_insert(now);
+            now.saturating_duration_since(since) >= self.config.limits.refusal_pause_after
+        };
+        let retry_ms = match paused {
+            true => millis(self.config.limits.relist_every),
+            false => retry_ms,
+        };
         self.logs.push_back(Log::ArmFailed {
             code,
-            err: err.clone(),
+            err,
             retry_ms,
         });
-        // A refusal that may pass, still outstanding after 5 minutes, pauses the binding.
-        if code.is_some() {
-            let since = *self.refused_since.get_or_insert(now);
-            if now.saturating_duration_since(since) >= self.config.limits.refusal_pause_after {
-                self.logs.push_back(Log::Paused {
-                    cause: Pause::Refusal,
-                    detail: err,
-                });
-                self.state = State::Paused(Pause::Refusal, None);
-                return;
-            }
-        }
-        self.state = State::Due(later(now, wait));
+        self.state = match paused {
+            true => State::Paused(Pause::Refusal, None),
+            false => State::Due(later(now, wait)),
+        };
     }
 
     /// The first mode the operator lists that the type offers, the client can use, and the

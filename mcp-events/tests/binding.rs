@@ -987,13 +987,20 @@ mod webhook {
         assert!(now - start >= Duration::from_secs(300), "{:?}", now - start);
         assert_eq!(attempts, 10, "1+2+4+…+256 s passes 5 minutes at the tenth");
         let logged = logs(&mut b);
-        assert!(matches!(
-            logged.last(),
-            Some(Log::Paused {
-                cause: Pause::Refusal,
-                ..
-            })
-        ));
+        // The pause is the last arm failure's, retried at the next listing: no
+        // `mcp.events.paused` (its causes are pressure, rate and store_degraded).
+        assert!(
+            matches!(
+                logged.last(),
+                Some(Log::ArmFailed {
+                    code: Some(_),
+                    retry_ms: 900_000,
+                    ..
+                })
+            ),
+            "{logged:?}"
+        );
+        assert!(!logged.iter().any(|l| matches!(l, Log::Paused { .. })));
         assert_eq!(b.cursor(), Some("c0"));
         assert_eq!(b.paused(), Some(Pause::Refusal));
         assert_eq!(b.refusal(), None);
