@@ -12,6 +12,7 @@ use crate::telemetry::metrics::Metrics;
 
 /// Why a dial did not end with a connection.
 #[derive(Debug)]
+#[non_exhaustive]
 pub(crate) enum DialError {
     /// No negotiated connection: the server could not be reached or refused, or the
     /// configuration cannot make a request.
@@ -24,6 +25,14 @@ impl std::fmt::Display for DialError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Handshake(e) | Self::Catalogue(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DialError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Handshake(e) | Self::Catalogue(e) => Some(e),
         }
     }
 }

@@ -16,7 +16,7 @@ pub(crate) async fn check(config: Config, as_json: bool) -> ExitCode {
             Ok(c) => json!({"server": server.name, "ok": true, "protocol": c.revision().as_str(),
                 "tools": c.catalog().tools().len(), "error": null}),
             Err(e) => {
-                json!({"server": server.name, "ok": false, "protocol": null, "tools": null, "error": e})
+                json!({"server": server.name, "ok": false, "protocol": null, "tools": null, "error": e.to_string()})
             }
         };
         match (as_json, &result) {

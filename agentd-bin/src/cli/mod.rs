@@ -25,7 +25,7 @@ pub(crate) use resources::{read, resources};
 pub(crate) use tools::tools;
 
 use crate::config::{self, Config, Server};
-use crate::dial::{connect, connected, failed};
+use crate::dial::{DialError, connect, connected, failed};
 
 /// Loads the configuration, or says why not (naming the key and the position).
 pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
@@ -36,7 +36,7 @@ pub(crate) fn load(path: &Path) -> Result<Config, ExitCode> {
 }
 
 /// Dials every server at once; each result in the configuration's order.
-async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, String>)> {
+async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, DialError>)> {
     let mut set = JoinSet::new();
     for (i, server) in config.servers.iter().cloned().enumerate() {
         let instance = config.instance.clone();
@@ -46,7 +46,6 @@ async fn connect_all(config: &Config) -> Vec<(Server, Result<Client, String>)> {
                 Ok(c) => connected(&instance, &server.name, c, None),
                 Err(e) => failed(&instance, &server.name, &e.to_string(), None, None),
             }
-            let result = result.map_err(|e| e.to_string());
             (i, server, result)
         });
     }
