@@ -1,0 +1,109 @@
+//! The shape of `agentd.toml` as it is read, before validation: every value that an error
+//! may name keeps its position (`Spanned`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct File {
+    pub(super) instance: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) mcp: Mcp,
+    pub(super) webhooks: Option<Webhooks>,
+    pub(super) store: Option<Store>,
+    #[serde(default)]
+    pub(super) events: Events,
+    #[serde(default)]
+    pub(super) lifecycle: Lifecycle,
+    #[serde(default)]
+    pub(super) limits: Limits,
+}
+
+/// `[mcp]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Mcp {
+    pub(super) default_timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) servers: Vec<ServerFile>,
+}
+
+/// One `[[mcp.servers]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ServerFile {
+    pub(super) name: Spanned<String>,
+    pub(super) url: Spanned<String>,
+    pub(super) timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    pub(super) tags: BTreeMap<String, String>,
+}
+
+/// `[webhooks]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Webhooks {
+    pub(super) url: Option<Spanned<String>>,
+    pub(super) listen: Option<Spanned<String>>,
+}
+
+/// `[store]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Store {
+    pub(super) path: Option<String>,
+    pub(super) max_value_bytes: Option<Spanned<u64>>,
+}
+
+/// `[events]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Events {
+    #[serde(default)]
+    pub(super) bindings: Vec<BindingFile>,
+    #[serde(default)]
+    pub(super) grants: Vec<GrantFile>,
+}
+
+/// One `[[events.grants]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GrantFile {
+    pub(super) owner: Spanned<String>,
+    pub(super) live: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub(super) tools: bool,
+}
+
+/// One `[[events.bindings]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BindingFile {
+    pub(super) server: Spanned<String>,
+    pub(super) event: String,
+    pub(super) into: String,
+    #[serde(default)]
+    pub(super) arguments: serde_json::Map<String, serde_json::Value>,
+    pub(super) delivery: Option<Spanned<Vec<String>>>,
+    pub(super) max_per_minute: Option<Spanned<u32>>,
+}
+
+/// `[lifecycle]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Lifecycle {
+    pub(super) drain_timeout: Option<Spanned<String>>,
+}
+
+/// `[limits]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Limits {
+    pub(super) step_timeout: Option<Spanned<String>>,
+}

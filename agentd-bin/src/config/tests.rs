@@ -1,0 +1,286 @@
+//! The configuration's tests: every key, its default, and every error named.
+
+use super::*;
+
+const EXAMPLE: &str = r#"instance = "my-agent"
+[mcp]
+default_timeout = "60s"
+[[mcp.servers]]
+name = "weather"
+url = "http://127.0.0.1:8765/mcp"
+timeout = "30s"
+headers = { Authorization = "Bearer ${WEATHER_TOKEN}" }
+tags = { team = "ops" }
+[[mcp.servers]]
+name = "files"
+url = "https://files.example/mcp"
+[webhooks]
+url = "https://agent.example.com"
+listen = "127.0.0.1:8080"
+[store]
+path = "agentd-data"
+max_value_bytes = 262144
+[lifecycle]
+drain_timeout = "25s"
+[limits]
+step_timeout = "600s"
+"#;
+
+fn env(name: &str) -> Option<String> {
+    (name == "WEATHER_TOKEN").then(|| "s3cret".to_owned())
+}
+
+fn err(text: &str) -> ConfigError {
+    parse("agentd.toml", text, &env).expect_err("refused")
+}
+
+#[test]
+fn the_example_loads() {
+    let c = parse("agentd.toml", EXAMPLE, &env).unwrap();
+    assert_eq!(c.instance, "my-agent");
+    assert_eq!(c.servers[0].timeout, Duration::from_secs(30));
+    assert_eq!(
+        c.servers[1].timeout,
+        Duration::from_secs(60),
+        "mcp.default_timeout"
+    );
+    assert_eq!(
+        c.servers[0].headers,
+        [("Authorization".to_owned(), "Bearer s3cret".to_owned())]
+    );
+    assert_eq!(c.servers[0].tags["team"], "ops");
+    assert_eq!(c.drain_timeout, Duration::from_secs(25));
+    assert_eq!(c.step_timeout, Duration::from_secs(600));
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_position() {
+    let e = err("instance = \"a\"\n[mcp]\ndefault_timout = \"60s\"\n");
+    assert_eq!((e.line, e.column), (3, 1), "{e}");
+    assert!(e.to_string().contains("default_timout"), "{e}");
+    assert!(e.to_string().starts_with("agentd.toml:3:1: "), "{e}");
+}
+
+#[test]
+fn a_bad_duration_is_named() {
+    let e = err("[mcp]\ndefault_timeout = \"sixty\"\n");
+    assert_eq!(e.key, "mcp.default_timeout");
+    assert_eq!((e.line, e.column), (2, 19));
+    for bad in [
+        "60",
+        "-1s",
+        "31d",
+        "0s",
+        "0ms",
+        "2592001s",
+        "9300000000000000000s",
+    ] {
+        assert_eq!(parse_duration(bad), None, "{bad}");
+    }
+    assert_eq!(
+        parse_duration("720h"),
+        Some(Duration::from_secs(2_592_000)),
+        "30 days is the bound"
+    );
+    assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+    assert_eq!(parse_duration("10m"), Some(Duration::from_secs(600)));
+    assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
+    assert_eq!(parse_duration("7d"), Some(Duration::from_secs(7 * 86_400)));
+    assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+}
+
+#[test]
+fn a_missing_variable_is_named() {
+    let e = err(
+        "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { X-Key = \"${NOPE}\" }\n",
+    );
+    assert_eq!(e.key, "mcp.servers[0].headers.X-Key");
+    assert!(e.message.contains("NOPE"), "{e}");
+    assert_eq!(e.line, 4);
+}
+
+#[test]
+fn a_listen_address_must_be_an_address() {
+    let e = err("[webhooks]\nlisten = \"localhost\"\n");
+    assert_eq!(e.key, "webhooks.listen");
+    assert_eq!((e.line, e.column), (2, 10));
+    let c = parse(
+        "agentd.toml",
+        "[webhooks]\nlisten = \"127.0.0.1:0\"\n",
+        &env,
+    )
+    .unwrap();
+    assert_eq!(c.listen, Some("127.0.0.1:0".parse().unwrap()));
+}
+
+#[test]
+fn duplicate_server_names_are_refused() {
+    let e = err(
+        "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\n[[mcp.servers]]\nname = \"a\"\nurl = \"http://y/mcp\"\n",
+    );
+    assert_eq!(e.key, "mcp.servers[1].name");
+    assert_eq!(e.line, 5);
+}
+
+#[test]
+fn a_url_that_is_not_http_is_refused() {
+    for url in [
+        "ftp://x/mcp",
+        "x/mcp",
+        "unix:///tmp/s",
+        "http://",
+        "http://a b/",
+        "https:///mcp",
+    ] {
+        let e = err(&format!("[[mcp.servers]]\nname = \"a\"\nurl = \"{url}\"\n"));
+        assert_eq!(e.key, "mcp.servers[0].url", "{url}");
+    }
+}
+
+#[test]
+fn bindings_name_a_server_known_modes_and_stay_within_their_limits() {
+    let server = "[[mcp.servers]]\nname = \"t\"\nurl = \"http://x/mcp\"\n";
+    let binding = |event: usize| {
+        format!("[[events.bindings]]\nserver = \"t\"\nevent = \"e{event}\"\ninto = \"s\"\n")
+    };
+    let c = parse(
+        "agentd.toml",
+        &format!("{server}{}delivery = [\"webhook\", \"poll\"]\n", binding(0)),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        c.bindings[0].delivery,
+        [
+            mcp_wire::events::DeliveryMode::Webhook,
+            mcp_wire::events::DeliveryMode::Poll
+        ]
+    );
+    assert_eq!(c.max_value_bytes, 262_144);
+    assert_eq!(c.store_path, std::path::PathBuf::from("agentd-data"));
+    let e = err(&format!(
+        "{server}[[events.bindings]]\nserver = \"nope\"\nevent = \"e\"\ninto = \"s\"\n"
+    ));
+    assert_eq!((e.key.as_str(), e.line), ("events.bindings[0].server", 5));
+    let e = err(&format!(
+        "{server}{}delivery = [\"carrier-pigeon\"]\n",
+        binding(0)
+    ));
+    assert_eq!(e.key, "events.bindings[0].delivery");
+    let e = err(&format!("{server}{}delivery = []\n", binding(0)));
+    assert_eq!(e.key, "events.bindings[0].delivery");
+    // 64 bindings of one server load; the 65th is refused.
+    let sixty_four: String = (0..64).map(binding).collect();
+    assert_eq!(
+        parse("agentd.toml", &format!("{server}{sixty_four}"), &env)
+            .unwrap()
+            .bindings
+            .len(),
+        64
+    );
+    let e = err(&format!("{server}{sixty_four}{}", binding(64)));
+    assert_eq!(e.key, "events.bindings[64].server");
+    // 256 for the instance: four servers of 64 load; one more anywhere is refused.
+    let servers: String = (0..5)
+        .map(|i| format!("[[mcp.servers]]\nname = \"t{i}\"\nurl = \"http://x/mcp\"\n"))
+        .collect();
+    let on = |server: usize, event: usize| {
+        format!("[[events.bindings]]\nserver = \"t{server}\"\nevent = \"e{event}\"\ninto = \"s\"\n")
+    };
+    let full: String = (0..256).map(|n| on(n / 64, n)).collect();
+    let c = parse("agentd.toml", &format!("{servers}{full}"), &env).unwrap();
+    assert_eq!(c.bindings.len(), 256);
+    let e = err(&format!("{servers}{full}{}", on(4, 256)));
+    assert_eq!(e.key, "events.bindings[256].server");
+    let e = err("[store]\nmax_value_bytes = 1023\n");
+    assert_eq!(e.key, "store.max_value_bytes");
+    let c = parse("agentd.toml", "[store]\nmax_value_bytes = 1024\n", &env).unwrap();
+    assert_eq!(c.max_value_bytes, 1024, "the bound itself loads");
+    let e = err(&format!("{server}{}max_per_minute = 0\n", binding(0)));
+    assert_eq!(e.key, "events.bindings[0].max_per_minute");
+    let c = parse(
+        "agentd.toml",
+        &format!("{server}{}max_per_minute = 1\n", binding(0)),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(c.bindings[0].max_per_minute, Some(1));
+    let e = err("[webhooks]\nurl = \"agent.example.com\"\n");
+    assert_eq!(e.key, "webhooks.url");
+}
+
+#[test]
+fn grants_name_one_owner_each_and_allow_1_to_64() {
+    let c = parse(
+        "f",
+        "[[events.grants]]\nowner = \"root\"\ntools = true\n\
+         [[events.grants]]\nowner = \"nightly\"\nlive = 64\n",
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        c.grants,
+        [
+            Grant {
+                owner: "root".into(),
+                live: None,
+                tools: true
+            },
+            Grant {
+                owner: "nightly".into(),
+                live: Some(64),
+                tools: false
+            }
+        ]
+    );
+    let e = err("[[events.grants]]\nowner = \"root\"\nlive = 65\n");
+    assert_eq!((e.key.as_str(), e.line), ("events.grants[0].live", 3));
+    assert!(e.message.contains("1 to 64"), "{e}");
+    let e = err("[[events.grants]]\nowner = \"root\"\nlive = 0\n");
+    assert_eq!(e.key, "events.grants[0].live");
+    let e = err("[[events.grants]]\nowner = \"a\"\n[[events.grants]]\nowner = \"a\"\n");
+    assert_eq!((e.key.as_str(), e.line), ("events.grants[1].owner", 4));
+    let e = err("[[events.grants]]\nowner = \"\"\n");
+    assert_eq!(e.key, "events.grants[0].owner");
+    let e = err(
+        "[[mcp.servers]]\nname = \"t\"\nurl = \"http://127.0.0.1:1/mcp\"\n\
+         [[events.bindings]]\nserver = \"t\"\nevent = \"e\"\ninto = \"agentd.audit\"\n",
+    );
+    assert_eq!(e.key, "events.bindings[0].into");
+}
+
+#[test]
+fn headers_that_are_not_http_are_refused() {
+    let e = err(
+        "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { \"X Bad\" = \"v\" }\n",
+    );
+    assert_eq!(
+        (e.key.as_str(), e.line),
+        ("mcp.servers[0].headers.X Bad", 4)
+    );
+    assert!(e.message.contains("header name"), "{e}");
+    let e = err(
+        "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { X-Ok = \"a\\nb\" }\n",
+    );
+    assert_eq!(e.key, "mcp.servers[0].headers.X-Ok");
+    assert!(e.message.contains("header value"), "{e}");
+}
+
+#[test]
+fn headers_the_client_sets_are_refused_in_any_case() {
+    for header in [
+        "MCP-Protocol-Version",
+        "mcp-method",
+        "MCP-NAME",
+        "Mcp-Param-Region",
+        "mcp-param-x",
+        "Mcp-Session-Id",
+        "last-event-id",
+    ] {
+        let e = err(&format!(
+            "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = {{ {header} = \"v\" }}\n"
+        ));
+        assert!(e.message.contains(header), "{e}");
+        assert_eq!(e.line, 4, "{e}");
+    }
+}
