@@ -13,7 +13,8 @@ use tokio::sync::broadcast;
 use crate::config::Server;
 use crate::daemon::server::{Handle, Shared, Stop};
 
-const INSTANCE: &str = "demo";
+/// The instance the demo logs as.
+pub(crate) const INSTANCE: &str = "demo";
 const URI: &str = "demo://counter";
 /// Who owns the demo's subscription.
 const OWNER: &str = "demo";

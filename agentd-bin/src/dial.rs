@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use mcp_negotiate::{Catalog, Client, ClientBuilder, Error, Recovery};
 use mcp_transport::driver::{Elicitor, Unserved};
-use serde_json::{Value, json};
 
 use crate::config::Server;
-use crate::telemetry::log::{Level, event};
+use crate::telemetry::catalogue::connections::{self, Dial};
 use crate::telemetry::metrics::Metrics;
 
 /// Why a dial did not end with a connection.
@@ -100,17 +99,11 @@ pub(crate) async fn connect(
 
 /// `mcp.connect` (with `reason` when it is not the first dial), then `mcp.tool.dropped` for
 /// each tool the listing left out.
-pub(crate) fn connected(instance: &str, server: &str, connection: &Client, reason: Option<&str>) {
+pub(crate) fn connected(instance: &str, server: &str, connection: &Client, reason: Option<Dial>) {
     let catalog = connection.catalog();
-    let mut fields = vec![
-        ("server", json!(server)),
-        ("protocol", json!(connection.revision().as_str())),
-        ("tools", json!(catalog.tools().len())),
-    ];
-    if let Some(reason) = reason {
-        fields.push(("reason", json!(reason)));
-    }
-    event(instance, Level::Info, "mcp.connect", &fields);
+    let protocol = connection.revision();
+    let tools = catalog.tools().len();
+    connections::connect(instance, server, protocol.as_str(), tools, reason);
     dropped(instance, server, &catalog);
 }
 
@@ -118,16 +111,7 @@ pub(crate) fn connected(instance: &str, server: &str, connection: &Client, reaso
 pub(crate) fn dropped(instance: &str, server: &str, catalog: &Catalog) {
     for dropped in catalog.dropped() {
         let reason = dropped.reason.to_string();
-        event(
-            instance,
-            Level::Warn,
-            "mcp.tool.dropped",
-            &[
-                ("server", json!(server)),
-                ("tool", json!(mcp_wire::log_text(&dropped.tool))),
-                ("reason", json!(mcp_wire::log_text(&reason))),
-            ],
-        );
+        connections::tool_dropped(instance, server, &dropped.tool, &reason);
     }
 }
 
@@ -137,17 +121,10 @@ pub(crate) fn failed(
     instance: &str,
     server: &str,
     err: &str,
-    reason: Option<&str>,
+    reason: Option<Dial>,
     metrics: Option<&Metrics>,
 ) {
-    let mut fields: Vec<(&str, Value)> = vec![
-        ("server", json!(server)),
-        ("err", json!(mcp_wire::log_text(err))),
-    ];
-    if let Some(reason) = reason {
-        fields.push(("reason", json!(reason)));
-    }
-    event(instance, Level::Warn, "mcp.connect.fail", &fields);
+    connections::connect_fail(instance, server, err, reason);
     if let Some(metrics) = metrics {
         metrics.connect_failed(server);
     }

@@ -24,6 +24,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use mcp_wire::Revision;
 
+use crate::telemetry::log::LogLevel;
+
 /// agentd, an agent daemon: its MCP client.
 #[derive(Debug, Parser)]
 #[command(name = "agentd", version)]
@@ -32,6 +34,11 @@ struct Cli {
     /// grants (`internal_tools`).
     #[arg(long)]
     capabilities: bool,
+    /// The least severe log line written on stderr: error, warn, info (agentd's events), or
+    /// debug and trace (with the diagnostics of the MCP libraries). `RUST_LOG` adds
+    /// directives of its own (`mcp_transport=debug`).
+    #[arg(long, global = true, value_enum, default_value_t = LogLevel::Info)]
+    log_level: LogLevel,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -180,6 +187,7 @@ fn main() -> ExitCode {
         eprintln!("agentd: a command is needed (try {hint})");
         return ExitCode::from(2);
     };
+    let level = cli.log_level;
     match command {
         Command::Revisions => {
             for revision in Revision::ALL {
@@ -189,35 +197,37 @@ fn main() -> ExitCode {
         }
         Command::Run { config } => {
             let path = config.clone();
-            with_config(&config, |c| daemon::run(c, path))
+            with_config(&config, level, |c| daemon::run(c, path))
         }
-        Command::Check { config, json } => with_config(&config, |c| cli::check(c, json)),
-        Command::Tools { config } => with_config(&config, cli::tools),
+        Command::Check { config, json } => with_config(&config, level, |c| cli::check(c, json)),
+        Command::Tools { config } => with_config(&config, level, cli::tools),
         Command::Call {
             config,
             server,
             tool,
             arguments,
-        } => with_config(&config, |c| async move {
+        } => with_config(&config, level, |c| async move {
             cli::call(c, &server, &tool, arguments.as_deref()).await
         }),
-        Command::Resources { config, json } => with_config(&config, |c| cli::resources(c, json)),
+        Command::Resources { config, json } => {
+            with_config(&config, level, |c| cli::resources(c, json))
+        }
         Command::Read {
             config,
             server,
             uri,
             json,
-        } => with_config(&config, |c| async move {
+        } => with_config(&config, level, |c| async move {
             cli::read(c, &server, &uri, json).await
         }),
-        Command::Prompts { config, json } => with_config(&config, |c| cli::prompts(c, json)),
+        Command::Prompts { config, json } => with_config(&config, level, |c| cli::prompts(c, json)),
         Command::Prompt {
             config,
             server,
             name,
             arguments,
             json,
-        } => with_config(&config, |c| async move {
+        } => with_config(&config, level, |c| async move {
             cli::prompt(c, &server, &name, arguments.as_deref(), json).await
         }),
         Command::Events {
@@ -241,11 +251,12 @@ fn main() -> ExitCode {
                     tool,
                     arguments,
                 },
-        } => with_config(&config, |c| async move {
+        } => with_config(&config, level, |c| async move {
             cli::events_call(&c, owner, kind, tool, arguments.as_deref()).await
         }),
         #[cfg(feature = "demo")]
         Command::Demo => {
+            telemetry::log::install(level, demo::INSTANCE);
             let Some(runtime) = runtime() else {
                 return ExitCode::FAILURE;
             };
@@ -279,8 +290,9 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
     }
 }
 
-/// Loads the configuration and runs `command` on it.
-fn with_config<F, Fut>(path: &Path, command: F) -> ExitCode
+/// Loads the configuration, writes the log lines at `level` from then on, and runs `command`
+/// on it.
+fn with_config<F, Fut>(path: &Path, level: LogLevel, command: F) -> ExitCode
 where
     F: FnOnce(config::Config) -> Fut,
     Fut: Future<Output = ExitCode>,
@@ -289,6 +301,7 @@ where
         Ok(config) => config,
         Err(code) => return code,
     };
+    telemetry::log::install(level, &config.instance);
     match runtime() {
         Some(runtime) => {
             let code = runtime.block_on(command(config));

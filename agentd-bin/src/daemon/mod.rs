@@ -35,7 +35,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -45,7 +44,8 @@ use self::signals::{Signals, Wake};
 use crate::config::{self, Config};
 use crate::events::hooks::Routes;
 use crate::events::{Control, Events, Feed};
-use crate::telemetry::log::{Level, event};
+use crate::telemetry::catalogue::connections::Dial;
+use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
@@ -202,12 +202,7 @@ impl Daemon {
                 shutdown.clone(),
                 listeners.clone(),
             );
-            event(
-                &config.instance,
-                Level::Info,
-                "http.listening",
-                &[("addr", json!(bound.to_string()))],
-            );
+            own::http_listening(&config.instance, bound);
         }
         Ok(Self {
             config,
@@ -231,17 +226,13 @@ impl Daemon {
         let new = match config::load(&self.path, &|name| std::env::var(name).ok()) {
             Ok(new) => new,
             Err(e) => {
-                event(
-                    &self.config.instance,
-                    Level::Warn,
-                    "reload.refused",
-                    &[("err", json!(e.to_string()))],
-                );
+                own::reload_refused(&self.config.instance, &e.to_string());
                 return;
             }
         };
         // Every connection says who it is: a new name dials them all again.
         if new.instance != self.config.instance {
+            crate::telemetry::log::set_instance(&new.instance);
             self.shared = self.shared.renamed(&new.instance);
             for (_, handle) in std::mem::take(&mut self.servers) {
                 handle.stop(Stop::Reload);
@@ -273,12 +264,7 @@ impl Daemon {
                 self.controls
                     .send_replace(self.events.as_ref().map(Events::control));
             }
-            Err(e) => event(
-                &new.instance,
-                Level::Warn,
-                "reload.refused",
-                &[("err", json!(format!("MCP Events: {e}")))],
-            ),
+            Err(e) => own::reload_refused(&new.instance, &format!("MCP Events: {e}")),
         }
         self.config = new;
     }
@@ -306,7 +292,7 @@ impl Daemon {
             match self.servers.get(&server.name) {
                 Some(kept) => kept.relist(),
                 None => {
-                    let started = Handle::start(&self.shared, server.clone(), Some("reload"));
+                    let started = Handle::start(&self.shared, server.clone(), Some(Dial::Reload));
                     self.servers.insert(server.name.clone(), started);
                 }
             }

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
 use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Watch};
-use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::task::TaskTracker;
@@ -22,7 +21,8 @@ use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
 use crate::daemon::subscriptions::{Answer, Owned};
 use crate::dial::{self, DialError};
 use crate::events::Feed;
-use crate::telemetry::log::{Level, event};
+use crate::telemetry::catalogue::connections::{self, Dial, Disconnect};
+use crate::telemetry::catalogue::{events, listens};
 use crate::telemetry::metrics::Metrics;
 
 /// Dialing a server that was down at start: 1 s after the first failure, doubling to 60 s.
@@ -98,10 +98,6 @@ impl Shared {
     pub(crate) fn updates(&self) -> broadcast::Receiver<Update> {
         self.updates.subscribe()
     }
-
-    fn log(&self, level: Level, name: &str, fields: &[(&str, Value)]) {
-        event(&self.instance, level, name, fields);
-    }
 }
 
 /// Resolves once the task is told to stop.
@@ -142,7 +138,7 @@ pub(crate) struct Handle {
 impl Handle {
     /// Starts holding `server`; `reason` is why it is dialed when it is not the first dial
     /// of the process (`reload`).
-    pub(crate) fn start(shared: &Shared, server: Server, reason: Option<&'static str>) -> Self {
+    pub(crate) fn start(shared: &Shared, server: Server, reason: Option<Dial>) -> Self {
         let (stop, stopped) = watch::channel(Stop::Running);
         let (connected, connection) = watch::channel(None);
         let (orders, ordered) = mpsc::channel(16);
@@ -253,33 +249,27 @@ impl Task {
         }
     }
 
-    async fn run(mut self, reason: Option<&'static str>) {
+    async fn run(mut self, reason: Option<Dial>) {
         let Some(connection) = self.join(reason).await else {
             return;
         };
         self.connected.send_replace(Some(connection.clone()));
         self.watch(&connection).await;
         if *self.stop.borrow() == Stop::Reload {
-            self.shared.log(
-                Level::Info,
-                "mcp.disconnect",
-                &[
-                    ("server", json!(self.server.name)),
-                    ("reason", json!("reload")),
-                ],
-            );
+            let instance = &self.shared.instance;
+            connections::disconnect(instance, &self.server.name, Disconnect::Reload);
         }
         let _ = connection.close().await;
     }
 
     /// Dials until the server answers (on the join schedule after a failure), or until told
     /// to stop.
-    async fn join(&mut self, reason: Option<&'static str>) -> Option<Arc<Client>> {
+    async fn join(&mut self, reason: Option<Dial>) -> Option<Arc<Client>> {
         let instance = self.shared.instance.clone();
         let mut backoff = JOIN;
         let mut joining = false;
         loop {
-            let why = reason.or(joining.then_some("joined"));
+            let why = reason.or(joining.then_some(Dial::Joined));
             let dialed = tokio::select! {
                 dialed = dial::connect(&instance, &self.server, Recovery::ByOwner) => dialed,
                 _ = self.stop.changed() => return None,
@@ -288,24 +278,13 @@ impl Task {
                 Ok(connection) => {
                     dial::connected(&instance, &self.server.name, &connection, why);
                     if joining {
-                        self.shared.log(
-                            Level::Info,
-                            "mcp.joined",
-                            &[("server", json!(self.server.name))],
-                        );
+                        connections::joined(&instance, &self.server.name);
                     }
                     return Some(Arc::new(connection));
                 }
                 // It answered the handshake; its tools could not be listed.
                 Err(e @ DialError::Catalogue(_)) if joining => {
-                    self.shared.log(
-                        Level::Warn,
-                        "mcp.join.refused",
-                        &[
-                            ("server", json!(self.server.name)),
-                            ("errors", json!([mcp_wire::log_text(&e.to_string())])),
-                        ],
-                    );
+                    connections::join_refused(&instance, &self.server.name, &e.to_string());
                 }
                 Err(e) => dial::failed(
                     &instance,
@@ -331,11 +310,7 @@ impl Task {
         let mut stream_logged = false;
         // When the failed stream is opened again: meanwhile the task takes orders.
         let mut reopen_at: Option<Instant> = None;
-        let mut owned = Owned::new(&self.server.name);
-        let shared = self.shared.clone();
-        let log = move |level: Level, name: &str, fields: &[(&str, Value)]| {
-            shared.log(level, name, fields);
-        };
+        let mut owned = Owned::new(&self.shared.instance, &self.server.name);
         while self.running() {
             let retry_at = owned.retry_at();
             tokio::select! {
@@ -351,11 +326,8 @@ impl Task {
                     Err(e) => {
                         let wait = stream.fail();
                         if !std::mem::replace(&mut stream_logged, true) {
-                            self.shared.log(Level::Warn, "mcp.listen.unavailable", &[
-                                ("server", json!(self.server.name)),
-                                ("reason", json!(mcp_wire::log_text(&e.to_string()))),
-                                ("retry_ms", json!(millis(wait))),
-                            ]);
+                            let (instance, name) = (&self.shared.instance, &self.server.name);
+                            listens::unavailable(instance, name, &e.to_string(), millis(wait));
                         }
                         reopen_at = Some(Instant::now() + wait);
                     }
@@ -368,7 +340,7 @@ impl Task {
                         let _ = answer.send(owned.subscribe(&mut watch, &uri, &owner).await);
                     }
                     Order::Release { uri, owner, answer } => {
-                        let _ = answer.send(owned.release(&mut watch, &uri, &owner, &log).await);
+                        let _ = answer.send(owned.release(&mut watch, &uri, &owner).await);
                     }
                     Order::Relist => {
                         let stop = self.stop.clone();
@@ -386,10 +358,10 @@ impl Task {
                     reopen_at = None;
                     stream.reset();
                     stream_logged = false;
-                    owned.restore(&mut watch, &log).await;
+                    owned.restore(&mut watch).await;
                 }
                 () = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
-                    owned.retry(&mut watch, &log).await;
+                    owned.retry(&mut watch).await;
                 }
                 _ = self.stop.changed() => {}
             }
@@ -401,11 +373,7 @@ impl Task {
     async fn redial(&mut self, connection: &Client) -> bool {
         let instance = self.shared.instance.clone();
         let name = self.server.name.clone();
-        self.shared.log(
-            Level::Warn,
-            "mcp.disconnect",
-            &[("server", json!(name)), ("reason", json!("session_lost"))],
-        );
+        connections::disconnect(&instance, &name, Disconnect::SessionLost);
         let mut backoff = REDIAL;
         loop {
             if !self.sleep(backoff.fail()).await {
@@ -433,7 +401,7 @@ impl Task {
                             () = stopped(stop) => return false,
                         }
                     }
-                    dial::connected(&instance, &name, connection, Some("session_lost"));
+                    dial::connected(&instance, &name, connection, Some(Dial::SessionLost));
                     return true;
                 }
                 Ok(Err(e)) => e.to_string(),
@@ -443,7 +411,7 @@ impl Task {
                 &instance,
                 &name,
                 &err,
-                Some("session_lost"),
+                Some(Dial::SessionLost),
                 Some(&self.shared.metrics),
             );
         }
@@ -463,30 +431,17 @@ impl Task {
         match connection.refresh_tools().await {
             Ok(catalog) => Some(catalog),
             Err(e) => {
-                self.shared.log(
-                    Level::Warn,
-                    "mcp.tools_refresh_failed",
-                    &[(
-                        "err",
-                        json!(mcp_wire::log_text(&format!("{}: {e}", self.server.name))),
-                    )],
-                );
+                let (instance, name) = (&self.shared.instance, &self.server.name);
+                connections::tools_refresh_failed(instance, name, &e.to_string());
                 None
             }
         }
     }
 
     fn on_change(&self, change: Change) {
-        let server = json!(self.server.name);
+        let (instance, name) = (&*self.shared.instance, self.server.name.as_str());
         match change {
-            Change::ToolsChanged => self.shared.log(
-                Level::Info,
-                "mcp.tools_changed",
-                &[
-                    ("server", server),
-                    ("note", json!("takes effect at the next reload")),
-                ],
-            ),
+            Change::ToolsChanged => connections::tools_changed(instance, name),
             Change::ResourceUpdated { uri } => {
                 let _ = self.shared.updates.send(Update {
                     server: self.server.name.clone(),
@@ -495,11 +450,7 @@ impl Task {
             }
             Change::Listen(listen) => self.on_listen(listen),
             Change::EventsChanged => {
-                self.shared.log(
-                    Level::Info,
-                    "mcp.events.list_changed",
-                    &[("server", json!(self.server.name))],
-                );
+                events::list_changed(instance, name);
                 self.events_changed.send_modify(|n| *n += 1);
             }
             _ => {}
@@ -508,79 +459,25 @@ impl Task {
 
     /// The reference's Listens table.
     fn on_listen(&self, listen: ListenEvent) {
-        let server = ("server", json!(self.server.name));
-        let (level, name, fields) = match listen {
+        let (instance, name) = (&*self.shared.instance, self.server.name.as_str());
+        match listen {
             ListenEvent::Ended {
                 reason: "idle",
                 retry_ms,
-            } => {
-                let idle = idle_limit(self.server.timeout);
-                let detail = format!("nothing heard for {}", humantime::format_duration(idle));
-                (
-                    Level::Info,
-                    "mcp.listen.ended",
-                    vec![
-                        server,
-                        ("reason", json!("idle")),
-                        ("detail", json!(detail)),
-                        ("retry_ms", json!(retry_ms)),
-                    ],
-                )
+            } => listens::idle(instance, name, idle_limit(self.server.timeout), retry_ms),
+            ListenEvent::Ended { reason, retry_ms } => {
+                listens::ended(instance, name, reason, retry_ms);
             }
-            ListenEvent::Ended { reason, retry_ms } => (
-                Level::Warn,
-                "mcp.listen.ended",
-                vec![
-                    server,
-                    ("reason", json!(reason)),
-                    ("retry_ms", json!(retry_ms)),
-                ],
-            ),
-            ListenEvent::Resumed => (Level::Info, "mcp.listen.resumed", vec![server]),
-            ListenEvent::Narrowed { dropped } => {
-                let dropped: Vec<String> = dropped.iter().map(|u| mcp_wire::log_text(u)).collect();
-                (
-                    Level::Warn,
-                    "mcp.listen.narrowed",
-                    vec![server, ("dropped", json!(dropped))],
-                )
+            ListenEvent::Resumed => listens::resumed(instance, name),
+            ListenEvent::Narrowed { dropped } => listens::narrowed(instance, name, &dropped),
+            ListenEvent::Unavailable { reason, retry_ms } => {
+                listens::unavailable(instance, name, &reason, retry_ms);
             }
-            ListenEvent::Unavailable { reason, retry_ms } => (
-                Level::Warn,
-                "mcp.listen.unavailable",
-                vec![
-                    server,
-                    ("reason", json!(mcp_wire::log_text(&reason))),
-                    ("retry_ms", json!(retry_ms)),
-                ],
-            ),
-            ListenEvent::FlagsRefused { flags } => (
-                Level::Warn,
-                "mcp.listen.flags_refused",
-                vec![
-                    server,
-                    (
-                        "reason",
-                        json!(format!("not acknowledged: {}", flags.join(", "))),
-                    ),
-                ],
-            ),
+            ListenEvent::FlagsRefused { flags } => listens::flags_refused(instance, name, &flags),
             // Logged once; never asked for again, so there is no retry.
-            ListenEvent::Refused { code } => (
-                Level::Warn,
-                "mcp.listen.unavailable",
-                vec![
-                    server,
-                    (
-                        "reason",
-                        json!(format!("refused ({code}); not asked for again")),
-                    ),
-                    ("retry_ms", Value::Null),
-                ],
-            ),
-            _ => return,
-        };
-        self.shared.log(level, name, &fields);
+            ListenEvent::Refused { code } => listens::refused(instance, name, code),
+            _ => {}
+        }
     }
 }
 

@@ -10,11 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use mcp_negotiate::{Error, Watch};
-use serde_json::json;
 use tokio::time::{Instant, timeout};
 
 use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
-use crate::telemetry::log::Level;
+use crate::telemetry::catalogue::connections;
 
 /// Asking again for a failed subscription, or releasing it again: 1 s, doubling to 30 s.
 const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
@@ -25,6 +24,8 @@ pub(crate) type Answer = Result<(), String>;
 /// The subscriptions of one server, by owner.
 #[derive(Debug)]
 pub(crate) struct Owned {
+    /// The instance of its log lines.
+    instance: String,
     server: String,
     owners: BTreeMap<String, BTreeSet<String>>,
     /// Wanted, and not subscribed yet: asked for again on the schedule.
@@ -69,8 +70,10 @@ impl Schedule {
 }
 
 impl Owned {
-    pub(crate) fn new(server: &str) -> Self {
+    /// The subscriptions of `server`, logged as `instance`'s.
+    pub(crate) fn new(instance: &str, server: &str) -> Self {
         Self {
+            instance: instance.to_owned(),
             server: server.to_owned(),
             owners: BTreeMap::new(),
             subscribe: BTreeSet::new(),
@@ -116,13 +119,7 @@ impl Owned {
     }
 
     /// `owner` lets `uri` go: released when nobody wants it any more.
-    pub(crate) async fn release(
-        &mut self,
-        watch: &mut Watch,
-        uri: &str,
-        owner: &str,
-        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
-    ) -> Answer {
+    pub(crate) async fn release(&mut self, watch: &mut Watch, uri: &str, owner: &str) -> Answer {
         let Some(owners) = self.owners.get_mut(uri) else {
             return Ok(());
         };
@@ -135,37 +132,29 @@ impl Owned {
         if self.subscribe.remove(uri) {
             return Ok(());
         }
-        self.release_once(watch, uri, log).await
+        self.release_once(watch, uri).await
     }
 
     /// After a lost session was dialed again: every subscription an owner wants is asked
     /// for again on the new session (each bounded; one that fails is tried again on the
     /// schedule), and what waits to be released is tried at once.
-    pub(crate) async fn restore(
-        &mut self,
-        watch: &mut Watch,
-        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
-    ) {
+    pub(crate) async fn restore(&mut self, watch: &mut Watch) {
         let wanted: Vec<String> = self.owners.keys().cloned().collect();
         self.subscribe.extend(wanted);
         self.subscribes.reset();
         self.retry_subscribes(watch).await;
-        self.retry_releases(watch, log).await;
+        self.retry_releases(watch).await;
     }
 
     /// Tries again what failed and is due, each on its own schedule; the next try of each is
     /// scheduled if something still fails.
-    pub(crate) async fn retry(
-        &mut self,
-        watch: &mut Watch,
-        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
-    ) {
+    pub(crate) async fn retry(&mut self, watch: &mut Watch) {
         let now = Instant::now();
         if self.subscribes.due(now) {
             self.retry_subscribes(watch).await;
         }
         if self.releases.due(now) {
-            self.retry_releases(watch, log).await;
+            self.retry_releases(watch).await;
         }
     }
 
@@ -188,55 +177,28 @@ impl Owned {
         }
     }
 
-    async fn retry_releases(
-        &mut self,
-        watch: &mut Watch,
-        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
-    ) {
+    async fn retry_releases(&mut self, watch: &mut Watch) {
         self.releases.at = None;
         for uri in std::mem::take(&mut self.release) {
             // A failure schedules the next try: one step of the schedule per pass.
-            let _ = self.release_once(watch, &uri, log).await;
+            let _ = self.release_once(watch, &uri).await;
         }
         if self.release.is_empty() {
             self.releases.reset();
         }
     }
 
-    async fn release_once(
-        &mut self,
-        watch: &mut Watch,
-        uri: &str,
-        log: &impl Fn(Level, &str, &[(&str, serde_json::Value)]),
-    ) -> Answer {
+    async fn release_once(&mut self, watch: &mut Watch, uri: &str) -> Answer {
         let released = match timeout(MANAGEMENT, watch.unsubscribe(uri)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(unanswered()),
         };
-        let server = json!(self.server);
-        let uri_text = json!(mcp_wire::log_text(uri));
+        let (instance, server) = (&self.instance, &self.server);
         match &released {
-            Ok(()) => log(
-                Level::Info,
-                "mcp.unsubscribed",
-                &[
-                    ("server", server),
-                    ("uri", uri_text),
-                    ("reason", json!("unowned")),
-                ],
-            ),
+            Ok(()) => connections::unsubscribed(instance, server, uri),
             Err(e) => {
-                log(
-                    Level::Warn,
-                    "mcp.unsubscribe.fail",
-                    &[
-                        ("server", server),
-                        ("uri", uri_text),
-                        ("reason", json!("unowned")),
-                        ("err", json!(mcp_wire::log_text(e))),
-                    ],
-                );
+                connections::unsubscribe_fail(instance, server, uri, e);
                 self.release.insert(uri.to_owned());
                 self.releases.fail();
             }
@@ -258,7 +220,6 @@ async fn subscribe_once(watch: &mut Watch, uri: &str) -> Result<(), (String, boo
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
     use std::sync::Arc;
 
     use mcp_negotiate::Client;
@@ -266,6 +227,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::telemetry::log::tests::capture;
 
     const URI: &str = "demo://counter";
 
@@ -284,19 +246,24 @@ mod tests {
     async fn owners_share_a_subscription_and_the_last_release_ends_it() {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
-        let lines = RefCell::new(Vec::<(String, Value)>::new());
-        let log = |_: Level, name: &str, fields: &[(&str, Value)]| {
-            let fields = fields.iter().map(|(k, v)| ((*k).to_owned(), v.clone()));
+        // A test on one thread: agentd's lines of this one (not the libraries'), as JSON.
+        let (_guard, written) = capture();
+        let lines = || -> Vec<(String, Value)> {
+            let written = written.lock().unwrap();
+            let lines = written
+                .iter()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap());
             lines
-                .borrow_mut()
-                .push((name.to_owned(), Value::Object(fields.collect())));
+                .map(|l| (l["event"].as_str().unwrap().to_owned(), l))
+                .filter(|(event, _)| event.starts_with("mcp."))
+                .collect()
         };
-        let mut owned = Owned::new("s");
+        let mut owned = Owned::new("t", "s");
         assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
         assert_eq!(owned.subscribe(&mut watch, URI, "b").await, Ok(()));
         assert_eq!(sent(&server, "resources/subscribe"), 1);
 
-        assert_eq!(owned.release(&mut watch, URI, "a", &log).await, Ok(()));
+        assert_eq!(owned.release(&mut watch, URI, "a").await, Ok(()));
         assert_eq!(
             sent(&server, "resources/unsubscribe"),
             0,
@@ -312,24 +279,24 @@ mod tests {
         };
         server.script("resources/unsubscribe", refusal, Times::Once);
         let before = Instant::now();
-        assert!(owned.release(&mut watch, URI, "b", &log).await.is_err());
+        assert!(owned.release(&mut watch, URI, "b").await.is_err());
         assert_eq!(owned.retry_at(), Some(before + Duration::from_secs(1)));
-        assert_eq!(lines.borrow()[0].0, "mcp.unsubscribe.fail");
-        let fail = lines.borrow()[0].1.clone();
+        assert_eq!(lines()[0].0, "mcp.unsubscribe.fail");
+        let fail = lines()[0].1.clone();
         assert_eq!(fail["reason"], "unowned");
         assert_eq!(fail["uri"], URI);
         assert!(!fail["err"].as_str().unwrap().contains('\u{7}'), "{fail}");
         assert!(watch.held().any(|u| u == URI), "still held until released");
 
         // Not due yet: nothing is sent.
-        owned.retry(&mut watch, &log).await;
+        owned.retry(&mut watch).await;
         assert_eq!(sent(&server, "resources/unsubscribe"), 1);
         tokio::time::sleep_until(owned.retry_at().unwrap()).await;
-        owned.retry(&mut watch, &log).await;
+        owned.retry(&mut watch).await;
         assert_eq!(owned.retry_at(), None);
         assert_eq!(sent(&server, "resources/unsubscribe"), 2);
-        assert_eq!(lines.borrow()[1].0, "mcp.unsubscribed");
-        assert_eq!(lines.borrow()[1].1["reason"], "unowned");
+        assert_eq!(lines()[1].0, "mcp.unsubscribed");
+        assert_eq!(lines()[1].1["reason"], "unowned");
         assert_eq!(watch.held().count(), 0);
     }
 
@@ -339,8 +306,7 @@ mod tests {
     async fn a_release_failing_again_waits_the_next_step_of_the_schedule() {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
-        let log = |_: Level, _: &str, _: &[(&str, Value)]| {};
-        let mut owned = Owned::new("s");
+        let mut owned = Owned::new("t", "s");
         assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
         let refusal = Fault::RpcError {
             status: 200,
@@ -355,8 +321,8 @@ mod tests {
             }
             let before = Instant::now();
             match i {
-                0 => assert!(owned.release(&mut watch, URI, "a", &log).await.is_err()),
-                _ => owned.retry(&mut watch, &log).await,
+                0 => assert!(owned.release(&mut watch, URI, "a").await.is_err()),
+                _ => owned.retry(&mut watch).await,
             }
             let at = owned.retry_at().expect("a retry");
             assert_eq!(at - before, wait, "try {}", i + 1);
@@ -369,8 +335,7 @@ mod tests {
     async fn subscribes_and_releases_keep_schedules_of_their_own() {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
-        let log = |_: Level, _: &str, _: &[(&str, Value)]| {};
-        let mut owned = Owned::new("s");
+        let mut owned = Owned::new("t", "s");
         assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
         let refusal = Fault::RpcError {
             status: 200,
@@ -379,10 +344,10 @@ mod tests {
             data: None,
         };
         server.script("resources/unsubscribe", refusal, Times::Always);
-        assert!(owned.release(&mut watch, URI, "a", &log).await.is_err());
+        assert!(owned.release(&mut watch, URI, "a").await.is_err());
         for _ in 0..2 {
             tokio::time::sleep_until(owned.retry_at().unwrap()).await;
-            owned.retry(&mut watch, &log).await;
+            owned.retry(&mut watch).await;
         }
         // The releases' next try is 4 s out; a subscribe failing now is due in 1 s.
         let now = Instant::now();
@@ -397,7 +362,7 @@ mod tests {
         assert_eq!(owned.retry_at(), Some(now + Duration::from_secs(1)));
         tokio::time::sleep_until(now + Duration::from_secs(1)).await;
         let unsubscribes = sent(&server, "resources/unsubscribe");
-        owned.retry(&mut watch, &log).await;
+        owned.retry(&mut watch).await;
         assert!(watch.held().any(|u| u == "demo://greeting"));
         assert_eq!(
             sent(&server, "resources/unsubscribe"),
@@ -411,8 +376,7 @@ mod tests {
     async fn a_failed_subscribe_is_asked_again_and_a_hopeless_one_is_not() {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
-        let log = |_: Level, _: &str, _: &[(&str, Value)]| {};
-        let mut owned = Owned::new("s");
+        let mut owned = Owned::new("t", "s");
         server.script("resources/subscribe", Fault::Status(503, None), Times::Once);
         assert!(owned.subscribe(&mut watch, URI, "a").await.is_err());
         assert!(owned.retry_at().is_some());
@@ -420,7 +384,7 @@ mod tests {
         assert!(owned.subscribe(&mut watch, URI, "b").await.is_err());
         assert_eq!(sent(&server, "resources/subscribe"), 1);
         tokio::time::sleep_until(owned.retry_at().unwrap()).await;
-        owned.retry(&mut watch, &log).await;
+        owned.retry(&mut watch).await;
         assert_eq!(owned.retry_at(), None);
         assert!(watch.held().any(|u| u == URI));
 
@@ -428,6 +392,6 @@ mod tests {
         let template = "demo://items/{id}";
         assert!(owned.subscribe(&mut watch, template, "a").await.is_err());
         assert_eq!(owned.retry_at(), None);
-        assert_eq!(owned.release(&mut watch, template, "a", &log).await, Ok(()));
+        assert_eq!(owned.release(&mut watch, template, "a").await, Ok(()));
     }
 }

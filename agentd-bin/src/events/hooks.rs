@@ -28,7 +28,7 @@ use serde_json::json;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::clock::wall_ms;
-use crate::telemetry::log::{Level, event};
+use crate::telemetry::catalogue::events::{self as logs, Of, Rejection};
 use crate::telemetry::metrics::{Metrics, Outcome};
 
 /// The path segment before a binding's key.
@@ -177,19 +177,15 @@ pub(crate) async fn receive(
         verify(&headers, &body, &secrets, now, &route.limits)
             .map(|()| (headers.id.to_owned(), headers.subscription.to_owned()))
     });
+    let of = Of {
+        instance,
+        server: &route.server,
+        event_type: &route.event,
+    };
     let (webhook_id, subscription) = match checked {
         Ok(named) => named,
         Err(e) => {
-            event(
-                instance,
-                Level::Warn,
-                "mcp.events.hook.denied",
-                &[
-                    ("server", json!(route.server)),
-                    ("event_type", json!(route.event)),
-                    ("reason", json!(e.to_string())),
-                ],
-            );
+            logs::hook_denied(of, &e.to_string());
             return status(401, "");
         }
     };
@@ -204,17 +200,7 @@ pub(crate) async fn receive(
         }
         Ok(body) => body,
         Err(_) => {
-            event(
-                instance,
-                Level::Warn,
-                "mcp.events.rejected",
-                &[
-                    ("server", json!(route.server)),
-                    ("event_type", json!(route.event)),
-                    ("event_id", json!(mcp_wire::log_text(&webhook_id))),
-                    ("cause", json!("malformed")),
-                ],
-            );
+            logs::rejected(of, &webhook_id, Rejection::Malformed);
             let series = (route.server.as_str(), route.event.as_str());
             metrics.occurrences(series, DeliveryMode::Webhook, Outcome::Rejected, 1);
             return status(410, "malformed\n");

@@ -33,7 +33,6 @@ use mcp_events::sqlite::Sqlite;
 use mcp_events::store::Store;
 use mcp_negotiate::{Client, Error};
 use mcp_wire::events::{DeliveryMode, UnsubscribeEventsParams};
-use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
@@ -41,7 +40,7 @@ use self::report::{count, report};
 pub(crate) use self::subscriptions::Control;
 use crate::clock::{random, wall_ms};
 use crate::config::Config;
-use crate::telemetry::log::{Level, event};
+use crate::telemetry::catalogue::events::{self as logs, Of};
 use crate::telemetry::metrics::Metrics;
 use hooks::{Answer, Deliveries, Routes};
 
@@ -182,16 +181,11 @@ impl Events {
         let mut store = ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         for b in gone {
             if store.remove(&b.key(), &b.into).is_ok() {
-                log(
-                    &ctx,
-                    Level::Info,
-                    "mcp.events.removed",
-                    &[
-                        ("server", json!(b.server)),
-                        ("event_type", json!(b.event)),
-                        ("reason", json!("reload")),
-                    ],
-                );
+                logs::removed(Of {
+                    instance: &ctx.instance,
+                    server: &b.server,
+                    event_type: &b.event,
+                });
             }
         }
     }
@@ -261,12 +255,7 @@ async fn serve(
             match list_pages(&ctx, &server, &connection, lister, cursor).await {
                 Ok(outcome) => {
                     if let Listed::Types(types) = &outcome {
-                        log(
-                            &ctx,
-                            Level::Info,
-                            "mcp.events.listed",
-                            &[("server", json!(server)), ("types", json!(types.len()))],
-                        );
+                        logs::listed(&ctx.instance, &server, types.len());
                     }
                     listed.send_replace(Some(Arc::new(outcome)));
                 }
@@ -274,19 +263,8 @@ async fn serve(
                     let exhausted = matches!(&failure, Failure::Rpc(e)
                         if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
                     let wait = lister.on_failure(std::time::Instant::now(), exhausted, random());
-                    log(
-                        &ctx,
-                        Level::Warn,
-                        "mcp.events.list.fail",
-                        &[
-                            ("server", json!(server)),
-                            ("err", json!(mcp_wire::log_text(&failure.to_string()))),
-                            (
-                                "retry_ms",
-                                json!(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)),
-                            ),
-                        ],
-                    );
+                    let retry_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                    logs::list_fail(&ctx.instance, &server, &failure.to_string(), retry_ms);
                 }
             }
             continue;
@@ -575,12 +553,7 @@ async fn deliver(
                     Answer::Taken
                 }
                 Err(err) => {
-                    log(
-                        ctx,
-                        Level::Warn,
-                        "mcp.events.hook.unsaved",
-                        &[("err", json!(err))],
-                    );
+                    logs::hook_unsaved(&ctx.instance, &err);
                     Answer::NotNow
                 }
             }
@@ -633,10 +606,6 @@ fn occurred_ms(record: &Record) -> Option<i64> {
     }
     let event: Event = serde_json::from_slice(&record.bytes).ok()?;
     mcp_events::time::unix_millis(&event.data.occurred_at)
-}
-
-fn log(ctx: &Ctx, level: Level, name: &str, fields: &[(&str, Value)]) {
-    event(&ctx.instance, level, name, fields);
 }
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
@@ -851,7 +820,7 @@ mod tests {
         assert!(matches!(b.poll_action(now), Some(Action::Poll(_))));
         // 2020-01-01T00:00:00Z, received (as the binding is told) 1.5 s later.
         let stamped = 1_577_836_800_000;
-        let data = mcp_wire::RawJson::from_value(&json!({"id": 1})).unwrap();
+        let data = mcp_wire::RawJson::from_value(&serde_json::json!({"id": 1})).unwrap();
         let o = EventOccurrence::new("evt-1", "ticket.created", "2020-01-01T00:00:00Z", data);
         let page = PollResult::new(vec![o], Some("c1".into()));
         let batch = b.on_poll(Ok(page), now, stamped + 1500, 0);

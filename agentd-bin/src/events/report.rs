@@ -3,10 +3,9 @@
 
 use mcp_events::binding::{Binding, Failure, Log, Stats};
 use mcp_wire::events::DeliveryMode;
-use serde_json::{Value, json};
 
-use super::{Ctx, log};
-use crate::telemetry::log::Level;
+use super::Ctx;
+use crate::telemetry::catalogue::events::{self, Of, Rejection};
 use crate::telemetry::metrics::{Answered, Outcome};
 
 /// Counts an `events/*` request (`method`) to `server` by what it came to: every request
@@ -31,15 +30,13 @@ pub(super) fn report(
     evicted: &mut u64,
 ) {
     let event_type = b.config().event.clone();
+    let of = Of {
+        instance: &ctx.instance,
+        server,
+        event_type: &event_type,
+    };
     while let Some(line) = b.poll_log() {
-        // A line this build does not know (`Log` is non-exhaustive) is not one of the
-        // reference's: left out.
-        let Some((level, name, fields)) = line_of(line) else {
-            continue;
-        };
-        let mut all = vec![("server", json!(server)), ("event_type", json!(event_type))];
-        all.extend(fields);
-        log(ctx, level, name, &all);
+        logged(of, line);
     }
     let stats = b.stats().clone();
     let series = (server, event_type.as_str());
@@ -73,115 +70,39 @@ pub(super) fn report(
     *seen = stats;
 }
 
-/// A log line: its level, its event name, and its fields after `server` and `event_type`.
-type Line = (Level, &'static str, Vec<(&'static str, Value)>);
-
-/// The reference's MCP Events log table.
-fn line_of(line: Log) -> Option<Line> {
-    Some(match line {
+/// The reference's MCP Events table: a line this build does not know (`Log` is
+/// non-exhaustive) is not one of the reference's, and is left out.
+fn logged(of: Of<'_>, line: Log) {
+    match line {
         Log::Armed {
             mode,
             cursor_present,
-        } => (
-            Level::Info,
-            "mcp.events.armed",
-            vec![
-                ("mode", json!(mode.as_str())),
-                ("cursor_present", json!(cursor_present)),
-            ],
-        ),
-        Log::Refused { reason, detail } => (
-            Level::Error,
-            "mcp.events.refused",
-            vec![
-                ("reason", json!(reason.as_str())),
-                ("detail", json!(detail)),
-            ],
-        ),
+        } => events::armed(of, mode, cursor_present),
+        Log::Refused { reason, detail } => events::refused(of, reason, &detail),
         Log::PollFailed {
             code,
             err,
             retry_ms,
-        } => {
-            let level = match code {
-                Some(-32020) => Level::Error,
-                _ => Level::Warn,
-            };
-            (
-                level,
-                "mcp.events.poll.fail",
-                vec![
-                    ("code", json!(code)),
-                    ("err", json!(err)),
-                    ("retry_ms", json!(retry_ms)),
-                ],
-            )
+        } => events::poll_fail(of, code, &err, retry_ms),
+        Log::Paused { cause, detail } => events::paused(of, cause, &detail),
+        Log::Resumed { cause } => events::resumed(of, cause),
+        Log::Gap { cause } => events::gap(of, cause),
+        Log::Rejected { event_id, cause } => {
+            events::rejected(of, &event_id, Rejection::of(cause));
         }
-        Log::Paused { cause, detail } => (
-            Level::Warn,
-            "mcp.events.paused",
-            vec![("cause", json!(cause.as_str())), ("detail", json!(detail))],
-        ),
-        Log::Resumed { cause } => (
-            Level::Info,
-            "mcp.events.resumed",
-            vec![("cause", json!(cause.as_str()))],
-        ),
-        Log::Gap { cause } => (Level::Warn, "mcp.events.gap", vec![("cause", json!(cause))]),
-        Log::Rejected { event_id, cause } => (
-            Level::Warn,
-            "mcp.events.rejected",
-            vec![("event_id", json!(event_id)), ("cause", json!(cause))],
-        ),
-        Log::SchemaMismatch { event_id } => (
-            Level::Warn,
-            "mcp.events.schema_mismatch",
-            vec![("event_id", json!(event_id))],
-        ),
+        Log::SchemaMismatch { event_id } => events::schema_mismatch(of, &event_id),
         Log::ArmFailed {
             code,
             err,
             retry_ms,
-        } => {
-            let level = match code {
-                Some(_) => Level::Error,
-                None => Level::Warn,
-            };
-            (
-                level,
-                "mcp.events.arm.fail",
-                vec![("err", json!(err)), ("retry_ms", json!(retry_ms))],
-            )
+        } => events::arm_fail(of, code, &err, retry_ms),
+        Log::CallbackFailed { reason, url } => events::callback_failed(of, &reason, &url),
+        Log::ModeChanged { from, to, cause } => events::mode_changed(of, from, to, cause),
+        Log::DeliverySuspended { last_error, active } => {
+            events::delivery_suspended(of, &last_error, active);
         }
-        Log::CallbackFailed { reason, url } => (
-            Level::Error,
-            "mcp.events.callback_failed",
-            vec![("reason", json!(reason)), ("url", json!(url))],
-        ),
-        Log::ModeChanged { from, to, cause } => (
-            Level::Warn,
-            "mcp.events.mode_changed",
-            vec![
-                ("from", json!(from.as_str())),
-                ("to", json!(to.as_str())),
-                ("cause", json!(cause)),
-            ],
-        ),
-        Log::DeliverySuspended { last_error, active } => (
-            Level::Warn,
-            "mcp.events.delivery_suspended",
-            vec![("last_error", json!(last_error)), ("active", json!(active))],
-        ),
-        Log::Throttled { retry_after_ms } => (
-            Level::Info,
-            "mcp.events.throttled",
-            vec![("retry_after_ms", json!(retry_after_ms))],
-        ),
-        Log::Terminated { code } => (
-            Level::Error,
-            "mcp.events.terminated",
-            vec![("code", json!(code))],
-        ),
-        _ => return None,
-    })
+        Log::Throttled { retry_after_ms } => events::throttled(of, retry_after_ms),
+        Log::Terminated { code } => events::terminated(of, code),
+        _ => {}
+    }
 }

@@ -34,11 +34,11 @@ use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::{Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, log, stopping};
+use super::{Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, stopping};
 use crate::clock::wall_ms;
 use crate::config::{self, Config};
 use crate::events::hooks::{PREFIX, Route, Routes};
-use crate::telemetry::log::Level;
+use crate::telemetry::catalogue::events::{self as logs, Of, Subscription as Reason};
 
 /// How often, at least, lifetimes are checked and an unsaved index written again.
 const TICK: Duration = Duration::from_secs(60);
@@ -257,21 +257,21 @@ impl Control {
         let inner = &*self.0;
         let mut ended = Vec::new();
         for (reason, gone) in [
-            ("expired", registry.expire(now)),
+            (Reason::Expired, registry.expire(now)),
             (
-                "server_removed",
+                Reason::ServerRemoved,
                 registry.end_where(|s| !inner.servers.contains_key(&s.server)),
             ),
             (
-                "grant_removed",
+                Reason::GrantRemoved,
                 registry.end_where(|s| !inner.grants.contains_key(&s.owner)),
             ),
             (
-                "configured",
+                Reason::Configured,
                 registry.end_where(|s| inner.configured.contains(&s.id)),
             ),
             (
-                "limits",
+                Reason::Limits,
                 registry.end_excess(
                     |owner| inner.grants.get(owner).map_or(0, |(g, _)| g.live()),
                     |server| inner.configured_on.get(server).copied().unwrap_or(0),
@@ -286,7 +286,9 @@ impl Control {
             let mut state = self.state();
             state.registry = registry;
             for (s, reason) in &ended {
-                state.unsaved.push(s.audit("unsubscribed", reason, now));
+                state
+                    .unsaved
+                    .push(s.audit("unsubscribed", reason.as_str(), now));
             }
         }
         for s in &live {
@@ -299,28 +301,19 @@ impl Control {
             // The key of one a configured binding now is names that binding's cursor.
             let released = ended
                 .iter()
-                .filter(|(_, reason)| *reason != "configured")
+                .filter(|(_, reason)| *reason != Reason::Configured)
                 .map(|(s, _)| s.id.clone())
                 .collect();
             self.save(released);
             for (s, reason) in &ended {
-                self.logged("mcp.events.unsubscribed", s, reason);
+                logs::unsubscribed(self.of(s), &s.owner, *reason, &s.id);
             }
         }
     }
 
     fn arm_failed(&self, s: &Subscription, err: &str) {
-        log(
-            &self.0.ctx,
-            Level::Warn,
-            "mcp.events.arm.fail",
-            &[
-                ("server", json!(s.server)),
-                ("event_type", json!(s.event)),
-                ("err", json!(mcp_wire::log_text(err))),
-                ("retry_ms", json!(TICK.as_millis())),
-            ],
-        );
+        let retry_ms = u64::try_from(TICK.as_millis()).unwrap_or(u64::MAX);
+        logs::arm_fail(self.of(s), None, err, retry_ms);
     }
 
     /// Arms again the kept subscriptions the store failed at start.
@@ -352,7 +345,8 @@ impl Control {
                 let mut state = self.state();
                 let ended = state.registry.expire(now);
                 for s in &ended {
-                    state.unsaved.push(s.audit("unsubscribed", "expired", now));
+                    let reason = Reason::Expired.as_str();
+                    state.unsaved.push(s.audit("unsubscribed", reason, now));
                 }
                 let dirty = state.dirty || !state.unsaved.is_empty();
                 (ended, dirty, state.registry.next_expiry())
@@ -366,7 +360,7 @@ impl Control {
             }
             self.rearm().await;
             for s in &ended {
-                self.logged("mcp.events.unsubscribed", s, "expired");
+                logs::unsubscribed(self.of(s), &s.owner, Reason::Expired, &s.id);
             }
             let wait = next.map_or(TICK, |at| {
                 Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0))
@@ -444,31 +438,16 @@ impl Control {
     }
 
     fn index_failed(&self, subscriptions: usize, err: &str) {
-        log(
-            &self.0.ctx,
-            Level::Warn,
-            "mcp.events.index.failed",
-            &[
-                ("subscriptions", json!(subscriptions)),
-                ("err", json!(mcp_wire::log_text(err))),
-            ],
-        );
+        logs::index_failed(&self.0.ctx.instance, subscriptions, err);
     }
 
-    /// `mcp.events.subscribed` or `mcp.events.unsubscribed`.
-    fn logged(&self, name: &str, s: &Subscription, reason: &str) {
-        log(
-            &self.0.ctx,
-            Level::Info,
-            name,
-            &[
-                ("server", json!(s.server)),
-                ("event_type", json!(s.event)),
-                ("owner", json!(s.owner)),
-                ("reason", json!(reason)),
-                ("subscription", json!(s.id)),
-            ],
-        );
+    /// What the log lines of subscription `s` are about.
+    fn of<'a>(&'a self, s: &'a Subscription) -> Of<'a> {
+        Of {
+            instance: &self.0.ctx.instance,
+            server: &s.server,
+            event_type: &s.event,
+        }
     }
 
     /// The held connection of `server`, if it is connected.
@@ -535,7 +514,7 @@ impl Control {
                 self.0.configured.len(),
                 wall_ms(),
             )?;
-            let record = made.audit("subscribed", "requested", wall_ms());
+            let record = made.audit("subscribed", Reason::Requested.as_str(), wall_ms());
             state.unsaved.push(record.clone());
             (made, record)
         };
@@ -559,7 +538,7 @@ impl Control {
             return Err(Refused::Failed { err });
         }
         self.flush().await;
-        self.logged("mcp.events.subscribed", &made, "requested");
+        logs::subscribed(self.of(&made), &made.owner, Reason::Requested, &made.id);
         self.0.changed.notify_one();
         Ok(made)
     }
@@ -570,7 +549,7 @@ impl Control {
             let ended = state.registry.unsubscribe(&owner, &id)?;
             state
                 .unsaved
-                .push(ended.audit("unsubscribed", "requested", wall_ms()));
+                .push(ended.audit("unsubscribed", Reason::Requested.as_str(), wall_ms()));
             ended
         };
         // Released on the server before the call returns, so that the same subscription
@@ -582,7 +561,7 @@ impl Control {
             let _ = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), done).await;
         }
         self.flush().await;
-        self.logged("mcp.events.unsubscribed", &ended, "requested");
+        logs::unsubscribed(self.of(&ended), &ended.owner, Reason::Requested, &ended.id);
         Ok(ended)
     }
 

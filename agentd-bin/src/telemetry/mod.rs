@@ -1,4 +1,6 @@
-//! What the daemon tells its operator: log lines ([`log`]) and metrics ([`metrics`]).
+//! What the daemon tells its operator: log lines ([`log`], every one of them from the
+//! [`catalogue`]) and metrics ([`metrics`]).
 
+pub(crate) mod catalogue;
 pub(crate) mod log;
 pub(crate) mod metrics;
