@@ -2,7 +2,8 @@
 //! server down at start, then refused a join (its tools unlisted), joins on the schedule; a
 //! lost session is dialed again on its schedule; a listen ended by the server is logged and
 //! held again; reloads add, remove and refuse; and SIGTERM drains (a legacy session is ended
-//! with DELETE) and exits 0.
+//! with DELETE) and exits 0. The libraries' diagnostics are written at `--log-level debug`
+//! alone.
 
 mod common;
 
@@ -410,4 +411,50 @@ async fn the_drain_is_bounded_by_its_timeout() {
     assert!(status.success(), "{status:?}");
     assert!(took >= Duration::from_millis(900), "{took:?}");
     assert!(server.log().iter().any(|l| l.http == http::Method::DELETE));
+}
+
+/// At `--log-level debug` the libraries' diagnostics are written in the same NDJSON, their
+/// target as `event`; at the default level none is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn library_diagnostics_are_written_at_debug_alone() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let file = TempFile::new(&config("instance = \"logs\"\n", &[("s", server.url())]));
+    let diagnostics = |agentd: &Daemon| -> Vec<serde_json::Value> {
+        let lines = agentd.seen.iter().map(|(_, line)| line.clone());
+        lines
+            .filter(|l| l["level"] == "debug" || l["level"] == "trace")
+            .collect()
+    };
+
+    let mut agentd = Daemon::run_with(&file, &["--log-level", "debug"]);
+    agentd.wait_for("mcp.connect", Some("s"));
+    let negotiated = diagnostics(&agentd)
+        .into_iter()
+        .find(|l| l["event"] == "mcp_negotiate::dial" && l["message"] == "negotiated")
+        .unwrap_or_else(|| panic!("no negotiation line: {:#?}", agentd.seen));
+    assert_eq!(negotiated["instance"], "logs");
+    assert!(negotiated["revision"].is_string(), "{negotiated}");
+    let keys: Vec<&str> = negotiated
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in ["ts", "level", "event", "instance", "message"] {
+        assert!(keys.contains(&key), "{negotiated}");
+    }
+    assert!(agentd.terminate().success());
+
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.connect", Some("s"));
+    assert!(agentd.terminate().success());
+    assert_eq!(diagnostics(&agentd), Vec::<serde_json::Value>::new());
+    assert!(
+        agentd
+            .seen
+            .iter()
+            .all(|(_, l)| l["event"].as_str().is_some_and(|e| !e.contains("::"))),
+        "{:#?}",
+        agentd.seen
+    );
 }

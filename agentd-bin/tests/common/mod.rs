@@ -50,8 +50,15 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn run(config: &TempFile) -> Self {
+        Self::run_with(config, &[])
+    }
+
+    /// `agentd run --config PATH` and `args`, whatever `RUST_LOG` the tests were given.
+    pub fn run_with(config: &TempFile, args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
             .args(["run", "--config", config.to_str().unwrap()])
+            .args(args)
+            .env_remove("RUST_LOG")
             .stderr(Stdio::piped())
             .spawn()
             .expect("agentd starts");
