@@ -2,6 +2,7 @@
 //! endpoint per revision, each held as `agentd run` holds a server, a tool called on each, a
 //! resource subscription firing, and the connection closed as at shutdown.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use tokio::sync::broadcast;
 
 use crate::config::Server;
 use crate::daemon::server::{Handle, Shared, Stop};
+use crate::daemon::subscriptions::SubscriptionError;
 
 /// The instance the demo logs as.
 pub(crate) const INSTANCE: &str = "demo";
@@ -20,11 +22,66 @@ const URI: &str = "demo://counter";
 const OWNER: &str = "demo";
 /// How long the demo waits for a server to connect.
 const DIAL: Duration = Duration::from_secs(10);
+/// How long the demo waits for the subscribed resource to change.
+const CHANGE: Duration = Duration::from_secs(5);
 /// How long the demo gives a server to close.
 const DRAIN: Duration = Duration::from_secs(5);
 
+/// Why the demo failed: on which server, at which step.
+#[derive(Debug)]
+pub(crate) struct DemoError {
+    server: String,
+    step: Step,
+}
+
+/// The demo's step that failed.
+#[derive(Debug)]
+#[non_exhaustive]
+enum Step {
+    /// The server did not connect within [`DIAL`].
+    NotConnected,
+    /// `tools/call add` failed.
+    Call(mcp_negotiate::Error),
+    /// The subscription was not taken.
+    Subscribe(SubscriptionError),
+    /// The subscribed resource did not change within [`CHANGE`].
+    NoChange,
+    /// The changed resource could not be read.
+    Read(mcp_negotiate::Error),
+    /// The subscription could not be let go.
+    Release(SubscriptionError),
+}
+
+impl fmt::Display for DemoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.server)?;
+        match &self.step {
+            Step::NotConnected => write!(
+                f,
+                "not connected within {}",
+                humantime::format_duration(DIAL)
+            ),
+            Step::Call(e) => write!(f, "tools/call add: {e}"),
+            Step::Subscribe(e) => write!(f, "subscribe: {e}"),
+            Step::NoChange => write!(f, "no change within {}", humantime::format_duration(CHANGE)),
+            Step::Read(e) => write!(f, "read: {e}"),
+            Step::Release(e) => write!(f, "release: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.step {
+            Step::Call(e) | Step::Read(e) => Some(e),
+            Step::Subscribe(e) | Step::Release(e) => Some(e),
+            Step::NotConnected | Step::NoChange => None,
+        }
+    }
+}
+
 /// Runs the demo; the summary lines, or what failed.
-pub(crate) async fn run() -> Result<Vec<String>, String> {
+pub(crate) async fn run() -> Result<Vec<String>, DemoError> {
     let mut modern = Options::default();
     modern.legacy = false;
     let mut legacy = Options::default();
@@ -61,17 +118,16 @@ async fn one(
     server: &Arc<ReferenceServer>,
     held: &Handle,
     shared: &Shared,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, DemoError> {
+    let failed = |step| DemoError {
+        server: name.to_owned(),
+        step,
+    };
     let connection = tokio::time::timeout(DIAL, held.connection())
         .await
         .ok()
         .flatten()
-        .ok_or_else(|| {
-            format!(
-                "{name}: not connected within {}",
-                humantime::format_duration(DIAL)
-            )
-        })?;
+        .ok_or_else(|| failed(Step::NotConnected))?;
     let tools = connection.catalog().tools().len();
     let revision = connection.revision();
 
@@ -80,7 +136,7 @@ async fn one(
     let result = connection
         .call_tool_with("add", arguments, Some(&agent.to_meta()), |_| {})
         .await
-        .map_err(|e| format!("{name}: tools/call add: {e}"))?;
+        .map_err(|e| failed(Step::Call(e)))?;
     let sum = result
         .content
         .first()
@@ -91,7 +147,7 @@ async fn one(
     let mut updates = shared.updates();
     held.subscribe(URI, OWNER)
         .await
-        .map_err(|e| format!("{name}: subscribe: {e}"))?;
+        .map_err(|e| failed(Step::Subscribe(e)))?;
     let toucher = server.clone();
     tokio::spawn(async move {
         // Change the resource once the server holds the subscription.
@@ -105,29 +161,30 @@ async fn one(
         tokio::time::sleep(Duration::from_millis(100)).await;
         toucher.touch(URI).await;
     });
-    let fired = tokio::time::timeout(Duration::from_secs(5), async {
+    let fired = tokio::time::timeout(CHANGE, async {
         loop {
             match updates.recv().await {
-                Ok(update) if update.server == name => return Ok(update.uri),
+                Ok(update) if update.server == name => return Some(update.uri),
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => return Err("no more changes"),
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
     })
     .await
-    .map_err(|_| format!("{name}: no change within 5 s"))?
-    .map_err(|e| format!("{name}: {e}"))?;
+    .ok()
+    .flatten()
+    .ok_or_else(|| failed(Step::NoChange))?;
     let content = connection
         .read_resource(&fired)
         .await
-        .map_err(|e| format!("{name}: read: {e}"))?;
+        .map_err(|e| failed(Step::Read(e)))?;
     let now = match content.contents.first() {
         Some(mcp_wire::ResourceContents::Text { text, .. }) => text.clone(),
         _ => "?".to_owned(),
     };
     held.release(URI, OWNER)
         .await
-        .map_err(|e| format!("{name}: release: {e}"))?;
+        .map_err(|e| failed(Step::Release(e)))?;
     Ok(vec![
         format!("{name}: reached at {revision} ({tools} tools); add(2, 3) = {sum}"),
         format!("{name}: subscribed to {URI}; it changed and now reads {now}"),

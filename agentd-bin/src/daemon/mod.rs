@@ -27,7 +27,7 @@
 pub(crate) mod schedule;
 pub(crate) mod server;
 mod signals;
-mod subscriptions;
+pub(crate) mod subscriptions;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

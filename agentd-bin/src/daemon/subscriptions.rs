@@ -7,6 +7,7 @@
 //! doubling to 30 s (a failed release logs `mcp.unsubscribe.fail` each time).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::Duration;
 
 use mcp_negotiate::{Error, Watch};
@@ -19,7 +20,41 @@ use crate::telemetry::catalogue::connections;
 const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 /// What a subscribe or release order came to, for its owner.
-pub(crate) type Answer = Result<(), String>;
+pub(crate) type Answer = Result<(), SubscriptionError>;
+
+/// Why a subscribe or a release did not go through (yet).
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum SubscriptionError {
+    /// Asked for already, and not taken by the server yet: it is asked again on the schedule.
+    Pending,
+    /// The server answered with an error, or the connection failed.
+    Server(Error),
+    /// No answer within [`MANAGEMENT`].
+    Unanswered,
+    /// The server is no longer held.
+    Gone,
+}
+
+impl fmt::Display for SubscriptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Pending => f.write_str("asked for; the server has not taken it yet"),
+            Self::Server(e) => e.fmt(f),
+            Self::Unanswered => f.write_str(&unanswered()),
+            Self::Gone => f.write_str("the server is no longer held"),
+        }
+    }
+}
+
+impl std::error::Error for SubscriptionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Server(e) => Some(e),
+            Self::Pending | Self::Unanswered | Self::Gone => None,
+        }
+    }
+}
 
 /// The subscriptions of one server, by owner.
 #[derive(Debug)]
@@ -100,7 +135,7 @@ impl Owned {
         let releasing = self.release.remove(uri);
         if !first || releasing {
             return match self.subscribe.contains(uri) {
-                true => Err("asked for; the server has not taken it yet".into()),
+                true => Err(SubscriptionError::Pending),
                 false => Ok(()),
             };
         }
@@ -191,14 +226,14 @@ impl Owned {
     async fn release_once(&mut self, watch: &mut Watch, uri: &str) -> Answer {
         let released = match timeout(MANAGEMENT, watch.unsubscribe(uri)).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(unanswered()),
+            Ok(Err(e)) => Err(SubscriptionError::Server(e)),
+            Err(_) => Err(SubscriptionError::Unanswered),
         };
         let (instance, server) = (&self.instance, &self.server);
         match &released {
             Ok(()) => connections::unsubscribed(instance, server, uri),
             Err(e) => {
-                connections::unsubscribe_fail(instance, server, uri, e);
+                connections::unsubscribe_fail(instance, server, uri, &e.to_string());
                 self.release.insert(uri.to_owned());
                 self.releases.fail();
             }
@@ -209,12 +244,12 @@ impl Owned {
 
 /// One subscribe, bounded at [`MANAGEMENT`]; on failure, the error and whether it may pass
 /// (a server that offers no subscriptions never will).
-async fn subscribe_once(watch: &mut Watch, uri: &str) -> Result<(), (String, bool)> {
+async fn subscribe_once(watch: &mut Watch, uri: &str) -> Result<(), (SubscriptionError, bool)> {
     match timeout(MANAGEMENT, watch.subscribe(uri)).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e @ Error::Unanswerable { .. })) => Err((e.to_string(), false)),
-        Ok(Err(e)) => Err((e.to_string(), true)),
-        Err(_) => Err((unanswered(), true)),
+        Ok(Err(e @ Error::Unanswerable { .. })) => Err((SubscriptionError::Server(e), false)),
+        Ok(Err(e)) => Err((SubscriptionError::Server(e), true)),
+        Err(_) => Err((SubscriptionError::Unanswered, true)),
     }
 }
 
@@ -259,11 +294,11 @@ mod tests {
                 .collect()
         };
         let mut owned = Owned::new("t", "s");
-        assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
-        assert_eq!(owned.subscribe(&mut watch, URI, "b").await, Ok(()));
+        assert!(owned.subscribe(&mut watch, URI, "a").await.is_ok());
+        assert!(owned.subscribe(&mut watch, URI, "b").await.is_ok());
         assert_eq!(sent(&server, "resources/subscribe"), 1);
 
-        assert_eq!(owned.release(&mut watch, URI, "a").await, Ok(()));
+        assert!(owned.release(&mut watch, URI, "a").await.is_ok());
         assert_eq!(
             sent(&server, "resources/unsubscribe"),
             0,
@@ -307,7 +342,7 @@ mod tests {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
         let mut owned = Owned::new("t", "s");
-        assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
+        assert!(owned.subscribe(&mut watch, URI, "a").await.is_ok());
         let refusal = Fault::RpcError {
             status: 200,
             code: -32603,
@@ -336,7 +371,7 @@ mod tests {
         let server = ReferenceServer::start(Options::default()).await;
         let mut watch = legacy_watch(&server).await;
         let mut owned = Owned::new("t", "s");
-        assert_eq!(owned.subscribe(&mut watch, URI, "a").await, Ok(()));
+        assert!(owned.subscribe(&mut watch, URI, "a").await.is_ok());
         let refusal = Fault::RpcError {
             status: 200,
             code: -32603,
@@ -392,6 +427,6 @@ mod tests {
         let template = "demo://items/{id}";
         assert!(owned.subscribe(&mut watch, template, "a").await.is_err());
         assert_eq!(owned.retry_at(), None);
-        assert_eq!(owned.release(&mut watch, template, "a").await, Ok(()));
+        assert!(owned.release(&mut watch, template, "a").await.is_ok());
     }
 }
