@@ -31,36 +31,51 @@ fn failed(e: rusqlite::Error) -> StoreError {
     StoreError(e.to_string())
 }
 
+/// The store's tables, as `CREATE TABLE IF NOT EXISTS` statements (run by [`Sqlite::open`]).
+///
+/// A caller that versions its database itself runs these in a migration of its own and opens
+/// the store with [`Sqlite::open_existing`]. They are stable: a later change of the store's
+/// tables comes as statements of their own, never as an edit of these.
+pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS bindings (
+    key TEXT PRIMARY KEY,
+    cursor TEXT,
+    secret TEXT,
+    subscription TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    stream TEXT NOT NULL,
+    id TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (stream, id)
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);";
+
+/// How every connection is set up: WAL, synchronous commits, a wait on a busy file.
+const PRAGMAS: &str = "PRAGMA journal_mode = WAL;
+PRAGMA synchronous = FULL;
+PRAGMA busy_timeout = 5000;";
+
 impl Sqlite {
     /// Opens the store in the database file `path`, creating the file (not its directory)
-    /// when there is none.
+    /// when there is none, and its tables ([`SCHEMA`]) when they are missing.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let store = Self::open_existing(path)?;
+        store.db.execute_batch(SCHEMA).map_err(failed)?;
+        Ok(store)
+    }
+
+    /// Opens the store in the database file `path` as it is, creating the file (not its
+    /// directory) when there is none but none of its tables: the caller made them (with
+    /// [`SCHEMA`]). A table missing fails the requests that use it.
+    pub fn open_existing(path: &Path) -> Result<Self, StoreError> {
         let db =
             Connection::open(path).map_err(|e| StoreError(format!("{}: {e}", path.display())))?;
-        db.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = FULL;
-             PRAGMA busy_timeout = 5000;
-             CREATE TABLE IF NOT EXISTS bindings (
-                 key TEXT PRIMARY KEY,
-                 cursor TEXT,
-                 secret TEXT,
-                 subscription TEXT
-             );
-             CREATE TABLE IF NOT EXISTS events (
-                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                 stream TEXT NOT NULL,
-                 id TEXT NOT NULL,
-                 binding TEXT NOT NULL,
-                 body BLOB NOT NULL,
-                 UNIQUE (stream, id)
-             );
-             CREATE TABLE IF NOT EXISTS meta (
-                 key TEXT PRIMARY KEY,
-                 value TEXT NOT NULL
-             );",
-        )
-        .map_err(failed)?;
+        db.execute_batch(PRAGMAS).map_err(failed)?;
         Ok(Self { db })
     }
 }
@@ -221,6 +236,17 @@ mod tests {
 
     fn temp() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
+    }
+
+    /// `open_existing` makes no table; the schema run on its file makes a working store.
+    #[test]
+    fn open_existing_makes_no_table() {
+        let dir = temp();
+        let file = dir.path().join("store.sqlite3");
+        let mut store = Sqlite::open_existing(&file).unwrap();
+        assert!(store.load("b").is_err(), "no table yet");
+        store.db.execute_batch(SCHEMA).unwrap();
+        assert_eq!(store.load("b").unwrap(), Stored::default());
     }
 
     #[test]
