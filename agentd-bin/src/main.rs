@@ -15,6 +15,7 @@ mod demo;
 mod dial;
 mod events;
 mod http;
+mod store;
 mod telemetry;
 
 use std::future::Future;

@@ -62,7 +62,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
         }
     };
     while signals.next().await == Wake::Reload {
-        daemon.reload();
+        daemon.reload().await;
     }
     daemon.drain().await;
     ExitCode::SUCCESS
@@ -172,7 +172,9 @@ impl Daemon {
             &feeds(&servers),
             metrics.clone(),
             &routes,
-        ) {
+        )
+        .await
+        {
             Ok(events) => events,
             Err(e) => {
                 if socket.is_some() {
@@ -222,7 +224,7 @@ impl Daemon {
 
     /// Reads the configuration file again: an invalid one is refused (`reload.refused`) and
     /// the one in force stays; else the servers and bindings are diffed against it.
-    fn reload(&mut self) {
+    async fn reload(&mut self) {
         let new = match config::load(&self.path, &|name| std::env::var(name).ok()) {
             Ok(new) => new,
             Err(e) => {
@@ -250,7 +252,7 @@ impl Daemon {
                 .filter(|b| !new.bindings.contains(b))
                 .cloned()
                 .collect();
-            events.stop_removing(&gone);
+            events.stop_removing(&gone).await;
         }
         match Events::start(
             &new,
@@ -258,7 +260,9 @@ impl Daemon {
             &feeds(&self.servers),
             self.metrics.clone(),
             &self.routes,
-        ) {
+        )
+        .await
+        {
             Ok(started) => {
                 self.events = started;
                 self.controls
@@ -307,7 +311,7 @@ impl Daemon {
         self.listeners.close();
         self.controls.send_replace(None);
         if let Some(events) = self.events {
-            events.stop();
+            events.stop().await;
         }
         if let Some(socket) = &self.socket {
             let _ = std::fs::remove_file(socket);

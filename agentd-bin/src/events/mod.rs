@@ -4,9 +4,9 @@
 //! requests and takes its deliveries. The pure machines are `mcp_events`' (`Lister`,
 //! `Binding`, within the [`limits`] of the reference) and `agentd_tools`' (`Registry`); this
 //! module sends what they ask for (each `events/*` request bounded at 30 s), commits what
-//! they hand over to the store (`<store.path>/agentd.sqlite3`), and turns what they report
-//! into log lines and metrics ([`report`]). The library calls of runtime subscriptions are
-//! [`subscriptions`]'s.
+//! they hand over to the store ([`crate::store`], `<store.path>/agentd.sqlite3`), and turns
+//! what they report into log lines and metrics ([`report`]). The library calls of runtime
+//! subscriptions are [`subscriptions`]'s.
 //!
 //! A binding can take webhook deliveries when `webhooks.url` is set (or, without it, when the
 //! listener is on loopback: `http://<its address>`): its callback is
@@ -20,8 +20,7 @@ mod subscriptions;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_events::Limits;
@@ -29,8 +28,6 @@ use mcp_events::binding::{
     Action, Batch, Binding, Delivery, Failure, Listing, Pause, Record, Stats,
 };
 use mcp_events::listing::{Lister, Step};
-use mcp_events::sqlite::Sqlite;
-use mcp_events::store::Store;
 use mcp_negotiate::{Client, Error};
 use mcp_wire::events::{DeliveryMode, UnsubscribeEventsParams};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -40,6 +37,7 @@ use self::report::{count, report};
 pub(crate) use self::subscriptions::Control;
 use crate::clock::{random, wall_ms};
 use crate::config::Config;
+use crate::store::Store;
 use crate::telemetry::catalogue::events::{self as logs, Of};
 use crate::telemetry::metrics::Metrics;
 use hooks::{Answer, Deliveries, Routes};
@@ -48,8 +46,6 @@ use hooks::{Answer, Deliveries, Routes};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// `events/*` requests run on this many worker threads of their own.
 const WORKER_THREADS: usize = 4;
-/// The store's database file, inside `store.path`.
-const STORE_FILE: &str = "agentd.sqlite3";
 
 /// The bounds and schedules of MCP Events: the reference's, an occurrence (or a webhook
 /// body) of 256 KiB and at most `store.max_value_bytes`.
@@ -57,13 +53,6 @@ fn limits(config: &Config) -> Limits {
     let mut limits = Limits::default();
     limits.occurrence_max = limits.occurrence_max.min(config.max_value_bytes);
     limits
-}
-
-/// Opens the store in directory `dir` (`store.path`), making the directory when it is
-/// missing.
-fn open_store(dir: &Path) -> Result<Sqlite, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("store: {}: {e}", dir.display()))?;
-    Sqlite::open(&dir.join(STORE_FILE)).map_err(|e| e.to_string())
 }
 
 /// The bindings and runtime subscriptions at work.
@@ -79,7 +68,7 @@ pub(crate) struct Events {
 struct Ctx {
     instance: Arc<str>,
     metrics: Arc<Metrics>,
-    store: Arc<Mutex<Sqlite>>,
+    store: Store,
     limits: Limits,
 }
 
@@ -107,7 +96,10 @@ impl Events {
     /// Starts the bindings of `config` and the runtime subscriptions kept in the store, on
     /// the connections of `servers`; `None` when there are neither bindings nor grants. Fails
     /// when the store cannot be opened.
-    pub(crate) fn start(
+    ///
+    /// Not to be dropped before it resolves: the runtime it builds must not be dropped on an
+    /// async thread.
+    pub(crate) async fn start(
         config: &Config,
         listening: Option<SocketAddr>,
         servers: &BTreeMap<String, Feed>,
@@ -118,7 +110,9 @@ impl Events {
         if config.bindings.is_empty() && config.grants.is_empty() {
             return Ok(None);
         }
-        let store = open_store(&config.store_path)?;
+        let store = Store::open(&config.store_path)
+            .await
+            .map_err(|e| e.to_string())?;
         // Built before any task: a runtime must not be dropped on an async thread, and every
         // task below runs on it.
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -130,7 +124,7 @@ impl Events {
         let ctx = Ctx {
             instance: config.instance.as_str().into(),
             metrics,
-            store: Arc::new(Mutex::new(store)),
+            store,
             limits: limits(config),
         };
         let (stop, stopped) = watch::channel(false);
@@ -154,12 +148,15 @@ impl Events {
             arms,
             routes.clone(),
         );
-        if let Err(e) = config.bindings.iter().try_for_each(|b| control.arm(b)) {
-            // Not dropped here: the caller may be on an async thread.
-            runtime.shutdown_background();
-            return Err(e);
+        for b in &config.bindings {
+            if let Err(e) = control.arm(b).await {
+                // Not dropped here: the caller may be on an async thread.
+                runtime.shutdown_background();
+                control.ctx().store.close().await;
+                return Err(e);
+            }
         }
-        control.restore();
+        control.restore().await;
         runtime.spawn(control.clone().expire(stopped));
         Ok(Some(Self {
             runtime,
@@ -175,12 +172,10 @@ impl Events {
 
     /// Stops every binding, then forgets the ones a reload dropped: their cursors, secrets
     /// and records (`mcp.events.removed`, reason `reload`).
-    pub(crate) fn stop_removing(self, gone: &[crate::config::Binding]) {
-        let ctx = self.control.ctx().clone();
-        self.stop();
-        let mut store = ctx.store.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) async fn stop_removing(self, gone: &[crate::config::Binding]) {
+        let ctx = self.halt().await;
         for b in gone {
-            if store.remove(&b.key(), &b.into).is_ok() {
+            if ctx.store.remove(&b.key(), &b.into).await.is_ok() {
                 logs::removed(Of {
                     instance: &ctx.instance,
                     server: &b.server,
@@ -188,6 +183,7 @@ impl Events {
                 });
             }
         }
+        ctx.store.close().await;
     }
 
     /// Stops every binding. Subscriptions are not released: the next start goes on from the
@@ -195,12 +191,19 @@ impl Events {
     ///
     /// The routes stay: a delivery that comes meanwhile finds its binding's task gone and is
     /// answered 503, so the server delivers it again; the next start replaces them.
-    pub(crate) fn stop(self) {
+    pub(crate) async fn stop(self) {
+        self.halt().await.store.close().await;
+    }
+
+    /// Stops every binding; the store stays open (the requests sent meanwhile answered) for
+    /// the caller to close.
+    async fn halt(self) -> Ctx {
         // An index not kept yet is tried once more, and nothing after: the next start
         // reads it.
-        self.control.close();
+        self.control.close().await;
         let _ = self.stop.send(true);
         self.runtime.shutdown_background();
+        self.control.ctx().clone()
     }
 }
 
@@ -485,24 +488,17 @@ async fn release(on: &On, b: &Binding) {
 
 /// Forgets an ended binding's cursor, secret and subscription id; its records stay.
 async fn forget(ctx: &Ctx, key: &str) {
-    let (store, key) = (ctx.store.clone(), key.to_owned());
-    let _ = tokio::task::spawn_blocking(move || {
-        let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
-        store.forget(&key)
-    })
-    .await;
+    let _ = ctx.store.forget(key).await;
 }
 
 /// Keeps the webhook subscription's id with its secret.
 async fn save_subscription(ctx: &Ctx, b: &Binding) {
     if let (Some(id), Some(callback)) = (b.subscription(), &b.config().callback) {
-        let (store, key) = (ctx.store.clone(), b.config().key.clone());
-        let (secret, id) = (callback.secret.as_str().to_owned(), id.to_owned());
-        let _ = tokio::task::spawn_blocking(move || {
-            let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
-            store.save_webhook(&key, &secret, Some(&id))
-        })
-        .await;
+        let key = &b.config().key;
+        let _ = ctx
+            .store
+            .save_webhook(key, callback.secret.as_str(), Some(id))
+            .await;
     }
 }
 
@@ -565,30 +561,22 @@ async fn deliver(
     }
 }
 
-/// Commits a batch in one transaction, off the async threads: how many of its records the
+/// Commits a batch in one transaction, on the store's thread: how many of its records the
 /// store passed over (its stream held them already), or why it did not take it. Once the
 /// store has appended some, `agent_mcp_event_lag_ms` is the time now minus the server's
 /// timestamp of the last.
 async fn commit(ctx: &Ctx, b: &Binding, batch: Arc<Batch>) -> Result<usize, String> {
-    let store = ctx.store.clone();
-    let (key, into) = (b.config().key.clone(), b.config().into.clone());
     let records = batch.records.len();
     let occurred = batch.records.last().and_then(occurred_ms);
-    let done = tokio::task::spawn_blocking(move || {
-        let mut store = store.lock().unwrap_or_else(|e| e.into_inner());
-        store.commit(&key, &into, &batch)
-    })
-    .await;
-    match done {
-        Ok(Ok(appended)) => {
+    let c = b.config();
+    match ctx.store.commit(&c.key, &c.into, batch).await {
+        Ok(appended) => {
             if let Some(occurred) = occurred.filter(|_| appended > 0) {
-                let c = b.config();
                 let lag = wall_ms().saturating_sub(occurred);
                 ctx.metrics.lag((&c.server, &c.event), lag);
             }
             Ok(records.saturating_sub(appended))
         }
-        Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -610,20 +598,31 @@ fn occurred_ms(record: &Record) -> Option<i64> {
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
 pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
-    let mut store = open_store(&config.store_path)?;
-    let mut after = 0;
-    let mut printed = 0;
-    loop {
-        let entries = store.read(stream, after, 1000).map_err(|e| e.to_string())?;
-        let Some(last) = entries.last() else {
-            return Ok(printed);
-        };
-        after = last.seq;
-        for entry in &entries {
-            crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let store = Store::open(&config.store_path)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut after = 0;
+        let mut printed = 0;
+        loop {
+            let entries = store
+                .read(stream, after, 1000)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(last) = entries.last() else {
+                store.close().await;
+                return Ok(printed);
+            };
+            after = last.seq;
+            for entry in &entries {
+                crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
+            }
+            printed += entries.len();
         }
-        printed += entries.len();
-    }
+    })
 }
 
 #[cfg(test)]
@@ -635,12 +634,12 @@ mod tests {
 
     /// A context of instance `t` with default limits and a store in a directory of its own
     /// (kept while the directory is).
-    fn test_ctx() -> (tempfile::TempDir, Ctx) {
+    async fn test_ctx() -> (tempfile::TempDir, Ctx) {
         let dir = tempfile::tempdir().unwrap();
         let ctx = Ctx {
             instance: "t".into(),
             metrics: Arc::default(),
-            store: Arc::new(Mutex::new(open_store(dir.path()).unwrap())),
+            store: Store::open(dir.path()).await.unwrap(),
             limits: Limits::default(),
         };
         (dir, ctx)
@@ -720,7 +719,7 @@ mod tests {
         let connection = crate::dial::connect("t", &config, mcp_negotiate::Recovery::ByOwner)
             .await
             .expect("connected");
-        let (_dir, ctx) = test_ctx();
+        let (_dir, ctx) = test_ctx().await;
         let (connected, connections) = watch::channel(Some(Arc::new(connection)));
         let (_changed, changes) = watch::channel(0);
         let (arm, armed) = mpsc::unbounded_channel();
@@ -804,7 +803,7 @@ mod tests {
     async fn the_lag_is_the_commit_time_minus_the_servers_timestamp() {
         use mcp_wire::events::{EventOccurrence, EventType, PollResult};
 
-        let (_dir, ctx) = test_ctx();
+        let (_dir, ctx) = test_ctx().await;
         let lag = || {
             let text = ctx.metrics.render();
             let series = "agent_mcp_event_lag_ms{server=\"ref\",event=\"ticket.created\"} ";

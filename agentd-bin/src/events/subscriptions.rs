@@ -26,7 +26,6 @@ use mcp_events::binding::{
     Binding, Callback, Config as BindingConfig, Listing, Log, Rate, Refusal,
 };
 use mcp_events::listing::Lister;
-use mcp_events::store::Store;
 use mcp_events::webhook::Secret;
 use mcp_negotiate::Client;
 use mcp_wire::events::{DeliveryMode, EventType};
@@ -160,22 +159,21 @@ impl Control {
     }
 
     /// Starts binding `spec` from its stored cursor, with the webhook secret kept for it (or
-    /// a fresh one, kept); a runtime subscription only while the registry holds it. Blocks
-    /// on the store.
-    pub(super) fn arm(&self, spec: &config::Binding) -> Result<(), String> {
+    /// a fresh one, kept); a runtime subscription only while the registry holds it.
+    pub(super) async fn arm(&self, spec: &config::Binding) -> Result<(), String> {
         let fresh = || Secret::random().map_err(|e| e.to_string());
-        let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
-        let stored = store.load(&spec.key()).map_err(|e| e.to_string())?;
+        let store = &self.0.ctx.store;
+        let stored = store.load(&spec.key()).await.map_err(|e| e.to_string())?;
         let mut c = self.binding_config(spec, fresh()?);
         if let Some(callback) = &mut c.callback {
             match stored.secret.as_deref().map(Secret::parse) {
                 Some(Ok(kept)) => callback.secret = kept,
                 _ => store
                     .save_webhook(&c.key, callback.secret.as_str(), None)
+                    .await
                     .map_err(|e| e.to_string())?,
             }
         }
-        drop(store);
         self.launch(Binding::new(c, stored.cursor));
         Ok(())
     }
@@ -227,12 +225,9 @@ impl Control {
     /// Arms the subscriptions kept in the store again, but those whose lifetime ended, whose
     /// server or grant is gone, which a configured binding now is, or which a limit lowered
     /// since leaves no room for. Those ended were never armed: their webhook subscriptions
-    /// are left to the 410 their routes answer. Blocks on the store.
-    pub(super) fn restore(&self) {
-        let kept = {
-            let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
-            store.load_document(INDEX)
-        };
+    /// are left to the 410 their routes answer.
+    pub(super) async fn restore(&self) {
+        let kept = self.0.ctx.store.load_document(INDEX).await;
         let now = wall_ms();
         let mut registry = Registry::default();
         match kept {
@@ -292,7 +287,7 @@ impl Control {
             }
         }
         for s in &live {
-            if let Err(e) = self.arm(&spec_of(s)) {
+            if let Err(e) = self.arm(&spec_of(s)).await {
                 self.state().unarmed.push(s.id.clone());
                 self.arm_failed(s, &e);
             }
@@ -304,7 +299,7 @@ impl Control {
                 .filter(|(_, reason)| *reason != Reason::Configured)
                 .map(|(s, _)| s.id.clone())
                 .collect();
-            self.save(released);
+            self.save(released).await;
             for (s, reason) in &ended {
                 logs::unsubscribed(self.of(s), &s.owner, *reason, &s.id);
             }
@@ -323,13 +318,7 @@ impl Control {
             let Some(s) = self.state().registry.get(&id).cloned() else {
                 continue;
             };
-            let this = self.clone();
-            let spec = spec_of(&s);
-            let armed = tokio::task::spawn_blocking(move || this.arm(&spec))
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|armed| armed);
-            if let Err(e) = armed {
+            if let Err(e) = self.arm(&spec_of(&s)).await {
                 self.state().unarmed.push(id);
                 self.arm_failed(&s, &e);
             }
@@ -373,19 +362,19 @@ impl Control {
         }
     }
 
-    /// Writes the index with the audit records not yet kept, off the async threads.
+    /// Writes the index with the audit records not yet kept.
     async fn flush(&self) {
-        let this = self.clone();
-        let _ = tokio::task::spawn_blocking(move || this.save(Vec::new())).await;
+        self.save(Vec::new()).await;
     }
 
     /// Forgets the cursors and secrets of `released` (never armed), and writes the index
-    /// with the audit records not yet kept, blocking on the store. The index is read under
-    /// the store's lock, so that of two writes the later one keeps the later index; once
-    /// this start is closed, nothing is written (the next start has the store).
-    fn save(&self, released: Vec<String>) {
-        let mut store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
-        let (index, audit, live) = {
+    /// with the audit records not yet kept. The index is read and its write sent under the
+    /// state's lock, and the store takes requests in the order they are sent, so that of two
+    /// writes the later one keeps the later index; once this start is closed, nothing is
+    /// written (the next start has the store).
+    async fn save(&self, released: Vec<String>) {
+        let store = &self.0.ctx.store;
+        let (forgotten, saved, audit, live) = {
             let mut state = self.state();
             if state.closed {
                 return;
@@ -400,17 +389,16 @@ impl Control {
                 );
                 return;
             }
-            (
-                state.registry.index(),
-                std::mem::take(&mut state.unsaved),
-                live,
-            )
+            let audit = std::mem::take(&mut state.unsaved);
+            let forgotten: Vec<_> = released.iter().map(|key| store.forget(key)).collect();
+            let saved =
+                store.save_document(INDEX, &state.registry.index(), AUDIT_STREAM, audit.clone());
+            (forgotten, saved, audit, live)
         };
-        for key in &released {
-            let _ = store.forget(key);
+        for forgot in forgotten {
+            let _ = forgot.await;
         }
-        let saved = store.save_document(INDEX, &index, AUDIT_STREAM, &audit);
-        drop(store);
+        let saved = saved.await;
         let mut state = self.state();
         match saved {
             Ok(()) => state.dirty = false,
@@ -424,16 +412,16 @@ impl Control {
         }
     }
 
-    /// Closes this start: an index not kept yet is written, and nothing after it.
-    pub(super) fn close(&self) {
+    /// Closes this start: an index not kept yet is written, and nothing after it (a write
+    /// sent before is answered before the store closes).
+    pub(super) async fn close(&self) {
         let dirty = {
             let state = self.state();
             state.dirty || !state.unsaved.is_empty()
         };
         if dirty {
-            self.save(Vec::new());
+            self.save(Vec::new()).await;
         }
-        let _store = self.0.ctx.store.lock().unwrap_or_else(|e| e.into_inner());
         self.state().closed = true;
     }
 
@@ -518,12 +506,7 @@ impl Control {
             state.unsaved.push(record.clone());
             (made, record)
         };
-        let this = self.clone();
-        let armed = tokio::task::spawn_blocking(move || this.arm(&spec))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|armed| armed);
-        if let Err(err) = armed {
+        if let Err(err) = self.arm(&spec).await {
             // Nothing was started: the subscription is not made. Its record goes with it,
             // or, when an index holding it was written meanwhile, is answered by another.
             let mut state = self.state();
