@@ -14,3 +14,9 @@ pub(crate) fn wall_ms() -> i64 {
 pub(crate) fn random() -> u32 {
     getrandom::u32().unwrap_or_default()
 }
+
+/// The drivers' monotonic time, as the cores take it: tokio's clock, so that a test under
+/// `tokio::time::pause()` moves it.
+pub(crate) fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}

@@ -151,6 +151,49 @@ async fn a_poll_binding_appends_what_the_server_emits() {
     drop(dir);
 }
 
+/// MCP Events' runtime is built once: a reload that adds a binding keeps the threads of its
+/// four workers, the binding kept goes on appending (decided afresh and armed again on the
+/// listing the reload asks for), and the one added arms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_diffs_the_bindings_on_the_same_runtime() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("reload");
+    let text = config(&server.url(), dir.path());
+    let file = TempFile::new(&text);
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let workers = agentd.threads("agentd-events");
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    server.emit("ticket.created", json!({"id": 1}));
+    wait_for_records(&file, 1);
+
+    let builds = "[[events.bindings]]\nserver = \"ref\"\nevent = \"build.finished\"\n\
+                  into = \"builds\"\n";
+    file.write(&format!("{text}{builds}"));
+    agentd.signal("HUP");
+    let listed = agentd.wait_for_nth("mcp.events.listed", Some("ref"), 2);
+    assert_eq!(listed["types"], 2, "listed again after the reload");
+    let added = agentd
+        .wait_for_nth("mcp.events.armed", Some("ref"), 3)
+        .clone();
+    let armed: Vec<Value> = agentd
+        .matching("mcp.events.armed", Some("ref"))
+        .map(|(_, v)| v["event_type"].clone())
+        .collect();
+    assert!(
+        armed.contains(&json!("build.finished")),
+        "{armed:?} (last {added})"
+    );
+    server.emit("ticket.created", json!({"id": 2}));
+    server.emit("build.finished", json!({"ok": true}));
+    assert_eq!(wait_for_records(&file, 2).len(), 2);
+    assert_eq!(wait_for_stream(&file, "builds", 1).len(), 1);
+    assert_eq!(agentd.threads("agentd-events"), workers, "the same runtime");
+    assert!(agentd.matching("mcp.events.removed", None).next().is_none());
+    assert!(agentd.terminate().success());
+    drop(dir);
+}
+
 /// `agent_mcp_events_requests_total` means one thing for every method: `ok` the server
 /// answered with a result, `refused` with a JSON-RPC error (in a 200 or in a 400 alike),
 /// `failed` no answer (here a 503 without a JSON-RPC error). Every method is counted by one

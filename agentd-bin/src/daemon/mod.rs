@@ -166,15 +166,20 @@ impl Daemon {
                 (server.name.clone(), handle)
             })
             .collect();
-        let events = match Events::start(
-            &config,
-            listening,
-            &feeds(&servers),
-            metrics.clone(),
-            &routes,
-        )
-        .await
-        {
+        let started = match Events::wanted(&config) {
+            true => Some(
+                Events::start(
+                    &config,
+                    listening,
+                    &feeds(&servers),
+                    metrics.clone(),
+                    &routes,
+                )
+                .await,
+            ),
+            false => None,
+        };
+        let events = match started.transpose() {
             Ok(events) => events,
             Err(e) => {
                 if socket.is_some() {
@@ -232,6 +237,12 @@ impl Daemon {
                 return;
             }
         };
+        // The store MCP Events keeps is the one it started with.
+        if self.events.is_some() && new.store_path != self.config.store_path {
+            let err = "store.path changes at a restart, not a reload";
+            own::reload_refused(&self.config.instance, err);
+            return;
+        }
         // Every connection says who it is: a new name dials them all again.
         if new.instance != self.config.instance {
             crate::telemetry::log::set_instance(&new.instance);
@@ -241,34 +252,30 @@ impl Daemon {
             }
         }
         self.diff_servers(&new);
-        // Bindings start again on the new configuration, from their cursors; the ones
-        // dropped are forgotten with their records.
-        self.controls.send_replace(None);
-        if let Some(events) = self.events.take() {
-            let gone: Vec<_> = self
-                .config
-                .bindings
-                .iter()
-                .filter(|b| !new.bindings.contains(b))
-                .cloned()
-                .collect();
-            events.stop_removing(&gone).await;
-        }
-        match Events::start(
-            &new,
-            self.listening,
-            &feeds(&self.servers),
-            self.metrics.clone(),
-            &self.routes,
-        )
-        .await
-        {
-            Ok(started) => {
-                self.events = started;
-                self.controls
-                    .send_replace(self.events.as_ref().map(Events::control));
+        // MCP Events takes the new configuration as a diff; it starts at the first one that
+        // gives it something to do, and runs until exit.
+        match &self.events {
+            Some(events) => {
+                events
+                    .reload(&new, self.listening, &feeds(&self.servers))
+                    .await;
             }
-            Err(e) => own::reload_refused(&new.instance, &format!("MCP Events: {e}")),
+            None if Events::wanted(&new) => match Events::start(
+                &new,
+                self.listening,
+                &feeds(&self.servers),
+                self.metrics.clone(),
+                &self.routes,
+            )
+            .await
+            {
+                Ok(started) => {
+                    self.controls.send_replace(Some(started.control()));
+                    self.events = Some(started);
+                }
+                Err(e) => own::reload_refused(&new.instance, &format!("MCP Events: {e}")),
+            },
+            None => {}
         }
         self.config = new;
     }

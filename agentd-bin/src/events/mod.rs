@@ -32,13 +32,14 @@ use mcp_negotiate::{Client, Error};
 use mcp_wire::events::{DeliveryMode, UnsubscribeEventsParams};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
+use tokio_util::sync::CancellationToken;
 
 use self::report::{count, report};
 pub(crate) use self::subscriptions::Control;
-use crate::clock::{random, wall_ms};
+use crate::clock::{now, random, wall_ms};
 use crate::config::Config;
 use crate::store::Store;
-use crate::telemetry::catalogue::events::{self as logs, Of};
+use crate::telemetry::catalogue::events as logs;
 use crate::telemetry::metrics::Metrics;
 use hooks::{Answer, Deliveries, Routes};
 
@@ -55,11 +56,11 @@ fn limits(config: &Config) -> Limits {
     limits
 }
 
-/// The bindings and runtime subscriptions at work.
+/// MCP Events at work: its runtime (built once, kept until exit), its store, and the
+/// bindings and runtime subscriptions of the configuration in force.
 #[derive(Debug)]
 pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
-    stop: watch::Sender<bool>,
     control: Control,
 }
 
@@ -72,9 +73,14 @@ struct Ctx {
     limits: Limits,
 }
 
-/// A binding handed to its server's task: the machine, its deliveries, and the signal that
-/// ends it (a runtime subscription released).
-type Armed = (Binding, Deliveries, mpsc::Receiver<oneshot::Sender<()>>);
+/// A binding handed to its server's task: the machine, its deliveries, the signal that ends
+/// it (a runtime subscription released), and the one that stops it (a reload, the exit).
+type Armed = (
+    Binding,
+    Deliveries,
+    mpsc::Receiver<oneshot::Sender<()>>,
+    CancellationToken,
+);
 
 /// A server's connection, as its holder hands it on: `None` until the first dial answers,
 /// marked changed at every re-dial.
@@ -93,9 +99,14 @@ pub(crate) struct Feed {
 type Listings = watch::Receiver<Option<Arc<Listed>>>;
 
 impl Events {
-    /// Starts the bindings of `config` and the runtime subscriptions kept in the store, on
-    /// the connections of `servers`; `None` when there are neither bindings nor grants. Fails
-    /// when the store cannot be opened.
+    /// Whether `config` gives MCP Events anything to do: bindings or grants.
+    pub(crate) fn wanted(config: &Config) -> bool {
+        !config.bindings.is_empty() || !config.grants.is_empty()
+    }
+
+    /// Opens the store, builds the runtime, and starts the bindings of `config` and the
+    /// runtime subscriptions kept in the store, on the connections of `servers`. Fails when
+    /// the store cannot be opened or a binding cannot be read from it.
     ///
     /// Not to be dropped before it resolves: the runtime it builds must not be dropped on an
     /// async thread.
@@ -105,64 +116,53 @@ impl Events {
         servers: &BTreeMap<String, Feed>,
         metrics: Arc<Metrics>,
         routes: &Routes,
-    ) -> Result<Option<Self>, String> {
+    ) -> Result<Self, String> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
-        if config.bindings.is_empty() && config.grants.is_empty() {
-            return Ok(None);
-        }
         let store = Store::open(&config.store_path)
             .await
             .map_err(|e| e.to_string())?;
-        // Built before any task: a runtime must not be dropped on an async thread, and every
-        // task below runs on it.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("agentd-events")
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                store.close().await;
+                return Err(e.to_string());
+            }
+        };
         let ctx = Ctx {
             instance: config.instance.as_str().into(),
             metrics,
-            store,
+            store: store.clone(),
             limits: limits(config),
         };
-        let (stop, stopped) = watch::channel(false);
-        let mut arms = BTreeMap::new();
-        for (name, feed) in servers {
-            let (arm, armed) = mpsc::unbounded_channel();
-            runtime.spawn(serve(
-                ctx.clone(),
-                name.clone(),
-                feed.clone(),
-                armed,
-                stopped.clone(),
-            ));
-            arms.insert(name.clone(), (feed.connections.clone(), arm));
+        let control = Control::new(ctx, runtime.handle().clone(), routes.clone());
+        if let Err(e) = control.start(config, listening, servers).await {
+            control.close().await;
+            // Not dropped here: the caller may be on an async thread.
+            runtime.shutdown_background();
+            store.close().await;
+            return Err(e);
         }
-        let control = Control::new(
-            config,
-            listening,
-            ctx,
-            runtime.handle().clone(),
-            arms,
-            routes.clone(),
-        );
-        for b in &config.bindings {
-            if let Err(e) = control.arm(b).await {
-                // Not dropped here: the caller may be on an async thread.
-                runtime.shutdown_background();
-                control.ctx().store.close().await;
-                return Err(e);
-            }
-        }
-        control.restore().await;
-        runtime.spawn(control.clone().expire(stopped));
-        Ok(Some(Self {
-            runtime,
-            stop,
-            control,
-        }))
+        runtime.spawn(control.clone().expire());
+        Ok(Self { runtime, control })
+    }
+
+    /// Takes a new configuration: the bindings kept run on, the ones removed stop and are
+    /// forgotten with their records (`mcp.events.removed`, reason `reload`), the new ones
+    /// start; a server dialed afresh has its bindings started again on its new connection;
+    /// runtime subscriptions whose server or grant is gone, or that a configured binding now
+    /// is, end. `store.path` stays the one MCP Events started with.
+    pub(crate) async fn reload(
+        &self,
+        config: &Config,
+        listening: Option<SocketAddr>,
+        servers: &BTreeMap<String, Feed>,
+    ) {
+        self.control.reload(config, listening, servers).await;
     }
 
     /// The library calls of runtime subscriptions, for the tools.
@@ -170,40 +170,14 @@ impl Events {
         self.control.clone()
     }
 
-    /// Stops every binding, then forgets the ones a reload dropped: their cursors, secrets
-    /// and records (`mcp.events.removed`, reason `reload`).
-    pub(crate) async fn stop_removing(self, gone: &[crate::config::Binding]) {
-        let ctx = self.halt().await;
-        for b in gone {
-            if ctx.store.remove(&b.key(), &b.into).await.is_ok() {
-                logs::removed(Of {
-                    instance: &ctx.instance,
-                    server: &b.server,
-                    event_type: &b.event,
-                });
-            }
-        }
-        ctx.store.close().await;
-    }
-
-    /// Stops every binding. Subscriptions are not released: the next start goes on from the
+    /// Stops every binding (an index not kept yet is written first) and the runtime, then
+    /// closes the store. Subscriptions are not released: the next start goes on from the
     /// stored cursors. A commit under way finishes (it is one transaction either way).
-    ///
-    /// The routes stay: a delivery that comes meanwhile finds its binding's task gone and is
-    /// answered 503, so the server delivers it again; the next start replaces them.
     pub(crate) async fn stop(self) {
-        self.halt().await.store.close().await;
-    }
-
-    /// Stops every binding; the store stays open (the requests sent meanwhile answered) for
-    /// the caller to close.
-    async fn halt(self) -> Ctx {
-        // An index not kept yet is tried once more, and nothing after: the next start
-        // reads it.
+        let store = self.control.ctx().store;
         self.control.close().await;
-        let _ = self.stop.send(true);
         self.runtime.shutdown_background();
-        self.control.ctx().clone()
+        store.close().await;
     }
 }
 
@@ -235,14 +209,15 @@ async fn serve(
         mut changed,
     }: Feed,
     mut armed: mpsc::UnboundedReceiver<Armed>,
-    mut stop: watch::Receiver<bool>,
+    mut reloads: watch::Receiver<u64>,
+    stop: CancellationToken,
 ) {
     let connection = tokio::select! {
         c = connections.wait_for(Option::is_some) => match c {
             Ok(c) => c.clone().expect("waited for a connection"),
             Err(_) => return,
         },
-        () = stopping(&mut stop) => return,
+        () = stop.cancelled() => return,
     };
     let (mut modern, mut capability) = facts(&connection);
     let (listed, listings) = watch::channel::<Option<Arc<Listed>>>(None);
@@ -253,7 +228,7 @@ async fn serve(
         let due = lister
             .as_mut()
             .filter(|_| modern && capability)
-            .and_then(|l| Some((l.poll_request(std::time::Instant::now())?, l)));
+            .and_then(|l| Some((l.poll_request(now())?, l)));
         if let Some((cursor, lister)) = due {
             match list_pages(&ctx, &server, &connection, lister, cursor).await {
                 Ok(outcome) => {
@@ -265,7 +240,7 @@ async fn serve(
                 Err(failure) => {
                     let exhausted = matches!(&failure, Failure::Rpc(e)
                         if e.code == mcp_wire::events::code::EVENTS_RESOURCE_EXHAUSTED);
-                    let wait = lister.on_failure(std::time::Instant::now(), exhausted, random());
+                    let wait = lister.on_failure(now(), exhausted, random());
                     let retry_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
                     logs::list_fail(&ctx.instance, &server, &failure.to_string(), retry_ms);
                 }
@@ -278,7 +253,7 @@ async fn serve(
             .filter(|_| modern && capability);
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
-            Some((b, hooks, end)) = armed.recv() => {
+            Some((b, hooks, end, stopped)) = armed.recv() => {
                 let on = On {
                     ctx: ctx.clone(),
                     server: server.clone(),
@@ -289,10 +264,10 @@ async fn serve(
                     on,
                     b,
                     (hooks, end),
-                    (connections.clone(), listings.clone()),
-                    stop.clone(),
+                    (connections.clone(), listings.clone(), reloads.clone()),
+                    stopped,
                 ));
-                lister.get_or_insert_with(|| Lister::new(std::time::Instant::now(), &ctx.limits));
+                lister.get_or_insert_with(|| Lister::new(now(), &ctx.limits));
             }
             // A binding's type went away or changed in place.
             Some(()) = relists.recv() => again(&mut lister),
@@ -303,7 +278,9 @@ async fn serve(
                 (modern, capability) = facts(&connection);
                 again(&mut lister);
             }
-            () = stopping(&mut stop) => return,
+            // A reload lists again.
+            Ok(()) = reloads.changed() => again(&mut lister),
+            () = stop.cancelled() => return,
         }
     }
 }
@@ -321,7 +298,7 @@ async fn list_pages(
     loop {
         let page = request(connection.list_events(cursor)).await;
         count(ctx, server, mcp_wire::method::EVENTS_LIST, &page);
-        let now = std::time::Instant::now();
+        let now = now();
         match page {
             Ok(page) => match lister.on_page(page, now) {
                 Step::More => {}
@@ -351,7 +328,7 @@ fn facts(connection: &Client) -> (bool, bool) {
 
 fn again(lister: &mut Option<Lister>) {
     if let Some(lister) = lister {
-        lister.again(std::time::Instant::now());
+        lister.again(now());
     }
 }
 
@@ -369,8 +346,8 @@ async fn run_binding(
     on: On,
     mut b: Binding,
     (mut deliveries, mut end): (Deliveries, mpsc::Receiver<oneshot::Sender<()>>),
-    (mut connections, mut listings): (Connections, Listings),
-    mut stop: watch::Receiver<bool>,
+    (mut connections, mut listings, mut reloads): (Connections, Listings, watch::Receiver<u64>),
+    stop: CancellationToken,
 ) {
     let (ctx, server, connection) = (&on.ctx, on.server.as_str(), &on.connection);
     let (mut seen, mut evicted) = (Stats::default(), 0);
@@ -379,24 +356,23 @@ async fn run_binding(
     let (modern, capability) = facts(connection);
     b.on_connection(modern, capability);
     loop {
-        while let Some(action) = b.poll_action(std::time::Instant::now()) {
+        while let Some(action) = b.poll_action(now()) {
             match action {
                 Action::Poll(params) => {
                     let answer = request(connection.poll_events(&params)).await;
                     count(ctx, server, mcp_wire::method::EVENTS_POLL, &answer);
-                    let batch = b.on_poll(answer, std::time::Instant::now(), wall_ms(), random());
+                    let batch = b.on_poll(answer, now(), wall_ms(), random());
                     // A store that fails pauses the binding (`store_degraded`).
                     let committed = commit(ctx, &b, Arc::new(batch)).await;
-                    b.on_committed(committed.is_ok(), std::time::Instant::now());
+                    b.on_committed(committed.is_ok(), now());
                     b.passed_over(committed.unwrap_or(0));
                 }
                 Action::Subscribe(params) => {
                     let answer = request(connection.subscribe_events(&params)).await;
                     count(ctx, server, mcp_wire::method::EVENTS_SUBSCRIBE, &answer);
-                    let now = std::time::Instant::now();
-                    let batch = b.on_subscribed(answer, now, wall_ms(), random());
+                    let batch = b.on_subscribed(answer, now(), wall_ms(), random());
                     let committed = commit(ctx, &b, Arc::new(batch)).await.is_ok();
-                    b.on_committed(committed, std::time::Instant::now());
+                    b.on_committed(committed, now());
                     save_subscription(ctx, &b).await;
                 }
                 Action::Relist => {
@@ -414,20 +390,12 @@ async fn run_binding(
             Ok(()) = listings.changed() => {
                 let listed = listings.borrow_and_update().clone();
                 if let Some(listed) = listed {
-                    b.on_listing(listed.as_listing(), std::time::Instant::now());
+                    b.on_listing(listed.as_listing(), now());
                 }
             }
-            // Dialed again: decided afresh (the listing that follows arms it).
-            Ok(()) = connections.changed() => {
-                let (modern, capability) = facts(connection);
-                b.on_connection(modern, capability);
-                // The listing at hand, which may have come first; the server's task lists
-                // again, and that listing follows.
-                let listed = listings.borrow_and_update().clone();
-                if let Some(listed) = listed {
-                    b.on_listing(listed.as_listing(), std::time::Instant::now());
-                }
-            }
+            // Dialed again, or reloaded: decided afresh (the listing that follows arms it).
+            Ok(()) = connections.changed() => afresh(&mut b, connection, &mut listings),
+            Ok(()) = reloads.changed() => afresh(&mut b, connection, &mut listings),
             Some(hook) = deliveries.hooks.recv() => {
                 // A delivery for another subscription (an old one, still delivering) is
                 // gone: the server stops sending it.
@@ -446,8 +414,20 @@ async fn run_binding(
                 let _ = done.send(());
                 return;
             }
-            () = stopping(&mut stop) => return,
+            () = stop.cancelled() => return,
         }
+    }
+}
+
+/// The connection was dialed again, or the configuration reloaded: `b` decides afresh (a
+/// refusal or a mode left is lifted) on the listing at hand, which may have come first; the
+/// server's task lists again, and that listing follows.
+fn afresh(b: &mut Binding, connection: &Client, listings: &mut Listings) {
+    let (modern, capability) = facts(connection);
+    b.on_connection(modern, capability);
+    let listed = listings.borrow_and_update().clone();
+    if let Some(listed) = listed {
+        b.on_listing(listed.as_listing(), now());
     }
 }
 
@@ -502,11 +482,6 @@ async fn save_subscription(ctx: &Ctx, b: &Binding) {
     }
 }
 
-/// Resolves once the bindings are told to stop.
-async fn stopping(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(86_400)
 }
@@ -531,18 +506,12 @@ async fn deliver(
     body: mcp_wire::events::WebhookBody,
     webhook_id: &str,
 ) -> Answer {
-    match b.on_delivery(
-        body,
-        webhook_id,
-        std::time::Instant::now(),
-        wall_ms(),
-        random(),
-    ) {
+    match b.on_delivery(body, webhook_id, now(), wall_ms(), random()) {
         Delivery::Commit(batch) => {
             // Shared with the store's thread: the batch is not copied.
             let batch = Arc::new(batch);
             let committed = commit(ctx, b, batch.clone()).await;
-            b.on_delivered(&batch, committed.is_ok(), std::time::Instant::now());
+            b.on_delivered(&batch, committed.is_ok(), now());
             match committed {
                 Ok(passed_over) => {
                     b.passed_over(passed_over);
@@ -723,7 +692,7 @@ mod tests {
         let (connected, connections) = watch::channel(Some(Arc::new(connection)));
         let (_changed, changes) = watch::channel(0);
         let (arm, armed) = mpsc::unbounded_channel();
-        let (_stop, stopped) = watch::channel(false);
+        let stopped = CancellationToken::new();
         tokio::spawn(serve(
             ctx,
             "ref".into(),
@@ -732,12 +701,14 @@ mod tests {
                 changed: changes,
             },
             armed,
-            stopped,
+            watch::channel(0).1,
+            stopped.clone(),
         ));
         let b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
         let (_queue, deliveries) = hooks::queue();
         let (_end, end) = mpsc::channel(1);
-        arm.send((b, deliveries, end)).unwrap();
+        arm.send((b, deliveries, end, stopped.child_token()))
+            .unwrap();
         let count = |method: &str| server.methods().iter().filter(|m| *m == method).count();
         until(|| count("events/poll") >= 1).await;
         assert_eq!(count("events/list"), 1);
@@ -754,7 +725,7 @@ mod tests {
         use mcp_events::binding::Callback;
         use mcp_wire::events::EventType;
 
-        let mut now = std::time::Instant::now();
+        let mut now = now();
         let poll = [EventType::new("ticket.created", &[DeliveryMode::Poll])];
         let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
         b.on_connection(true, true);
@@ -811,7 +782,7 @@ mod tests {
                 .find_map(|l| l.strip_prefix(series))
                 .map(|v| v.parse::<i64>().unwrap())
         };
-        let now = std::time::Instant::now();
+        let now = now();
         let mut b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
         b.on_connection(true, true);
         let types = [EventType::new("ticket.created", &[DeliveryMode::Poll])];

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use agentd_tools::events::Subscriptions;
@@ -32,9 +32,12 @@ use mcp_wire::events::{DeliveryMode, EventType};
 use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
-use super::{Armed, Connections, Ctx, Listed, REQUEST_TIMEOUT, facts, list_pages, stopping};
-use crate::clock::wall_ms;
+use super::{
+    Armed, Connections, Ctx, Feed, Listed, REQUEST_TIMEOUT, facts, limits, list_pages, serve,
+};
+use crate::clock::{now, wall_ms};
 use crate::config::{self, Config};
 use crate::events::hooks::{PREFIX, Route, Routes};
 use crate::telemetry::catalogue::events::{self as logs, Of, Subscription as Reason};
@@ -45,56 +48,141 @@ const TICK: Duration = Duration::from_secs(60);
 /// The store's document that holds the index of runtime subscriptions.
 const INDEX: &str = "subscriptions";
 
-/// The runtime subscriptions of one start of the events runtime.
+/// The bindings at work, configured and made at run time, on the events runtime.
 #[derive(Debug, Clone)]
 pub(crate) struct Control(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    ctx: Ctx,
     handle: Handle,
-    /// Each owner's grant, and whether it offers the tools.
-    grants: BTreeMap<String, (Grant, bool)>,
-    /// Each held server's connection, and its task's intake of bindings.
-    servers: BTreeMap<String, Server>,
-    /// The configured bindings' keys, and how many each server has.
-    configured: BTreeSet<String>,
-    configured_on: BTreeMap<String, usize>,
-    hooks_base: Option<String>,
     routes: Routes,
+    /// What the configuration in force makes of MCP Events; replaced whole at a reload.
+    setup: RwLock<Arc<Setup>>,
     state: Mutex<State>,
     changed: Notify,
+    /// Stops every task of MCP Events (at exit); each server's is a child of it.
+    stop: CancellationToken,
 }
 
-/// A held server, as the bindings see it.
-pub(super) type Server = (Connections, mpsc::UnboundedSender<Armed>);
+/// What the configuration in force makes of MCP Events.
+#[derive(Debug)]
+struct Setup {
+    ctx: Ctx,
+    /// Each owner's grant, and whether it offers the tools.
+    grants: BTreeMap<String, (Grant, bool)>,
+    /// Each held server's task.
+    servers: BTreeMap<String, Server>,
+    /// The configured bindings, by key, and how many each server has.
+    configured: BTreeMap<String, config::Binding>,
+    configured_on: BTreeMap<String, usize>,
+    hooks_base: Option<String>,
+}
+
+/// A held server's task, as the bindings see it: the server's connection, the task's intake
+/// of bindings, and what stops it (and them) when the server is let go.
+#[derive(Debug, Clone)]
+pub(super) struct Server {
+    connections: Connections,
+    arm: mpsc::UnboundedSender<Armed>,
+    /// Bumped at a reload: the server's types are listed again, and its bindings decide
+    /// afresh.
+    reload: watch::Sender<u64>,
+    stop: CancellationToken,
+}
+
+/// A binding's task, as it is ended or stopped.
+#[derive(Debug)]
+struct Task {
+    /// Ends it: the task releases its webhook subscription and forgets its cursor, then
+    /// answers.
+    end: mpsc::Sender<oneshot::Sender<()>>,
+    /// Stops it where it is, its cursor kept.
+    stop: CancellationToken,
+}
 
 #[derive(Debug, Default)]
 struct State {
     registry: Registry,
-    /// What ends each binding's task; the task answers once it is done.
-    ends: HashMap<String, mpsc::Sender<oneshot::Sender<()>>>,
+    /// Each binding's task, by key.
+    tasks: HashMap<String, Task>,
     /// Audit records not yet written with the index.
     unsaved: Vec<Vec<u8>>,
     /// The index kept is not the registry's.
     dirty: bool,
     /// The index kept could not be read at start: it is not overwritten.
     unreadable: bool,
-    /// Kept subscriptions not armed again yet (the store failed); tried every minute.
-    unarmed: Vec<String>,
-    /// This start is stopping: the next one writes the index.
+    /// Bindings not armed yet (the store failed); tried every minute.
+    unarmed: Vec<config::Binding>,
+    /// MCP Events is stopping: nothing more is written.
     closed: bool,
 }
 
 impl Control {
-    pub(super) fn new(
+    /// Nothing configured yet: see [`Control::start`].
+    pub(super) fn new(ctx: Ctx, handle: Handle, routes: Routes) -> Self {
+        let setup = Setup {
+            ctx,
+            grants: BTreeMap::new(),
+            servers: BTreeMap::new(),
+            configured: BTreeMap::new(),
+            configured_on: BTreeMap::new(),
+            hooks_base: None,
+        };
+        Self(Arc::new(Inner {
+            handle,
+            routes,
+            setup: RwLock::new(Arc::new(setup)),
+            state: Mutex::default(),
+            changed: Notify::new(),
+            stop: CancellationToken::new(),
+        }))
+    }
+
+    /// The setup in force.
+    fn setup(&self) -> Arc<Setup> {
+        self.0
+            .setup
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(super) fn ctx(&self) -> Ctx {
+        self.setup().ctx.clone()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A task for server `name`, listing its types and running its bindings.
+    fn spawn_server(&self, ctx: &Ctx, name: &str, feed: &Feed) -> Server {
+        let (arm, armed) = mpsc::unbounded_channel();
+        let (reload, reloads) = watch::channel(0);
+        let stop = self.0.stop.child_token();
+        self.0.handle.spawn(serve(
+            ctx.clone(),
+            name.to_owned(),
+            feed.clone(),
+            armed,
+            reloads,
+            stop.clone(),
+        ));
+        Server {
+            connections: feed.connections.clone(),
+            arm,
+            reload,
+            stop,
+        }
+    }
+
+    /// What `config` makes of MCP Events, on the server tasks `servers`.
+    fn setup_of(
         config: &Config,
         listening: Option<SocketAddr>,
         ctx: Ctx,
-        handle: Handle,
         servers: BTreeMap<String, Server>,
-        routes: Routes,
-    ) -> Self {
+    ) -> Setup {
         let grants = config
             .grants
             .iter()
@@ -114,40 +202,170 @@ impl Control {
                 .filter(|a| a.ip().is_loopback())
                 .map(|a| format!("http://{a}"))
         });
-        Self(Arc::new(Inner {
+        Setup {
             ctx,
-            handle,
             grants,
             servers,
-            configured: config.bindings.iter().map(config::Binding::key).collect(),
+            configured: config
+                .bindings
+                .iter()
+                .map(|b| (b.key(), b.clone()))
+                .collect(),
             configured_on,
             hooks_base,
-            routes,
-            state: Mutex::default(),
-            changed: Notify::new(),
-        }))
+        }
     }
 
-    pub(super) fn ctx(&self) -> &Ctx {
-        &self.0.ctx
+    /// Starts a task per server, the bindings of `config`, and the runtime subscriptions
+    /// kept in the store. Fails when a binding cannot be read from the store.
+    pub(super) async fn start(
+        &self,
+        config: &Config,
+        listening: Option<SocketAddr>,
+        feeds: &BTreeMap<String, Feed>,
+    ) -> Result<(), String> {
+        let ctx = self.ctx();
+        let servers = feeds
+            .iter()
+            .map(|(name, feed)| (name.clone(), self.spawn_server(&ctx, name, feed)))
+            .collect();
+        let setup = Self::setup_of(config, listening, ctx, servers);
+        *self.0.setup.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(setup);
+        for b in &config.bindings {
+            self.arm(b).await?;
+        }
+        self.restore().await;
+        Ok(())
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// Takes a new configuration as a diff (see [`Events::reload`](super::Events::reload)).
+    pub(super) async fn reload(
+        &self,
+        config: &Config,
+        listening: Option<SocketAddr>,
+        feeds: &BTreeMap<String, Feed>,
+    ) {
+        let old = self.setup();
+        let ctx = Ctx {
+            instance: config.instance.as_str().into(),
+            limits: limits(config),
+            ..old.ctx.clone()
+        };
+        // A server kept is the same connection under the same name; any other is a new task.
+        let mut servers = BTreeMap::new();
+        let mut fresh = BTreeSet::new();
+        for (name, feed) in feeds {
+            let server = match old.servers.get(name) {
+                Some(s)
+                    if s.connections.same_channel(&feed.connections)
+                        && ctx.instance == old.ctx.instance =>
+                {
+                    s.reload.send_modify(|n| *n += 1);
+                    s.clone()
+                }
+                _ => {
+                    fresh.insert(name.clone());
+                    self.spawn_server(&ctx, name, feed)
+                }
+            };
+            servers.insert(name.clone(), server);
+        }
+        for (name, s) in &old.servers {
+            if fresh.contains(name) || !servers.contains_key(name) {
+                s.stop.cancel();
+            }
+        }
+        let new = Arc::new(Self::setup_of(config, listening, ctx, servers));
+        // A binding kept runs on unless its server's task is new or it would be built
+        // otherwise (its bounds, its callback URL).
+        let rebuilt = new.ctx.limits != old.ctx.limits || new.hooks_base != old.hooks_base;
+        let restart = |spec: &config::Binding| rebuilt || fresh.contains(&spec.server);
+        let now = wall_ms();
+        let (ended, again) = {
+            let mut state = self.state();
+            let ended = lapse(&mut state.registry, &new, now);
+            for (s, reason) in &ended {
+                let record = s.audit("unsubscribed", reason.as_str(), now);
+                state.unsaved.push(record);
+            }
+            let again: Vec<config::Binding> = state
+                .registry
+                .all()
+                .map(spec_of)
+                .filter(|spec| restart(spec))
+                .collect();
+            (ended, again)
+        };
+        *self.0.setup.write().unwrap_or_else(PoisonError::into_inner) = new.clone();
+        let removed: Vec<&config::Binding> = old
+            .configured
+            .values()
+            .filter(|b| new.configured.get(&b.key()) != Some(*b))
+            .collect();
+        for b in &removed {
+            self.stop(&b.key());
+        }
+        // Those ended are released and forgotten by their tasks; one whose task is gone
+        // (its server let go) is forgotten here. The key of one a configured binding now
+        // is names that binding's cursor: it is only stopped.
+        let mut released = Vec::new();
+        for (s, reason) in &ended {
+            match reason {
+                Reason::Configured => self.stop(&s.id),
+                Reason::ServerRemoved => {
+                    self.stop(&s.id);
+                    released.push(s.id.clone());
+                }
+                _ => {
+                    if self.end(&s.id).is_none() {
+                        released.push(s.id.clone());
+                    }
+                }
+            }
+        }
+        for b in removed {
+            let store = &new.ctx.store;
+            if store.remove(&b.key(), &b.into).await.is_ok() {
+                logs::removed(Of {
+                    instance: &new.ctx.instance,
+                    server: &b.server,
+                    event_type: &b.event,
+                });
+            }
+        }
+        for b in new.configured.values() {
+            let kept = old.configured.get(&b.key()) == Some(b);
+            if !kept || restart(b) {
+                self.stop(&b.key());
+                self.arm_or_later(b).await;
+            }
+        }
+        for spec in &again {
+            self.stop(&spec.key());
+            self.arm_or_later(spec).await;
+        }
+        if !ended.is_empty() || self.state().dirty {
+            self.save(released).await;
+            for (s, reason) in &ended {
+                logs::unsubscribed(of(&self.setup(), s), &s.owner, *reason, &s.id);
+            }
+        }
+        self.0.changed.notify_one();
     }
 
     /// What binding `spec` is, with its callback when it may take webhook deliveries.
     fn binding_config(&self, spec: &config::Binding, secret: Secret) -> BindingConfig {
+        let setup = self.setup();
         let mut c = BindingConfig::new(&spec.server, &spec.event, &spec.into);
         c.key = spec.key();
         c.arguments = spec.arguments.clone();
         c.delivery = spec.delivery.clone();
-        c.limits = self.0.ctx.limits;
+        c.limits = setup.ctx.limits;
         c.rate = spec.max_per_minute.map(|max| Rate {
             max,
             per: Duration::from_secs(60),
         });
-        if let Some(base) = &self.0.hooks_base
+        if let Some(base) = &setup.hooks_base
             && spec.delivery.contains(&DeliveryMode::Webhook)
         {
             c.callback = Some(Callback {
@@ -162,7 +380,7 @@ impl Control {
     /// a fresh one, kept); a runtime subscription only while the registry holds it.
     pub(super) async fn arm(&self, spec: &config::Binding) -> Result<(), String> {
         let fresh = || Secret::random().map_err(|e| e.to_string());
-        let store = &self.0.ctx.store;
+        let store = &self.setup().ctx.store;
         let stored = store.load(&spec.key()).await.map_err(|e| e.to_string())?;
         let mut c = self.binding_config(spec, fresh()?);
         if let Some(callback) = &mut c.callback {
@@ -178,15 +396,28 @@ impl Control {
         Ok(())
     }
 
-    /// Hands `b` to its server's task, with its route when it takes deliveries. A runtime
-    /// subscription ended meanwhile is not started: the check and the route are made under
-    /// the lock its end takes.
+    /// Arms `spec`, or logs why not (`mcp.events.arm.fail`) and tries again within a
+    /// minute.
+    async fn arm_or_later(&self, spec: &config::Binding) {
+        if let Err(e) = self.arm(spec).await {
+            self.state().unarmed.push(spec.clone());
+            self.arm_failed(spec, &e);
+        }
+    }
+
+    /// Hands `b` to its server's task, with its route when it takes deliveries; a task the
+    /// same binding had is stopped. A runtime subscription ended meanwhile is not started:
+    /// the check and the route are made under the lock its end takes.
     fn launch(&self, b: Binding) {
+        let setup = self.setup();
         let c = b.config();
         let mut state = self.state();
-        if !self.0.configured.contains(&c.key) && state.registry.get(&c.key).is_none() {
+        if !setup.configured.contains_key(&c.key) && state.registry.get(&c.key).is_none() {
             return;
         }
+        let Some(server) = setup.servers.get(&c.server) else {
+            return;
+        };
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
         let ((hooks, pressure), delivered) = crate::events::hooks::queue();
@@ -199,27 +430,55 @@ impl Control {
                 hooks,
                 pressure,
             };
-            let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
+            let mut routes = self
+                .0
+                .routes
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
             routes.insert(c.key.clone(), route);
         }
         let (end, ended) = mpsc::channel(1);
-        state.ends.insert(c.key.clone(), end);
-        drop(state);
-        if let Some((_, arm)) = self.0.servers.get(&c.server) {
-            let _ = arm.send((b, delivered, ended));
+        let stop = server.stop.child_token();
+        let task = Task {
+            end,
+            stop: stop.clone(),
+        };
+        if let Some(before) = state.tasks.insert(c.key.clone(), task) {
+            before.stop.cancel();
         }
+        drop(state);
+        let _ = server.arm.send((b, delivered, ended, stop));
     }
 
     /// Ends binding `key`'s task and its route: the task releases its webhook subscription
     /// and forgets its cursor and secret, then answers on what this returns.
     fn end(&self, key: &str) -> Option<oneshot::Receiver<()>> {
         let mut state = self.state();
-        let mut routes = self.0.routes.write().unwrap_or_else(|e| e.into_inner());
+        let mut routes = self
+            .0
+            .routes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         routes.remove(key);
-        let end = state.ends.remove(key)?;
+        let task = state.tasks.remove(key)?;
         let (done, finished) = oneshot::channel();
-        end.try_send(done).ok()?;
+        task.end.try_send(done).ok()?;
         Some(finished)
+    }
+
+    /// Stops binding `key`'s task where it is, its cursor and secret kept, and takes its
+    /// route away.
+    fn stop(&self, key: &str) {
+        let mut state = self.state();
+        let mut routes = self
+            .0
+            .routes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        routes.remove(key);
+        if let Some(task) = state.tasks.remove(key) {
+            task.stop.cancel();
+        }
     }
 
     /// Arms the subscriptions kept in the store again, but those whose lifetime ended, whose
@@ -227,7 +486,7 @@ impl Control {
     /// since leaves no room for. Those ended were never armed: their webhook subscriptions
     /// are left to the 410 their routes answer.
     pub(super) async fn restore(&self) {
-        let kept = self.0.ctx.store.load_document(INDEX).await;
+        let kept = self.setup().ctx.store.load_document(INDEX).await;
         let now = wall_ms();
         let mut registry = Registry::default();
         match kept {
@@ -249,33 +508,7 @@ impl Control {
                 self.index_failed(0, &format!("the index kept cannot be read: {e}"));
             }
         }
-        let inner = &*self.0;
-        let mut ended = Vec::new();
-        for (reason, gone) in [
-            (Reason::Expired, registry.expire(now)),
-            (
-                Reason::ServerRemoved,
-                registry.end_where(|s| !inner.servers.contains_key(&s.server)),
-            ),
-            (
-                Reason::GrantRemoved,
-                registry.end_where(|s| !inner.grants.contains_key(&s.owner)),
-            ),
-            (
-                Reason::Configured,
-                registry.end_where(|s| inner.configured.contains(&s.id)),
-            ),
-            (
-                Reason::Limits,
-                registry.end_excess(
-                    |owner| inner.grants.get(owner).map_or(0, |(g, _)| g.live()),
-                    |server| inner.configured_on.get(server).copied().unwrap_or(0),
-                    inner.configured.len(),
-                ),
-            ),
-        ] {
-            ended.extend(gone.into_iter().map(|s| (s, reason)));
-        }
+        let ended = lapse(&mut registry, &self.setup(), now);
         let live: Vec<Subscription> = registry.all().cloned().collect();
         {
             let mut state = self.state();
@@ -287,10 +520,7 @@ impl Control {
             }
         }
         for s in &live {
-            if let Err(e) = self.arm(&spec_of(s)).await {
-                self.state().unarmed.push(s.id.clone());
-                self.arm_failed(s, &e);
-            }
+            self.arm_or_later(&spec_of(s)).await;
         }
         if !ended.is_empty() || self.state().dirty {
             // The key of one a configured binding now is names that binding's cursor.
@@ -301,33 +531,38 @@ impl Control {
                 .collect();
             self.save(released).await;
             for (s, reason) in &ended {
-                logs::unsubscribed(self.of(s), &s.owner, *reason, &s.id);
+                logs::unsubscribed(of(&self.setup(), s), &s.owner, *reason, &s.id);
             }
         }
     }
 
-    fn arm_failed(&self, s: &Subscription, err: &str) {
+    fn arm_failed(&self, spec: &config::Binding, err: &str) {
         let retry_ms = u64::try_from(TICK.as_millis()).unwrap_or(u64::MAX);
-        logs::arm_fail(self.of(s), None, err, retry_ms);
+        let setup = self.setup();
+        let of = Of {
+            instance: &setup.ctx.instance,
+            server: &spec.server,
+            event_type: &spec.event,
+        };
+        logs::arm_fail(of, None, err, retry_ms);
     }
 
-    /// Arms again the kept subscriptions the store failed at start.
+    /// Arms again the bindings the store failed, those still wanted.
     async fn rearm(&self) {
         let unarmed = std::mem::take(&mut self.state().unarmed);
-        for id in unarmed {
-            let Some(s) = self.state().registry.get(&id).cloned() else {
-                continue;
-            };
-            if let Err(e) = self.arm(&spec_of(&s)).await {
-                self.state().unarmed.push(id);
-                self.arm_failed(&s, &e);
+        for spec in unarmed {
+            let key = spec.key();
+            let wanted = self.setup().configured.get(&key) == Some(&spec)
+                || self.state().registry.get(&key).is_some();
+            if wanted {
+                self.arm_or_later(&spec).await;
             }
         }
     }
 
     /// Ends subscriptions as their lifetimes end, and writes an index not kept yet again,
     /// until the runtime stops.
-    pub(super) async fn expire(self, mut stop: watch::Receiver<bool>) {
+    pub(super) async fn expire(self) {
         loop {
             let now = wall_ms();
             let (ended, dirty, next) = {
@@ -349,7 +584,7 @@ impl Control {
             }
             self.rearm().await;
             for s in &ended {
-                logs::unsubscribed(self.of(s), &s.owner, Reason::Expired, &s.id);
+                logs::unsubscribed(of(&self.setup(), s), &s.owner, Reason::Expired, &s.id);
             }
             let wait = next.map_or(TICK, |at| {
                 Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0))
@@ -357,7 +592,7 @@ impl Control {
             tokio::select! {
                 () = tokio::time::sleep(wait.min(TICK)) => {}
                 () = self.0.changed.notified() => {}
-                () = stopping(&mut stop) => return,
+                () = self.0.stop.cancelled() => return,
             }
         }
     }
@@ -373,7 +608,8 @@ impl Control {
     /// writes the later one keeps the later index; once this start is closed, nothing is
     /// written (the next start has the store).
     async fn save(&self, released: Vec<String>) {
-        let store = &self.0.ctx.store;
+        let setup = self.setup();
+        let store = &setup.ctx.store;
         let (forgotten, saved, audit, live) = {
             let mut state = self.state();
             if state.closed {
@@ -412,8 +648,8 @@ impl Control {
         }
     }
 
-    /// Closes this start: an index not kept yet is written, and nothing after it (a write
-    /// sent before is answered before the store closes).
+    /// Stops MCP Events: an index not kept yet is written, and nothing after it (a write
+    /// sent before is answered before the store closes); every task is stopped.
     pub(super) async fn close(&self) {
         let dirty = {
             let state = self.state();
@@ -423,31 +659,23 @@ impl Control {
             self.save(Vec::new()).await;
         }
         self.state().closed = true;
+        self.0.stop.cancel();
     }
 
     fn index_failed(&self, subscriptions: usize, err: &str) {
-        logs::index_failed(&self.0.ctx.instance, subscriptions, err);
-    }
-
-    /// What the log lines of subscription `s` are about.
-    fn of<'a>(&'a self, s: &'a Subscription) -> Of<'a> {
-        Of {
-            instance: &self.0.ctx.instance,
-            server: &s.server,
-            event_type: &s.event,
-        }
+        logs::index_failed(&self.setup().ctx.instance, subscriptions, err);
     }
 
     /// The held connection of `server`, if it is connected.
     fn connection(&self, server: &str) -> Result<Arc<Client>, Refused> {
-        let (connections, _) =
-            self.0
-                .servers
-                .get(server)
-                .ok_or_else(|| Refused::UnknownServer {
-                    server: server.to_owned(),
-                })?;
-        let current = connections.borrow().clone();
+        let setup = self.setup();
+        let held = setup
+            .servers
+            .get(server)
+            .ok_or_else(|| Refused::UnknownServer {
+                server: server.to_owned(),
+            })?;
+        let current = held.connections.borrow().clone();
         current.ok_or_else(|| Refused::NotConnected {
             server: server.to_owned(),
         })
@@ -461,7 +689,7 @@ impl Control {
             Secret::from_bytes(&[0; 32]).map_err(|e| Refused::Failed { err: e.to_string() })?;
         let mut b = Binding::new(self.binding_config(spec, secret), None);
         b.on_connection(true, true);
-        b.on_listing(Listing::Types(types), std::time::Instant::now());
+        b.on_listing(Listing::Types(types), now());
         let Some(reason) = b.refusal() else {
             return Ok(());
         };
@@ -475,7 +703,8 @@ impl Control {
     }
 
     async fn subscribe_here(self, owner: String, wanted: Wanted) -> Result<Subscription, Refused> {
-        let grant = match self.0.grants.get(&owner) {
+        let setup = self.setup();
+        let grant = match setup.grants.get(&owner) {
             Some((grant, _)) => grant.clone(),
             None => return Err(Refused::NoGrant { owner }),
         };
@@ -489,17 +718,17 @@ impl Control {
             max_per_minute: None,
         };
         self.check(&spec, &types)?;
-        if self.0.configured.contains(&spec.key()) {
+        if setup.configured.contains_key(&spec.key()) {
             return Err(Refused::Exists);
         }
         let (made, record) = {
-            let on_server = self.0.configured_on.get(&spec.server).copied();
+            let on_server = setup.configured_on.get(&spec.server).copied();
             let mut state = self.state();
             let made = state.registry.subscribe(
                 &grant,
                 wanted,
                 on_server.unwrap_or(0),
-                self.0.configured.len(),
+                setup.configured.len(),
                 wall_ms(),
             )?;
             let record = made.audit("subscribed", Reason::Requested.as_str(), wall_ms());
@@ -521,7 +750,12 @@ impl Control {
             return Err(Refused::Failed { err });
         }
         self.flush().await;
-        logs::subscribed(self.of(&made), &made.owner, Reason::Requested, &made.id);
+        logs::subscribed(
+            of(&self.setup(), &made),
+            &made.owner,
+            Reason::Requested,
+            &made.id,
+        );
         self.0.changed.notify_one();
         Ok(made)
     }
@@ -544,7 +778,12 @@ impl Control {
             let _ = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), done).await;
         }
         self.flush().await;
-        logs::unsubscribed(self.of(&ended), &ended.owner, Reason::Requested, &ended.id);
+        logs::unsubscribed(
+            of(&self.setup(), &ended),
+            &ended.owner,
+            Reason::Requested,
+            &ended.id,
+        );
         Ok(ended)
     }
 
@@ -557,9 +796,10 @@ impl Control {
             (true, false) => return Err(unusable(Refusal::NoCapability)),
             (true, true) => {}
         }
-        let mut lister = Lister::new(std::time::Instant::now(), &self.0.ctx.limits);
-        let first = lister.poll_request(std::time::Instant::now()).flatten();
-        match list_pages(&self.0.ctx, &server, &connection, &mut lister, first).await {
+        let ctx = self.ctx();
+        let mut lister = Lister::new(now(), &ctx.limits);
+        let first = lister.poll_request(now()).flatten();
+        match list_pages(&ctx, &server, &connection, &mut lister, first).await {
             Ok(Listed::Types(types)) => Ok(types),
             Ok(Listed::MethodNotFound) => Err(unusable(Refusal::MethodNotFound)),
             Ok(Listed::TooLarge) => Err(unusable(Refusal::ListTooLarge)),
@@ -589,6 +829,48 @@ fn unusable(reason: Refusal) -> Refused {
     }
 }
 
+/// What the log lines of subscription `s` are about.
+fn of<'a>(setup: &'a Setup, s: &'a Subscription) -> Of<'a> {
+    Of {
+        instance: &setup.ctx.instance,
+        server: &s.server,
+        event_type: &s.event,
+    }
+}
+
+/// The runtime subscriptions `setup` ends: those whose lifetime ended, whose server or grant
+/// is gone, which a configured binding now is, or which a limit lowered since leaves no room
+/// for; each with its reason.
+fn lapse(registry: &mut Registry, setup: &Setup, now: i64) -> Vec<(Subscription, Reason)> {
+    let mut ended = Vec::new();
+    for (reason, gone) in [
+        (Reason::Expired, registry.expire(now)),
+        (
+            Reason::ServerRemoved,
+            registry.end_where(|s| !setup.servers.contains_key(&s.server)),
+        ),
+        (
+            Reason::GrantRemoved,
+            registry.end_where(|s| !setup.grants.contains_key(&s.owner)),
+        ),
+        (
+            Reason::Configured,
+            registry.end_where(|s| setup.configured.contains_key(&s.id)),
+        ),
+        (
+            Reason::Limits,
+            registry.end_excess(
+                |owner| setup.grants.get(owner).map_or(0, |(g, _)| g.live()),
+                |server| setup.configured_on.get(server).copied().unwrap_or(0),
+                setup.configured.len(),
+            ),
+        ),
+    ] {
+        ended.extend(gone.into_iter().map(|s| (s, reason)));
+    }
+    ended
+}
+
 /// The binding a kept subscription is.
 fn spec_of(s: &Subscription) -> config::Binding {
     config::Binding {
@@ -603,7 +885,10 @@ fn spec_of(s: &Subscription) -> config::Binding {
 
 impl Subscriptions for Control {
     fn offers_tools(&self, owner: &str) -> bool {
-        self.0.grants.get(owner).is_some_and(|(_, tools)| *tools)
+        self.setup()
+            .grants
+            .get(owner)
+            .is_some_and(|(_, tools)| *tools)
     }
 
     async fn list(&self, server: &str) -> Result<Vec<EventType>, Refused> {

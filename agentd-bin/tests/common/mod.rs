@@ -124,6 +124,20 @@ impl Daemon {
         line["addr"].as_str().unwrap().to_owned()
     }
 
+    /// The ids of the daemon's threads named `name` (Linux: `/proc/PID/task/*/comm`).
+    pub fn threads(&self, name: &str) -> std::collections::BTreeSet<u32> {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        std::fs::read_dir(tasks)
+            .expect("the daemon's threads")
+            .filter_map(Result::ok)
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim_end() == name)
+            })
+            .filter_map(|task| task.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
     pub fn signal(&self, name: &str) {
         let sent = Command::new("kill")
             .args([&format!("-{name}"), &self.child.id().to_string()])
