@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::{ask_one, object_arguments, say_json};
+use super::json::{object_arguments, say_json};
+use super::servers::ask_one;
 use crate::config::Config;
 
 /// `agentd call SERVER TOOL [ARGUMENTS]`: the result printed as JSON. Exits 0 when the tool

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{connect_all, exit};
+use super::servers::{connect_all, exit};
 use crate::config::Config;
 
 /// `agentd check`: 0 when every server connected, 1 otherwise.

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use mcp_wire::ServerCapabilities;
 
-use super::{ask_one, exit, list_each, object_arguments, say_json};
+use super::json::{object_arguments, say_json};
+use super::servers::{ask_one, exit, list_each};
 use crate::config::Config;
 
 /// `agentd prompts [--json]`: every server's prompts, a line each (`server/name`, its

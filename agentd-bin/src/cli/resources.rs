@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use mcp_wire::{ResourceContents, ServerCapabilities};
 use serde_json::json;
 
-use super::{ask_one, exit, list_each, say_json};
+use super::json::say_json;
+use super::servers::{ask_one, exit, list_each};
 use crate::config::Config;
 
 /// `agentd resources [--json]`: every server's resources and resource templates, a line

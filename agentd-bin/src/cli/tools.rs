@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{connect_all, exit};
+use super::servers::{connect_all, exit};
 use crate::config::Config;
 
 /// `agentd tools`: every server's tools.

@@ -4,13 +4,18 @@
 use mcp_events::binding::{Binding, Failure, Log, Stats};
 use mcp_wire::events::DeliveryMode;
 
-use super::Ctx;
+use super::shared::Shared;
 use crate::telemetry::catalogue::events::{self, Of, Rejection};
 use crate::telemetry::metrics::{Answered, Outcome};
 
 /// Counts an `events/*` request (`method`) to `server` by what it came to: every request
 /// the daemon sends, of every method, is counted here.
-pub(super) fn count<T>(ctx: &Ctx, server: &str, method: &'static str, answer: &Result<T, Failure>) {
+pub(super) fn count<T>(
+    ctx: &Shared,
+    server: &str,
+    method: &'static str,
+    answer: &Result<T, Failure>,
+) {
     let outcome = match answer {
         Ok(_) => Answered::Ok,
         // A JSON-RPC error, whatever the HTTP status that carried it.
@@ -23,7 +28,7 @@ pub(super) fn count<T>(ctx: &Ctx, server: &str, method: &'static str, answer: &R
 
 /// The binding's log lines, and what changed in its counters since `seen`.
 pub(super) fn report(
-    ctx: &Ctx,
+    ctx: &Shared,
     server: &str,
     b: &mut Binding,
     seen: &mut Stats,

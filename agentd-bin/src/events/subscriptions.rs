@@ -34,9 +34,8 @@ use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    Armed, Connections, Ctx, Feed, Listed, REQUEST_TIMEOUT, facts, limits, list_pages, serve,
-};
+use super::server::{list_pages, serve};
+use super::shared::{Armed, Connections, Feed, Listed, REQUEST_TIMEOUT, Shared, facts, limits};
 use crate::clock::{now, wall_ms};
 use crate::config::{self, Config};
 use crate::events::hooks::{PREFIX, Route, Routes};
@@ -67,7 +66,7 @@ struct Inner {
 /// What the configuration in force makes of MCP Events.
 #[derive(Debug)]
 struct Setup {
-    ctx: Ctx,
+    ctx: Shared,
     /// Each owner's grant, and whether it offers the tools.
     grants: BTreeMap<String, (Grant, bool)>,
     /// Each held server's task.
@@ -119,7 +118,7 @@ struct State {
 
 impl Control {
     /// Nothing configured yet: see [`Control::start`].
-    pub(super) fn new(ctx: Ctx, handle: Handle, routes: Routes) -> Self {
+    pub(super) fn new(ctx: Shared, handle: Handle, routes: Routes) -> Self {
         let setup = Setup {
             ctx,
             grants: BTreeMap::new(),
@@ -147,7 +146,7 @@ impl Control {
             .clone()
     }
 
-    pub(super) fn ctx(&self) -> Ctx {
+    pub(super) fn ctx(&self) -> Shared {
         self.setup().ctx.clone()
     }
 
@@ -156,7 +155,7 @@ impl Control {
     }
 
     /// A task for server `name`, listing its types and running its bindings.
-    fn spawn_server(&self, ctx: &Ctx, name: &str, feed: &Feed) -> Server {
+    fn spawn_server(&self, ctx: &Shared, name: &str, feed: &Feed) -> Server {
         let (arm, armed) = mpsc::unbounded_channel();
         let (reload, reloads) = watch::channel(0);
         let stop = self.0.stop.child_token();
@@ -180,7 +179,7 @@ impl Control {
     fn setup_of(
         config: &Config,
         listening: Option<SocketAddr>,
-        ctx: Ctx,
+        ctx: Shared,
         servers: BTreeMap<String, Server>,
     ) -> Setup {
         let grants = config
@@ -246,7 +245,7 @@ impl Control {
         feeds: &BTreeMap<String, Feed>,
     ) {
         let old = self.setup();
-        let ctx = Ctx {
+        let ctx = Shared {
             instance: config.instance.as_str().into(),
             limits: limits(config),
             ..old.ctx.clone()

@@ -3,7 +3,7 @@
 use mcp_wire::log_text;
 use tracing::Level;
 
-use super::line;
+use super::line::line;
 use crate::telemetry::log::Json;
 
 /// Why a server is dialed when it is not the first dial of the process (`reason` of

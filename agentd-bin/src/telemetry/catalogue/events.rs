@@ -6,7 +6,7 @@ use mcp_wire::events::DeliveryMode;
 use mcp_wire::log_text;
 use tracing::Level;
 
-use super::line;
+use super::line::line;
 use crate::telemetry::log::Json;
 
 /// The binding a line is about: its instance, server and event type.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mcp_wire::log_text;
 
-use super::line;
+use super::line::line;
 use crate::telemetry::log::Json;
 
 /// `mcp.listen.ended` (info, reason `idle`): a quiet listen reached its idle limit, `idle`,

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::line;
+use super::line::line;
 
 /// The events of this module, for the check against the reference's tables.
 #[cfg(test)]

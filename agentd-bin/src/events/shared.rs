@@ -1,0 +1,106 @@
+//! What every task of MCP Events shares: the daemon's instance, metrics, store and bounds
+//! ([`Shared`]), and the bound on each `events/*` request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_events::Limits;
+use mcp_events::binding::{Binding, Failure, Listing};
+use mcp_negotiate::{Client, Error};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::{Instant, timeout};
+use tokio_util::sync::CancellationToken;
+
+use super::hooks::Deliveries;
+use crate::config::Config;
+use crate::store::Store;
+use crate::telemetry::metrics::Metrics;
+
+/// Each `events/*` request is bounded at this.
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What every task shares.
+#[derive(Debug, Clone)]
+pub(super) struct Shared {
+    pub(super) instance: Arc<str>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) store: Store,
+    pub(super) limits: Limits,
+}
+
+/// A binding handed to its server's task: the machine, its deliveries, the signal that ends
+/// it (a runtime subscription released), and the one that stops it (a reload, the exit).
+pub(super) type Armed = (
+    Binding,
+    Deliveries,
+    mpsc::Receiver<oneshot::Sender<()>>,
+    CancellationToken,
+);
+
+/// A server's connection, as its holder hands it on: `None` until the first dial answers,
+/// marked changed at every re-dial.
+pub(super) type Connections = watch::Receiver<Option<Arc<Client>>>;
+
+pub(super) fn far() -> Instant {
+    Instant::now() + Duration::from_secs(86_400)
+}
+
+/// A request bounded at 30 s, its failure in the machine's words.
+pub(super) async fn request<T>(call: impl Future<Output = Result<T, Error>>) -> Result<T, Failure> {
+    match timeout(REQUEST_TIMEOUT, call).await {
+        Err(_) => Err(Failure::Timeout),
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(Error::Rpc(e))) => Err(Failure::Rpc(e)),
+        Ok(Err(Error::Transport(mcp_transport::Error::Reply(
+            mcp_transport::reply::Failure::Status { status, .. },
+        )))) => Err(Failure::Status(status)),
+        Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
+    }
+}
+
+/// What listing a server's types last came to, shared with its bindings.
+#[derive(Debug)]
+pub(super) enum Listed {
+    Types(Vec<mcp_wire::events::EventType>),
+    MethodNotFound,
+    TooLarge,
+}
+
+impl Listed {
+    pub(super) fn as_listing(&self) -> Listing<'_> {
+        match self {
+            Self::Types(types) => Listing::Types(types),
+            Self::MethodNotFound => Listing::MethodNotFound,
+            Self::TooLarge => Listing::TooLarge,
+        }
+    }
+}
+
+/// What the server's latest listing came to, once there is one.
+pub(super) type Listings = watch::Receiver<Option<Arc<Listed>>>;
+
+/// Whether `connection` reached 2026-07-28, and whether its server declares the events
+/// extension.
+pub(super) fn facts(connection: &Client) -> (bool, bool) {
+    (
+        connection.revision().era() == mcp_wire::Era::Modern,
+        connection.capabilities().events().is_some(),
+    )
+}
+
+/// What MCP Events reads of a held server.
+#[derive(Debug, Clone)]
+pub(crate) struct Feed {
+    /// Its connection: `None` until the first dial answers, marked changed at every re-dial.
+    pub(crate) connections: Connections,
+    /// Bumped at each `notifications/events/list_changed` the server sends.
+    pub(crate) changed: watch::Receiver<u64>,
+}
+
+/// The bounds and schedules of MCP Events: the reference's, an occurrence (or a webhook
+/// body) of 256 KiB and at most `store.max_value_bytes`.
+pub(super) fn limits(config: &Config) -> Limits {
+    let mut limits = Limits::default();
+    limits.occurrence_max = limits.occurrence_max.min(config.max_value_bytes);
+    limits
+}
