@@ -233,16 +233,9 @@ fn main() -> ExitCode {
         }),
         Command::Events {
             command: EventsCommand::Tail { config, stream },
-        } => match cli::load(&config) {
-            Err(code) => code,
-            Ok(config) => match events::tail(&config, &stream) {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("agentd: {e}");
-                    ExitCode::FAILURE
-                }
-            },
-        },
+        } => with_config(&config, level, |c| async move {
+            cli::events_tail(&c, &stream).await
+        }),
         Command::Events {
             command:
                 EventsCommand::Call {

@@ -1,10 +1,12 @@
-//! `agentd events call`: one events tool called on the running daemon.
+//! `agentd events tail` (a stream of the store, printed) and `agentd events call` (one events
+//! tool called on the running daemon).
 
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::store::{self, Store};
 
 /// `agentd events call`: one events tool called on the running daemon; its result printed
 /// as JSON.
@@ -38,5 +40,35 @@ pub(crate) async fn events_call(
             eprintln!("agentd: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
+pub(crate) async fn events_tail(config: &Config, stream: &str) -> ExitCode {
+    match tail(config, stream).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the records of `stream`, a thousand at a time; how many.
+async fn tail(config: &Config, stream: &str) -> Result<usize, store::Error> {
+    let store = Store::open(&config.store_path).await?;
+    let mut after = 0;
+    let mut printed = 0;
+    loop {
+        let entries = store.read(stream, after, 1000).await?;
+        let Some(last) = entries.last() else {
+            store.close().await;
+            return Ok(printed);
+        };
+        after = last.seq;
+        for entry in &entries {
+            crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
+        }
+        printed += entries.len();
     }
 }

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 pub(crate) use call::call;
 pub(crate) use check::check;
-pub(crate) use events::events_call;
+pub(crate) use events::{events_call, events_tail};
 pub(crate) use prompts::{prompt, prompts};
 pub(crate) use resources::{read, resources};
 pub(crate) use tools::tools;

@@ -43,7 +43,7 @@ use self::server::{Handle, Shared, Stop};
 use self::signals::{Signals, Wake};
 use crate::config::{self, Config};
 use crate::events::hooks::Routes;
-use crate::events::{Control, Events, Feed};
+use crate::events::{self, Control, Events, Feed};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
@@ -77,7 +77,7 @@ pub(crate) enum StartError {
     /// The control socket could not be bound in `store.path`.
     ControlSocket(PathBuf, std::io::Error),
     /// MCP Events could not start (its store, its bindings).
-    Events(String),
+    Events(events::Error),
 }
 
 impl std::fmt::Display for StartError {
@@ -100,7 +100,7 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Listen(_, e) | Self::ControlSocket(_, e) => Some(e),
-            Self::Events(_) => None,
+            Self::Events(e) => Some(e),
         }
     }
 }
@@ -199,7 +199,7 @@ impl Daemon {
         });
         if let (Some(listener), Some(bound)) = (listener, listening) {
             let instance: Arc<str> = config.instance.as_str().into();
-            let prefix = crate::events::hooks::route_prefix(config.hooks_url.as_deref());
+            let prefix = events::hooks::route_prefix(config.hooks_url.as_deref());
             crate::http::serve(
                 listener,
                 metrics.clone(),

@@ -14,6 +14,7 @@ use super::hooks::{Answer, Deliveries};
 use super::report::{count, report};
 use super::shared::{Connections, Listings, Shared, facts, far, request};
 use crate::clock::{now, random, wall_ms};
+use crate::store;
 use crate::telemetry::catalogue::events as logs;
 
 /// What a binding's task works with.
@@ -185,7 +186,7 @@ async fn deliver(
                     Answer::Taken
                 }
                 Err(err) => {
-                    logs::hook_unsaved(&ctx.instance, &err);
+                    logs::hook_unsaved(&ctx.instance, &err.to_string());
                     Answer::NotNow
                 }
             }
@@ -201,7 +202,11 @@ async fn deliver(
 /// store passed over (its stream held them already), or why it did not take it. Once the
 /// store has appended some, `agent_mcp_event_lag_ms` is the time now minus the server's
 /// timestamp of the last.
-pub(super) async fn commit(ctx: &Shared, b: &Binding, batch: Arc<Batch>) -> Result<usize, String> {
+pub(super) async fn commit(
+    ctx: &Shared,
+    b: &Binding,
+    batch: Arc<Batch>,
+) -> Result<usize, store::Error> {
     let records = batch.records.len();
     let occurred = batch.records.last().and_then(occurred_ms);
     let c = b.config();
@@ -213,7 +218,7 @@ pub(super) async fn commit(ctx: &Shared, b: &Binding, batch: Arc<Batch>) -> Resu
             }
             Ok(records.saturating_sub(appended))
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 

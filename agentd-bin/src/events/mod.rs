@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub(crate) use self::shared::Feed;
+pub(crate) use self::shared::{Error, Feed};
 use self::shared::{Shared, limits};
 pub(crate) use self::subscriptions::Control;
 use crate::config::Config;
@@ -65,11 +65,9 @@ impl Events {
         servers: &BTreeMap<String, Feed>,
         metrics: Arc<Metrics>,
         routes: &Routes,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
-        let store = Store::open(&config.store_path)
-            .await
-            .map_err(|e| e.to_string())?;
+        let store = Store::open(&config.store_path).await?;
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("agentd-events")
@@ -79,7 +77,7 @@ impl Events {
             Ok(runtime) => runtime,
             Err(e) => {
                 store.close().await;
-                return Err(e.to_string());
+                return Err(Error::Runtime(e));
             }
         };
         let ctx = Shared {
@@ -128,35 +126,6 @@ impl Events {
         self.runtime.shutdown_background();
         store.close().await;
     }
-}
-
-/// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
-pub(crate) fn tail(config: &Config, stream: &str) -> Result<usize, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let store = Store::open(&config.store_path)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut after = 0;
-        let mut printed = 0;
-        loop {
-            let entries = store
-                .read(stream, after, 1000)
-                .await
-                .map_err(|e| e.to_string())?;
-            let Some(last) = entries.last() else {
-                store.close().await;
-                return Ok(printed);
-            };
-            after = last.seq;
-            for entry in &entries {
-                crate::say!("{}", String::from_utf8_lossy(&entry.bytes));
-            }
-            printed += entries.len();
-        }
-    })
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! What every task of MCP Events shares: the daemon's instance, metrics, store and bounds
 //! ([`Shared`]), and the bound on each `events/*` request.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_events::Limits;
 use mcp_events::binding::{Binding, Failure, Listing};
-use mcp_negotiate::{Client, Error};
+use mcp_negotiate::Client;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, timeout};
 use tokio_util::sync::CancellationToken;
 
 use super::hooks::Deliveries;
 use crate::config::Config;
-use crate::store::Store;
+use crate::store::{self, Store};
 use crate::telemetry::metrics::Metrics;
 
 /// Each `events/*` request is bounded at this.
@@ -46,12 +47,14 @@ pub(super) fn far() -> Instant {
 }
 
 /// A request bounded at 30 s, its failure in the machine's words.
-pub(super) async fn request<T>(call: impl Future<Output = Result<T, Error>>) -> Result<T, Failure> {
+pub(super) async fn request<T>(
+    call: impl Future<Output = Result<T, mcp_negotiate::Error>>,
+) -> Result<T, Failure> {
     match timeout(REQUEST_TIMEOUT, call).await {
         Err(_) => Err(Failure::Timeout),
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(Error::Rpc(e))) => Err(Failure::Rpc(e)),
-        Ok(Err(Error::Transport(mcp_transport::Error::Reply(
+        Ok(Err(mcp_negotiate::Error::Rpc(e))) => Err(Failure::Rpc(e)),
+        Ok(Err(mcp_negotiate::Error::Transport(mcp_transport::Error::Reply(
             mcp_transport::reply::Failure::Status { status, .. },
         )))) => Err(Failure::Status(status)),
         Ok(Err(e)) => Err(Failure::Transport(e.to_string())),
@@ -103,4 +106,42 @@ pub(super) fn limits(config: &Config) -> Limits {
     let mut limits = Limits::default();
     limits.occurrence_max = limits.occurrence_max.min(config.max_value_bytes);
     limits
+}
+
+/// Why MCP Events could not start, or a binding could not be armed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum Error {
+    /// The store failed.
+    Store(store::Error),
+    /// No webhook secret could be made (the operating system's CSPRNG failed).
+    Secret(mcp_events::Error),
+    /// The runtime's threads could not be started.
+    Runtime(std::io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Store(e) => e.fmt(f),
+            Self::Secret(e) => write!(f, "a webhook secret: {e}"),
+            Self::Runtime(e) => write!(f, "the events runtime: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Secret(e) => Some(e),
+            Self::Runtime(e) => Some(e),
+        }
+    }
+}
+
+impl From<store::Error> for Error {
+    fn from(e: store::Error) -> Self {
+        Self::Store(e)
+    }
 }

@@ -35,7 +35,9 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::server::{list_pages, serve};
-use super::shared::{Armed, Connections, Feed, Listed, REQUEST_TIMEOUT, Shared, facts, limits};
+use super::shared::{
+    Armed, Connections, Error, Feed, Listed, REQUEST_TIMEOUT, Shared, facts, limits,
+};
 use crate::clock::{now, wall_ms};
 use crate::config::{self, Config};
 use crate::events::hooks::{PREFIX, Route, Routes};
@@ -222,7 +224,7 @@ impl Control {
         config: &Config,
         listening: Option<SocketAddr>,
         feeds: &BTreeMap<String, Feed>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let ctx = self.ctx();
         let servers = feeds
             .iter()
@@ -377,18 +379,19 @@ impl Control {
 
     /// Starts binding `spec` from its stored cursor, with the webhook secret kept for it (or
     /// a fresh one, kept); a runtime subscription only while the registry holds it.
-    pub(super) async fn arm(&self, spec: &config::Binding) -> Result<(), String> {
-        let fresh = || Secret::random().map_err(|e| e.to_string());
+    pub(super) async fn arm(&self, spec: &config::Binding) -> Result<(), Error> {
+        let fresh = || Secret::random().map_err(Error::Secret);
         let store = &self.setup().ctx.store;
-        let stored = store.load(&spec.key()).await.map_err(|e| e.to_string())?;
+        let stored = store.load(&spec.key()).await?;
         let mut c = self.binding_config(spec, fresh()?);
         if let Some(callback) = &mut c.callback {
             match stored.secret.as_deref().map(Secret::parse) {
                 Some(Ok(kept)) => callback.secret = kept,
-                _ => store
-                    .save_webhook(&c.key, callback.secret.as_str(), None)
-                    .await
-                    .map_err(|e| e.to_string())?,
+                _ => {
+                    store
+                        .save_webhook(&c.key, callback.secret.as_str(), None)
+                        .await?
+                }
             }
         }
         self.launch(Binding::new(c, stored.cursor));
@@ -400,7 +403,7 @@ impl Control {
     async fn arm_or_later(&self, spec: &config::Binding) {
         if let Err(e) = self.arm(spec).await {
             self.state().unarmed.push(spec.clone());
-            self.arm_failed(spec, &e);
+            self.arm_failed(spec, &e.to_string());
         }
     }
 
@@ -734,7 +737,7 @@ impl Control {
             state.unsaved.push(record.clone());
             (made, record)
         };
-        if let Err(err) = self.arm(&spec).await {
+        if let Err(e) = self.arm(&spec).await {
             // Nothing was started: the subscription is not made. Its record goes with it,
             // or, when an index holding it was written meanwhile, is answered by another.
             let mut state = self.state();
@@ -746,7 +749,7 @@ impl Control {
                     .push(made.audit("unsubscribed", "arm_failed", wall_ms())),
             }
             state.dirty = true;
-            return Err(Refused::Failed { err });
+            return Err(Refused::Failed { err: e.to_string() });
         }
         self.flush().await;
         logs::subscribed(
