@@ -187,7 +187,7 @@ pub fn session(data: &[u8]) {
                     decoder.push(head);
                     chunk = later;
                     while let Some(Ok(event)) = decoder.next_event() {
-                        observe(&mut resumption, &mut stream, &event);
+                        observe(&mut resumption, &mut stream, event);
                     }
                 }
             }

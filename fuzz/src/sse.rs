@@ -12,7 +12,7 @@ fn events(chunks: &[&[u8]]) -> Vec<Result<mcp_transport::sse::Event, mcp_transpo
     for chunk in chunks {
         decoder.push(chunk);
         while let Some(event) = decoder.next_event() {
-            out.push(event);
+            out.push(event.cloned());
         }
     }
     out

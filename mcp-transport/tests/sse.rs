@@ -22,12 +22,12 @@ fn chunked(stream: &[u8], sizes: &[usize]) -> Result<Vec<Event>, Error> {
         rest = tail;
         decoder.push(chunk);
         while let Some(event) = decoder.next_event() {
-            out.push(event?);
+            out.push(event?.clone());
         }
     }
     decoder.push(rest);
     while let Some(event) = decoder.next_event() {
-        out.push(event?);
+        out.push(event?.clone());
     }
     Ok(out)
 }
@@ -172,7 +172,7 @@ fn an_unfinished_event_is_not_handed_over() {
     assert!(decoder.next_event().is_none());
     assert!(!decoder.is_idle());
     decoder.push(b"\n");
-    assert_eq!(decoder.next_event(), Some(Ok(data("x"))));
+    assert_eq!(decoder.next_event(), Some(Ok(&data("x"))));
     assert!(decoder.is_idle());
 }
 
@@ -196,6 +196,40 @@ fn an_event_at_the_bound_passes_and_one_byte_more_fails() {
         Some(Err(Error::EventTooLarge { limit: 100 }))
     );
     assert_eq!(decoder.next_event(), None, "nothing after an error");
+}
+
+#[test]
+fn invalid_bytes_count_as_the_replacement_characters_they_become() {
+    // Four bytes received, each held as U+FFFD (three bytes), plus the line's newline.
+    let stream = b"data: \xFF\xFF\xFF\xFF\n\n";
+    let mut decoder = Decoder::new(13);
+    decoder.push(stream);
+    assert_eq!(
+        decoder.next_event(),
+        Some(Ok(&data("\u{FFFD}".repeat(4).as_str())))
+    );
+    let mut decoder = Decoder::new(12);
+    decoder.push(stream);
+    assert_eq!(
+        decoder.next_event(),
+        Some(Err(Error::EventTooLarge { limit: 12 }))
+    );
+}
+
+#[test]
+fn an_event_keeps_nothing_of_the_one_before() {
+    let got = events(b"id: 1\nevent: x\nretry: 5\ndata: a\ndata: b\n\ndata: c\n\nid: 2\n\n");
+    let id = |id: &str| Event {
+        id: Some(id.into()),
+        ..Event::default()
+    };
+    let first = Event {
+        event: Some("x".into()),
+        retry: Some(5),
+        data: "a\nb".into(),
+        ..id("1")
+    };
+    assert_eq!(got, [first, data("c"), id("2")]);
 }
 
 #[test]

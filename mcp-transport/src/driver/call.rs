@@ -161,7 +161,8 @@ enum Source {
     /// An event stream.
     Stream {
         body: Body,
-        decoder: Decoder,
+        /// Boxed: it holds the buffers of the event being built.
+        decoder: Box<Decoder>,
         resume: Resumption,
     },
     /// The response was delivered, or the call failed.
@@ -217,7 +218,7 @@ impl<T: DeserializeOwned> Call<T> {
     ) -> Self {
         let source = Source::Stream {
             body,
-            decoder: Decoder::new(event_limit),
+            decoder: Box::new(Decoder::new(event_limit)),
             resume: Resumption::new(),
         };
         Self::new(id, source, silence, event_limit, legacy)
@@ -325,7 +326,8 @@ impl<T: DeserializeOwned> Call<T> {
                     let Some(body) = body.take() else {
                         return Ok(None);
                     };
-                    return match self.handle(&body)? {
+                    let legacy = self.legacy.as_ref();
+                    return match Self::handle(&self.id, self.endless, legacy, &body)? {
                         Some(delivery) => Ok(Some(delivery)),
                         None => Err(Error::Malformed(mcp_wire::Error::Shape {
                             detail: "a JSON answer that is not the response".into(),
@@ -339,11 +341,14 @@ impl<T: DeserializeOwned> Call<T> {
                 } => {
                     if let Some(event) = decoder.next_event() {
                         let event = event?;
-                        resume.observe(&event);
+                        resume.observe(event);
                         if !event.is_message() {
                             continue;
                         }
-                        if let Some(delivery) = self.handle(event.data.as_bytes())? {
+                        let bytes = event.data.as_bytes();
+                        let legacy = self.legacy.as_ref();
+                        if let Some(delivery) = Self::handle(&self.id, self.endless, legacy, bytes)?
+                        {
                             return Ok(Some(delivery));
                         }
                         continue;
@@ -386,7 +391,7 @@ impl<T: DeserializeOwned> Call<T> {
         } = &mut self.source
         {
             *old = body;
-            *decoder = Decoder::new(self.event_limit);
+            **decoder = Decoder::new(self.event_limit);
         }
         Ok(())
     }
@@ -394,11 +399,20 @@ impl<T: DeserializeOwned> Call<T> {
     /// Decodes one message of the answer: the response to this request ends the call, a
     /// notification is handed over, a server request is answered, and anything else (a
     /// replayed `{}`, another request's response replayed by a legacy server) is passed over.
-    fn handle(&self, bytes: &[u8]) -> Result<Option<Delivery<T>>, Error> {
+    ///
+    /// A function of the call's fields it needs rather than a method: an event is lent by
+    /// the decoder, which the call holds.
+    fn handle(
+        id: &RequestId,
+        endless: bool,
+        legacy: Option<&Legacy>,
+        bytes: &[u8],
+    ) -> Result<Option<Delivery<T>>, Error> {
         // Bodies and events are bounded already, where they are read.
         let limit = usize::MAX;
+        let is_ours = |of: Option<&RequestId>| !endless && of.is_none_or(|of| of == id);
         match decode_as::<T>(bytes, limit) {
-            Ok(TypedMessage::Response(r)) if self.is_ours(r.id.as_ref()) => {
+            Ok(TypedMessage::Response(r)) if is_ours(r.id.as_ref()) => {
                 Ok(Some(Delivery::Response(r)))
             }
             Ok(TypedMessage::Response(_)) => Ok(None),
@@ -407,7 +421,7 @@ impl<T: DeserializeOwned> Call<T> {
                 params: n.params.map(RawJson::from),
             }))),
             Ok(TypedMessage::Request(r)) => {
-                if let Some(legacy) = &self.legacy {
+                if let Some(legacy) = legacy {
                     // Answered on a task of its own: the stream is read on meanwhile, and
                     // a caller that stops reading does not lose the answer.
                     tokio::spawn(legacy.clone().answer(
@@ -423,14 +437,10 @@ impl<T: DeserializeOwned> Call<T> {
             // A result that does not fit `T` may be another request's, replayed: look at the
             // id before calling it malformed.
             Err(e @ mcp_wire::Error::Shape { .. }) => match decode(bytes, limit) {
-                Ok(Message::Response(r)) if !self.is_ours(r.id.as_ref()) => Ok(None),
+                Ok(Message::Response(r)) if !is_ours(r.id.as_ref()) => Ok(None),
                 _ => Err(Error::Malformed(e)),
             },
             Err(e) => Err(Error::Malformed(e)),
         }
-    }
-
-    fn is_ours(&self, id: Option<&RequestId>) -> bool {
-        !self.endless && id.is_none_or(|id| *id == self.id)
     }
 }
