@@ -73,6 +73,10 @@ enum Line {
     Skipped,
 }
 
+/// The capacity a buffer keeps between events: past it, what a large event grew is given
+/// back once the event is taken.
+const KEPT: usize = 64 * 1024;
+
 /// The incremental decoder. See the [module docs](self).
 #[derive(Debug)]
 pub struct Decoder {
@@ -135,6 +139,7 @@ impl Decoder {
     pub fn push(&mut self, bytes: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {
             self.buf.clear();
+            self.buf.shrink_to(KEPT);
             self.start = 0;
             self.scanned = 0;
         }
@@ -363,6 +368,8 @@ impl Decoder {
     fn take_back(&mut self) {
         self.data = std::mem::take(&mut self.event.data).into_bytes();
         self.data.clear();
+        // A large event does not leave a long-lived stream holding its size.
+        self.data.shrink_to(KEPT);
         if let Some(id) = self.event.id.take() {
             self.spare_id = id;
         }
