@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::store::{self, Store};
+use crate::store::{self, Limits, Store};
 
 /// `agentd events call`: one events tool called on the running daemon; its result printed
 /// as JSON.
@@ -56,7 +56,7 @@ pub(crate) async fn events_tail(config: &Config, stream: &str) -> ExitCode {
 
 /// Prints the records of `stream`, a thousand at a time; how many.
 async fn tail(config: &Config, stream: &str) -> Result<usize, store::Error> {
-    let store = Store::open(&config.store_path).await?;
+    let store = Store::open(&config.store_path, Limits::from(config)).await?;
     let mut after = 0;
     let mut printed = 0;
     loop {

@@ -32,7 +32,7 @@ pub(crate) use self::shared::{Error, Feed};
 use self::shared::{Shared, limits};
 pub(crate) use self::subscriptions::Control;
 use crate::config::Config;
-use crate::store::Store;
+use crate::store::{Limits, Store};
 use crate::telemetry::metrics::Metrics;
 use hooks::Routes;
 
@@ -67,7 +67,7 @@ impl Events {
         routes: &Routes,
     ) -> Result<Self, Error> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
-        let store = Store::open(&config.store_path).await?;
+        let store = Store::open(&config.store_path, Limits::from(config)).await?;
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("agentd-events")

@@ -27,7 +27,9 @@ async fn test_shared() -> (tempfile::TempDir, Shared) {
     let ctx = Shared {
         instance: "t".into(),
         metrics: Arc::default(),
-        store: Store::open(dir.path()).await.unwrap(),
+        store: Store::open(dir.path(), crate::store::Limits::default())
+            .await
+            .unwrap(),
         limits: Limits::default(),
     };
     (dir, ctx)

@@ -1,44 +1,71 @@
-//! The store's task: one OS thread (`agentd-store`) owns the SQLite connection of
+//! The store's task: one OS thread (`agentd-store`) owns the SQLite connections of
 //! `<store.path>/agentd.sqlite3` and answers typed requests, one at a time, in the order they
 //! were sent; the daemon holds a [`Store`], a cheap handle whose every method sends its request
 //! at once and resolves to the answer. No SQLite call runs on an async thread.
 //!
 //! At open, the thread makes the directory, brings the database's schema to the latest
-//! version ([`MIGRATIONS`]) and opens `mcp_events`' store on it; what fails there is the
+//! version ([`migrations`]) and opens `mcp_events`' store on it; what fails there is the
 //! answer of [`Store::open`]. The thread ends once every handle is dropped, or at
 //! [`Store::close`], after finishing the requests sent before.
 //!
-//! The schema's version is the database's `PRAGMA user_version`: migration `n` takes it from
-//! `n - 1` to `n`, in one transaction with the bump, so a migration that fails leaves the
-//! database as it was. A file of a version this build does not know is refused.
+//! Each concern has its file: MCP Events' requests ([`events`]), the memory ([`memory`]), the
+//! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]) and the finished
+//! units with the store's numbers ([`units`]). A request that reads, changes and writes runs
+//! in one transaction, and requests are answered one at a time: a compare-and-set, a push, a
+//! shift or a pop is atomic, and a version goes up by one per change.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 use std::{fmt, thread};
 
-use mcp_events::binding::Batch;
-use mcp_events::sqlite::{SCHEMA, Sqlite};
-use mcp_events::store::{Entry, Store as _, StoreError, Stored};
-use rusqlite::{Connection, TransactionBehavior};
+use mcp_events::sqlite::Sqlite;
+use mcp_events::store::StoreError;
+use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Config;
+
+// Until the agent's tools call them, the daemon uses none of these requests.
+#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
+pub(crate) mod artifacts;
+mod events;
+#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
+pub(crate) mod inbox;
+#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
+pub(crate) mod memory;
+mod migrations;
+#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
+pub(crate) mod plans;
+#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
+pub(crate) mod units;
 
 /// The database file, inside `store.path`.
 pub(crate) const FILE: &str = "agentd.sqlite3";
 
-/// The schema's migrations, oldest first: entry `n - 1` takes the database from version
-/// `n - 1` to `n`. A change of the schema is one more entry at the end; an entry, once
-/// released, is never edited.
-const MIGRATIONS: &[&str] = &[
-    // 1: MCP Events' bindings, streams and documents (the tables a file made before
-    // versioning holds already: `CREATE TABLE IF NOT EXISTS`).
-    SCHEMA,
-];
+/// The bounds the store enforces that come from the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// The most bytes of a memory value (its compact JSON, also the array after a push) and
+    /// of a message's text: `store.max_value_bytes`, 262144 unless configured.
+    pub(crate) max_value_bytes: usize,
+}
 
-/// How long a request waits for a file another connection holds.
-const BUSY: Duration = Duration::from_secs(5);
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_value_bytes: 262_144,
+        }
+    }
+}
 
-/// What went wrong at the store's boundary.
+impl From<&Config> for Limits {
+    fn from(config: &Config) -> Self {
+        Self {
+            max_value_bytes: config.max_value_bytes,
+        }
+    }
+}
+
+/// What went wrong at the store's boundary. [`Error::code`] is the contract's word for it.
 #[derive(Debug)]
 #[non_exhaustive]
 pub(crate) enum Error {
@@ -53,7 +80,7 @@ pub(crate) enum Error {
     },
     /// The store's thread could not be started.
     Thread(std::io::Error),
-    /// SQLite failed opening or migrating the database file.
+    /// SQLite failed opening or migrating the database file, or a request.
     Sqlite(rusqlite::Error),
     /// The database's schema is of a version this build does not know (a later one's).
     Version {
@@ -62,8 +89,85 @@ pub(crate) enum Error {
         /// The latest version this build knows.
         known: usize,
     },
-    /// The store failed a request (or opening the migrated file).
+    /// The store failed a request of MCP Events (or opening the migrated file).
     Store(StoreError),
+    /// A value kept in the database is not the JSON it should be.
+    Corrupt(serde_json::Error),
+    /// A memory key is not 1..=256 bytes of UTF-8 without control characters.
+    BadKey {
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// An argument breaks one of the contract's rules other than a key's or a size's.
+    Invalid {
+        /// Where, as a JSON pointer into the tool's arguments (`/limit`, `/steps/3/title`).
+        pointer: String,
+        /// The rule.
+        rule: String,
+    },
+    /// Content past its bound in bytes; nothing was written.
+    TooLarge {
+        /// What (`value`, `content`, `text`, `summary`).
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The bound.
+        limit: usize,
+    },
+    /// A compare-and-set expected another version; nothing was written.
+    VersionMismatch {
+        /// The key's version now (0: absent).
+        current: u64,
+    },
+    /// A push, shift or pop on a key whose value is not an array.
+    NotAnArray,
+    /// What is to be created exists already (a unit's plan).
+    Exists {
+        /// What.
+        what: &'static str,
+    },
+    /// What the request names does not exist (an artifact, a unit's plan).
+    NotFound {
+        /// What.
+        what: &'static str,
+    },
+    /// The unit was finished already.
+    AlreadyFinished {
+        /// The unit.
+        unit: String,
+    },
+}
+
+impl Error {
+    /// The contract's stable code word for this error (`store` for the store's own failures).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call it"))]
+    pub(crate) fn code(&self) -> &'static str {
+        match self {
+            Self::BadKey { .. } => "bad_key",
+            Self::Invalid { .. } => "invalid_arguments",
+            Self::TooLarge { .. } => "too_large",
+            Self::VersionMismatch { .. } => "version_mismatch",
+            Self::NotAnArray => "not_an_array",
+            Self::Exists { .. } => "exists",
+            Self::NotFound { .. } => "not_found",
+            Self::AlreadyFinished { .. } => "already_finished",
+            Self::Closed
+            | Self::Dir { .. }
+            | Self::Thread(_)
+            | Self::Sqlite(_)
+            | Self::Version { .. }
+            | Self::Store(_)
+            | Self::Corrupt(_) => "store",
+        }
+    }
+
+    /// `Invalid` at `pointer`.
+    fn invalid(pointer: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self::Invalid {
+            pointer: pointer.into(),
+            rule: rule.into(),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -80,6 +184,19 @@ impl fmt::Display for Error {
             ),
             // Already `store: …`.
             Self::Store(e) => e.fmt(f),
+            Self::Corrupt(e) => write!(f, "store: a kept value is not JSON: {e}"),
+            Self::BadKey { rule } => write!(f, "bad key: {rule}"),
+            Self::Invalid { pointer, rule } => write!(f, "invalid arguments: {pointer}: {rule}"),
+            Self::TooLarge { what, bytes, limit } => {
+                write!(f, "too large: the {what} is {bytes} bytes, at most {limit}")
+            }
+            Self::VersionMismatch { current } => {
+                write!(f, "version mismatch: the current version is {current}")
+            }
+            Self::NotAnArray => f.write_str("not an array: the key's value is not a JSON array"),
+            Self::Exists { what } => write!(f, "exists: the {what} exists already"),
+            Self::NotFound { what } => write!(f, "not found: no such {what}"),
+            Self::AlreadyFinished { unit } => write!(f, "already finished: {unit}"),
         }
     }
 }
@@ -90,7 +207,8 @@ impl std::error::Error for Error {
             Self::Dir { source, .. } | Self::Thread(source) => Some(source),
             Self::Sqlite(e) => Some(e),
             Self::Store(e) => Some(e),
-            Self::Closed | Self::Version { .. } => None,
+            Self::Corrupt(e) => Some(e),
+            _ => None,
         }
     }
 }
@@ -101,56 +219,21 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
-/// Where a request's answer goes.
-type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+/// What the store's thread holds: `mcp_events`' store and a connection of its own to the
+/// same file, for the other tables.
+struct Db {
+    events: Sqlite,
+    sql: Connection,
+    limits: Limits,
+}
 
-/// A request to the store's thread: `mcp_events::store::Store`'s methods, and the close.
+/// A request, made on the store's thread; it sends its answer itself.
+type Job = Box<dyn FnOnce(&mut Db) + Send>;
+
+/// A request to the store's thread.
 enum Request {
-    Load {
-        binding: String,
-        reply: Reply<Stored>,
-    },
-    SaveWebhook {
-        binding: String,
-        secret: String,
-        subscription: Option<String>,
-        reply: Reply<()>,
-    },
-    Commit {
-        binding: String,
-        stream: String,
-        batch: Arc<Batch>,
-        reply: Reply<usize>,
-    },
-    Read {
-        stream: String,
-        after: i64,
-        limit: usize,
-        reply: Reply<Vec<Entry>>,
-    },
-    SaveDocument {
-        name: String,
-        value: String,
-        stream: String,
-        records: Vec<Vec<u8>>,
-        reply: Reply<()>,
-    },
-    LoadDocument {
-        name: String,
-        reply: Reply<Option<String>>,
-    },
-    Remove {
-        binding: String,
-        stream: String,
-        reply: Reply<()>,
-    },
-    Forget {
-        binding: String,
-        reply: Reply<()>,
-    },
-    Close {
-        closed: oneshot::Sender<()>,
-    },
+    Run(Job),
+    Close { closed: oneshot::Sender<()> },
 }
 
 /// The handle of the store's thread. Each method sends its request when called (so requests
@@ -163,18 +246,23 @@ pub(crate) struct Store {
 
 impl Store {
     /// Starts the store's thread on `<dir>/agentd.sqlite3`, making `dir` when it is missing
-    /// and migrating the database to the latest schema; resolves once it is open.
-    pub(crate) async fn open(dir: &Path) -> Result<Self, Error> {
-        Self::open_with(dir, MIGRATIONS).await
+    /// and migrating the database to the latest schema; resolves once it is open. `limits`
+    /// bound what its requests take.
+    pub(crate) async fn open(dir: &Path, limits: Limits) -> Result<Self, Error> {
+        Self::open_with(dir, migrations::MIGRATIONS, limits).await
     }
 
-    async fn open_with(dir: &Path, migrations: &'static [&'static str]) -> Result<Self, Error> {
+    async fn open_with(
+        dir: &Path,
+        migrations: &'static [&'static str],
+        limits: Limits,
+    ) -> Result<Self, Error> {
         let (requests, taken) = mpsc::unbounded_channel();
         let (opened, open) = oneshot::channel();
         let dir = dir.to_owned();
         thread::Builder::new()
             .name("agentd-store".into())
-            .spawn(move || match start(&dir, migrations) {
+            .spawn(move || match start(&dir, migrations, limits) {
                 Ok(db) => {
                     let _ = opened.send(Ok(()));
                     serve(db, taken);
@@ -186,133 +274,22 @@ impl Store {
         Ok(Self { requests })
     }
 
-    /// Sends the request `make` builds; resolves to its answer.
-    fn ask<T, F>(&self, make: F) -> impl Future<Output = Result<T, Error>> + Send + use<T, F>
+    /// Sends `job`, to run on the store's thread; resolves to its answer.
+    fn run<T, F>(&self, job: F) -> impl Future<Output = Result<T, Error>> + Send + use<T, F>
     where
         T: Send + 'static,
-        F: FnOnce(Reply<T>) -> Request,
+        F: FnOnce(&mut Db) -> Result<T, Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let sent = self.requests.send(make(reply)).is_ok();
+        // An answer nobody waits for any more is dropped.
+        let job: Job = Box::new(move |db| drop(reply.send(job(db))));
+        let sent = self.requests.send(Request::Run(job)).is_ok();
         async move {
             if !sent {
                 return Err(Error::Closed);
             }
-            match answer.await {
-                Ok(answered) => answered.map_err(Error::Store),
-                Err(_) => Err(Error::Closed),
-            }
+            answer.await.unwrap_or(Err(Error::Closed))
         }
-    }
-
-    /// What is kept of `binding`, if anything.
-    pub(crate) fn load(
-        &self,
-        binding: &str,
-    ) -> impl Future<Output = Result<Stored, Error>> + Send + use<> {
-        let binding = binding.to_owned();
-        self.ask(|reply| Request::Load { binding, reply })
-    }
-
-    /// Keeps `binding`'s webhook secret and subscription id.
-    pub(crate) fn save_webhook(
-        &self,
-        binding: &str,
-        secret: &str,
-        subscription: Option<&str>,
-    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
-        let (binding, secret) = (binding.to_owned(), secret.to_owned());
-        let subscription = subscription.map(str::to_owned);
-        self.ask(|reply| Request::SaveWebhook {
-            binding,
-            secret,
-            subscription,
-            reply,
-        })
-    }
-
-    /// Appends `batch`'s records to `stream` with `binding`'s cursor, in one transaction:
-    /// how many it appended.
-    pub(crate) fn commit(
-        &self,
-        binding: &str,
-        stream: &str,
-        batch: Arc<Batch>,
-    ) -> impl Future<Output = Result<usize, Error>> + Send + use<> {
-        let (binding, stream) = (binding.to_owned(), stream.to_owned());
-        self.ask(|reply| Request::Commit {
-            binding,
-            stream,
-            batch,
-            reply,
-        })
-    }
-
-    /// Up to `limit` records of `stream` after position `after`, oldest first.
-    pub(crate) fn read(
-        &self,
-        stream: &str,
-        after: i64,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<Entry>, Error>> + Send + use<> {
-        let stream = stream.to_owned();
-        self.ask(move |reply| Request::Read {
-            stream,
-            after,
-            limit,
-            reply,
-        })
-    }
-
-    /// Keeps `value` as the document `name` and appends `records` to `stream`, in one
-    /// transaction.
-    pub(crate) fn save_document(
-        &self,
-        name: &str,
-        value: &str,
-        stream: &str,
-        records: Vec<Vec<u8>>,
-    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
-        let (name, value, stream) = (name.to_owned(), value.to_owned(), stream.to_owned());
-        self.ask(|reply| Request::SaveDocument {
-            name,
-            value,
-            stream,
-            records,
-            reply,
-        })
-    }
-
-    /// The document `name`, if one is kept.
-    pub(crate) fn load_document(
-        &self,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<String>, Error>> + Send + use<> {
-        let name = name.to_owned();
-        self.ask(|reply| Request::LoadDocument { name, reply })
-    }
-
-    /// Forgets `binding` and deletes its records from `stream`.
-    pub(crate) fn remove(
-        &self,
-        binding: &str,
-        stream: &str,
-    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
-        let (binding, stream) = (binding.to_owned(), stream.to_owned());
-        self.ask(|reply| Request::Remove {
-            binding,
-            stream,
-            reply,
-        })
-    }
-
-    /// Forgets `binding`'s cursor, secret and subscription id; its records stay.
-    pub(crate) fn forget(
-        &self,
-        binding: &str,
-    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
-        let binding = binding.to_owned();
-        self.ask(|reply| Request::Forget { binding, reply })
     }
 
     /// Ends the store's thread once the requests sent before are answered; those sent after
@@ -327,87 +304,31 @@ impl Store {
     }
 }
 
-/// On the store's thread: the directory made, the database migrated, the store opened.
-fn start(dir: &Path, migrations: &[&str]) -> Result<Sqlite, Error> {
+/// On the store's thread: the directory made, the database migrated, the stores opened.
+fn start(dir: &Path, migrations: &[&str], limits: Limits) -> Result<Db, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Dir {
         path: dir.to_owned(),
         source,
     })?;
     let path = dir.join(FILE);
-    let mut db = Connection::open(&path)?;
-    migrate(&mut db, migrations)?;
-    drop(db);
-    Sqlite::open_existing(&path).map_err(Error::Store)
-}
-
-/// Brings `db` to the last of `migrations`, one transaction each (taking the file's write
-/// lock first, so that two processes migrate it once): the version it is at.
-fn migrate(db: &mut Connection, migrations: &[&str]) -> Result<usize, Error> {
-    db.busy_timeout(BUSY)?;
-    loop {
-        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        let version = usize::try_from(found)
-            .ok()
-            .filter(|v| *v <= migrations.len())
-            .ok_or(Error::Version {
-                found,
-                known: migrations.len(),
-            })?;
-        let Some(next) = migrations.get(version) else {
-            return Ok(version);
-        };
-        tx.execute_batch(next)?;
-        tx.pragma_update(None, "user_version", found + 1)?;
-        tx.commit()?;
-    }
+    let mut sql = Connection::open(&path)?;
+    migrations::migrate(&mut sql, migrations)?;
+    let events = Sqlite::open_existing(&path).map_err(Error::Store)?;
+    // As `mcp_events`' connection: WAL (which that one has set), synchronous commits.
+    sql.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")?;
+    Ok(Db {
+        events,
+        sql,
+        limits,
+    })
 }
 
 /// On the store's thread: answers each request in turn until every handle is gone or the
 /// store is closed.
-fn serve(mut db: Sqlite, mut requests: mpsc::UnboundedReceiver<Request>) {
+fn serve(mut db: Db, mut requests: mpsc::UnboundedReceiver<Request>) {
     while let Some(request) = requests.blocking_recv() {
-        // An answer nobody waits for any more is dropped.
         match request {
-            Request::Load { binding, reply } => drop(reply.send(db.load(&binding))),
-            Request::SaveWebhook {
-                binding,
-                secret,
-                subscription,
-                reply,
-            } => {
-                let saved = db.save_webhook(&binding, &secret, subscription.as_deref());
-                drop(reply.send(saved));
-            }
-            Request::Commit {
-                binding,
-                stream,
-                batch,
-                reply,
-            } => drop(reply.send(db.commit(&binding, &stream, &batch))),
-            Request::Read {
-                stream,
-                after,
-                limit,
-                reply,
-            } => drop(reply.send(db.read(&stream, after, limit))),
-            Request::SaveDocument {
-                name,
-                value,
-                stream,
-                records,
-                reply,
-            } => {
-                let saved = db.save_document(&name, &value, &stream, &records);
-                drop(reply.send(saved));
-            }
-            Request::LoadDocument { name, reply } => drop(reply.send(db.load_document(&name))),
-            Request::Remove {
-                binding,
-                stream,
-                reply,
-            } => drop(reply.send(db.remove(&binding, &stream))),
-            Request::Forget { binding, reply } => drop(reply.send(db.forget(&binding))),
+            Request::Run(job) => job(&mut db),
             Request::Close { closed } => {
                 // Nothing more is taken; what was sent meanwhile is dropped unanswered
                 // (its callers hear `Closed`).
@@ -421,164 +342,43 @@ fn serve(mut db: Sqlite, mut requests: mpsc::UnboundedReceiver<Request>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use mcp_events::binding::Record;
+/// A count or a version as SQLite keeps it (an `INTEGER`, signed).
+fn to_sql(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
-    use super::*;
+/// A count or a version kept as an SQLite `INTEGER` (never negative).
+fn from_sql(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
 
-    /// The tables as a file made before versioning has them (user_version 0).
-    const UNVERSIONED: &str = "CREATE TABLE bindings (
-            key TEXT PRIMARY KEY, cursor TEXT, secret TEXT, subscription TEXT);
-        CREATE TABLE events (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, id TEXT NOT NULL,
-            binding TEXT NOT NULL, body BLOB NOT NULL, UNIQUE (stream, id));
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
-
-    fn version(db: &Connection) -> i64 {
-        db.query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap()
-    }
-
-    fn tables(db: &Connection) -> Vec<String> {
-        let mut query = db
-            .prepare(
-                "SELECT name FROM sqlite_master WHERE type = 'table' \
-                 AND name NOT LIKE 'sqlite_%' ORDER BY name",
-            )
-            .unwrap();
-        query
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    }
-
-    /// A connection to `agentd.sqlite3` in a directory of its own.
-    fn file() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Connection::open(dir.path().join(FILE)).unwrap();
-        (dir, db)
-    }
-
-    #[test]
-    fn an_empty_file_is_brought_to_the_latest_version() {
-        let (_dir, mut db) = file();
-        assert_eq!(migrate(&mut db, MIGRATIONS).unwrap(), MIGRATIONS.len());
-        assert_eq!(version(&db), i64::try_from(MIGRATIONS.len()).unwrap());
-        assert_eq!(tables(&db), ["bindings", "events", "meta"]);
-    }
-
-    /// A file made before versioning (its tables, user_version 0) is migrated with its rows.
-    #[tokio::test]
-    async fn a_file_made_before_versioning_keeps_its_rows() {
-        let (dir, db) = file();
-        db.execute_batch(UNVERSIONED).unwrap();
-        db.execute_batch(
-            "INSERT INTO bindings VALUES ('b1', 'c7', 'whsec_x', 'sub_1');
-             INSERT INTO events (stream, id, binding, body) VALUES ('in', 'e1', 'b1', X'7B7D');
-             INSERT INTO meta VALUES ('subscriptions', '[]');",
-        )
-        .unwrap();
-        assert_eq!(version(&db), 0);
-        drop(db);
-
-        let store = Store::open(dir.path()).await.unwrap();
-        let stored = store.load("b1").await.unwrap();
-        assert_eq!(
-            (stored.cursor, stored.secret, stored.subscription),
-            (
-                Some("c7".to_owned()),
-                Some("whsec_x".to_owned()),
-                Some("sub_1".to_owned())
-            )
-        );
-        let read = store.read("in", 0, 10).await.unwrap();
-        assert_eq!(read.len(), 1);
-        assert_eq!(read[0].bytes, b"{}");
-        assert_eq!(
-            store.load_document("subscriptions").await.unwrap(),
-            Some("[]".to_owned())
-        );
-        store.close().await;
-        let db = Connection::open(dir.path().join(FILE)).unwrap();
-        assert_eq!(version(&db), i64::try_from(MIGRATIONS.len()).unwrap());
-    }
-
-    #[test]
-    fn the_latest_version_is_left_as_it_is() {
-        let (_dir, mut db) = file();
-        migrate(&mut db, MIGRATIONS).unwrap();
-        db.execute_batch("INSERT INTO meta VALUES ('k', 'v')")
-            .unwrap();
-        assert_eq!(migrate(&mut db, MIGRATIONS).unwrap(), MIGRATIONS.len());
-        let kept: String = db
-            .query_row("SELECT value FROM meta WHERE key = 'k'", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(kept, "v");
-    }
-
-    /// A file of a later build is refused, untouched, and the store does not open on it.
-    #[tokio::test]
-    async fn a_later_version_is_refused() {
-        let (dir, db) = file();
-        let later = i64::try_from(MIGRATIONS.len()).unwrap() + 1;
-        db.pragma_update(None, "user_version", later).unwrap();
-        drop(db);
-        let refused = Store::open(dir.path()).await.unwrap_err();
-        assert!(
-            matches!(refused, Error::Version { found, known } if found == later && known == MIGRATIONS.len()),
-            "{refused:?}"
-        );
-        assert!(refused.to_string().contains("later agentd"), "{refused}");
-        let db = Connection::open(dir.path().join(FILE)).unwrap();
-        assert_eq!(version(&db), later);
-        assert!(tables(&db).is_empty());
-    }
-
-    /// A migration that fails is undone whole: the version stays, and so do the tables.
-    #[tokio::test]
-    async fn a_failed_migration_leaves_the_version_unchanged() {
-        const BROKEN: &[&str] = &[SCHEMA, "CREATE TABLE plans (id TEXT); NOT SQL"];
-        let (dir, mut db) = file();
-        migrate(&mut db, &MIGRATIONS[..1]).unwrap();
-        let failed = migrate(&mut db, BROKEN).unwrap_err();
-        assert!(matches!(failed, Error::Sqlite(_)), "{failed:?}");
-        assert!(std::error::Error::source(&failed).is_some());
-        assert_eq!(version(&db), 1);
-        assert_eq!(tables(&db), ["bindings", "events", "meta"]);
-        drop(db);
-        // Through the store, too: opening fails with it.
-        let failed = Store::open_with(dir.path(), BROKEN).await.unwrap_err();
-        assert!(matches!(failed, Error::Sqlite(_)), "{failed:?}");
-    }
-
-    /// Requests sent before the close are answered; after it, the store is closed.
-    #[tokio::test]
-    async fn a_closed_store_answers_closed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).await.unwrap();
-        let batch = Batch {
-            records: vec![Record {
-                id: "mcp/s/t/e1".into(),
-                event_id: "e1".into(),
-                bytes: b"{}".to_vec(),
-            }],
-            cursor: Some("c1".into()),
-        };
-        // Sent first, awaited after the close.
-        let committed = store.commit("b1", "in", Arc::new(batch));
-        let other = store.clone();
-        other.close().await;
-        assert_eq!(committed.await.unwrap(), 1);
-        assert!(matches!(store.load("b1").await, Err(Error::Closed)));
-        store.close().await;
-
-        // What was committed is there for the next open.
-        let store = Store::open(dir.path()).await.unwrap();
-        assert_eq!(
-            store.load("b1").await.unwrap().cursor.as_deref(),
-            Some("c1")
-        );
+/// `Invalid` unless `text` is `min..=max` bytes.
+fn check_len(pointer: &str, text: &str, min: usize, max: usize) -> Result<(), Error> {
+    if (min..=max).contains(&text.len()) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            pointer,
+            format!("{min}..={max} bytes, not {}", text.len()),
+        ))
     }
 }
+
+/// `TooLarge` when `bytes` is past `limit`.
+fn check_size(what: &'static str, bytes: usize, limit: usize) -> Result<(), Error> {
+    if bytes > limit {
+        return Err(Error::TooLarge { what, bytes, limit });
+    }
+    Ok(())
+}
+
+/// A store of default limits in a directory of its own, and that directory.
+#[cfg(test)]
+async fn scratch() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    (dir, store)
+}
+
+#[cfg(test)]
+mod tests;

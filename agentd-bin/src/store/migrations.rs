@@ -1,0 +1,80 @@
+//! The schema's versions. The version is the database's `PRAGMA user_version`: migration `n`
+//! takes it from `n - 1` to `n`, in one transaction with the bump, so a migration that fails
+//! leaves the database as it was. A file of a version this build does not know is refused.
+
+use std::time::Duration;
+
+use mcp_events::sqlite::SCHEMA;
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::Error;
+
+/// The schema's migrations, oldest first: entry `n - 1` takes the database from version
+/// `n - 1` to `n`. A change of the schema is one more entry at the end; an entry, once
+/// released, is never edited.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: MCP Events' bindings, streams and documents (the tables a file made before
+    // versioning holds already: `CREATE TABLE IF NOT EXISTS`).
+    SCHEMA, // 2: the agent's durable state.
+    DURABLE,
+];
+
+/// Migration 2: the memory, artifacts, plans, inboxes and finished units.
+const DURABLE: &str = "CREATE TABLE memory (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE TABLE artifacts (
+    unit TEXT NOT NULL,
+    name TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    bytes BLOB NOT NULL,
+    created INTEGER NOT NULL,
+    PRIMARY KEY (unit, name)
+);
+CREATE TABLE plans (
+    unit TEXT PRIMARY KEY,
+    plan TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE TABLE inboxes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at INTEGER NOT NULL
+);
+CREATE INDEX inboxes_by_conversation ON inboxes (conversation, seq);
+CREATE TABLE finished_units (
+    unit TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    at INTEGER NOT NULL
+);";
+
+/// How long a request waits for a file another connection holds.
+const BUSY: Duration = Duration::from_secs(5);
+
+/// Brings `db` to the last of `migrations`, one transaction each (taking the file's write
+/// lock first, so that two processes migrate it once): the version it is at.
+pub(super) fn migrate(db: &mut Connection, migrations: &[&str]) -> Result<usize, Error> {
+    db.busy_timeout(BUSY)?;
+    loop {
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let version = usize::try_from(found)
+            .ok()
+            .filter(|v| *v <= migrations.len())
+            .ok_or(Error::Version {
+                found,
+                known: migrations.len(),
+            })?;
+        let Some(next) = migrations.get(version) else {
+            return Ok(version);
+        };
+        tx.execute_batch(next)?;
+        tx.pragma_update(None, "user_version", found + 1)?;
+        tx.commit()?;
+    }
+}

@@ -1,0 +1,261 @@
+//! The store's schema versions, its opening and closing, and what survives a reopen.
+
+use std::sync::Arc;
+
+use mcp_events::binding::{Batch, Record};
+use mcp_events::sqlite::SCHEMA;
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::migrations::{MIGRATIONS, migrate};
+use super::plans::{Step, StepStatus};
+use super::units::Outcome;
+use super::*;
+
+/// The tables as a file made before versioning has them (user_version 0).
+const UNVERSIONED: &str = "CREATE TABLE bindings (
+        key TEXT PRIMARY KEY, cursor TEXT, secret TEXT, subscription TEXT);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, id TEXT NOT NULL,
+        binding TEXT NOT NULL, body BLOB NOT NULL, UNIQUE (stream, id));
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+
+/// The tables of the latest version.
+const LATEST: [&str; 8] = [
+    "artifacts",
+    "bindings",
+    "events",
+    "finished_units",
+    "inboxes",
+    "memory",
+    "meta",
+    "plans",
+];
+
+fn latest() -> i64 {
+    i64::try_from(MIGRATIONS.len()).unwrap()
+}
+
+fn version(db: &Connection) -> i64 {
+    db.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn tables(db: &Connection) -> Vec<String> {
+    let mut query = db
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+        .unwrap();
+    query
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A connection to `agentd.sqlite3` in a directory of its own.
+fn file() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    (dir, db)
+}
+
+/// Rows of MCP Events in a file of version 1 (or 0), and what the store reads of them.
+const EVENT_ROWS: &str = "INSERT INTO bindings VALUES ('b1', 'c7', 'whsec_x', 'sub_1');
+     INSERT INTO events (stream, id, binding, body) VALUES ('in', 'e1', 'b1', X'7B7D');
+     INSERT INTO meta VALUES ('subscriptions', '[]');";
+
+async fn assert_event_rows(store: &Store) {
+    let stored = store.load("b1").await.unwrap();
+    assert_eq!(
+        (stored.cursor, stored.secret, stored.subscription),
+        (
+            Some("c7".to_owned()),
+            Some("whsec_x".to_owned()),
+            Some("sub_1".to_owned())
+        )
+    );
+    let read = store.read("in", 0, 10).await.unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].bytes, b"{}");
+    assert_eq!(
+        store.load_document("subscriptions").await.unwrap(),
+        Some("[]".to_owned())
+    );
+}
+
+#[test]
+fn an_empty_file_is_brought_to_the_latest_version() {
+    let (_dir, mut db) = file();
+    assert_eq!(migrate(&mut db, MIGRATIONS).unwrap(), MIGRATIONS.len());
+    assert_eq!(version(&db), latest());
+    assert_eq!(tables(&db), LATEST);
+}
+
+/// A file made before versioning (its tables, user_version 0) is migrated with its rows.
+#[tokio::test]
+async fn a_file_made_before_versioning_keeps_its_rows() {
+    let (dir, db) = file();
+    db.execute_batch(UNVERSIONED).unwrap();
+    db.execute_batch(EVENT_ROWS).unwrap();
+    assert_eq!(version(&db), 0);
+    drop(db);
+
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    assert_event_rows(&store).await;
+    store.close().await;
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    assert_eq!(version(&db), latest());
+    assert_eq!(tables(&db), LATEST);
+}
+
+/// A file of version 1 is migrated with its rows, and the new tables serve at once.
+#[tokio::test]
+async fn a_version_1_file_keeps_its_rows() {
+    let (dir, mut db) = file();
+    assert_eq!(migrate(&mut db, &MIGRATIONS[..1]).unwrap(), 1);
+    db.execute_batch(EVENT_ROWS).unwrap();
+    drop(db);
+
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    assert_event_rows(&store).await;
+    assert_eq!(store.memory_set("k", json!(1), Some(0)).await.unwrap(), 1);
+    store.close().await;
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    assert_eq!(version(&db), latest());
+}
+
+#[test]
+fn the_latest_version_is_left_as_it_is() {
+    let (_dir, mut db) = file();
+    migrate(&mut db, MIGRATIONS).unwrap();
+    db.execute_batch(
+        "INSERT INTO meta VALUES ('k', 'v');
+         INSERT INTO memory VALUES ('m', '[1]', 3);",
+    )
+    .unwrap();
+    assert_eq!(migrate(&mut db, MIGRATIONS).unwrap(), MIGRATIONS.len());
+    let kept: String = db
+        .query_row("SELECT value FROM meta WHERE key = 'k'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, "v");
+    let kept: (String, i64) = db
+        .query_row("SELECT value, version FROM memory", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(kept, ("[1]".to_owned(), 3));
+}
+
+/// A file of a later build is refused, untouched, and the store does not open on it.
+#[tokio::test]
+async fn a_later_version_is_refused() {
+    let (dir, db) = file();
+    let later = latest() + 1;
+    db.pragma_update(None, "user_version", later).unwrap();
+    drop(db);
+    let refused = Store::open(dir.path(), Limits::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::Version { found, known } if found == later && known == MIGRATIONS.len()),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains("later agentd"), "{refused}");
+    assert_eq!(refused.code(), "store");
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    assert_eq!(version(&db), later);
+    assert!(tables(&db).is_empty());
+}
+
+/// A migration that fails is undone whole: the version stays, and so do the tables.
+#[tokio::test]
+async fn a_failed_migration_leaves_the_version_unchanged() {
+    const BROKEN: &[&str] = &[SCHEMA, "CREATE TABLE plans (id TEXT); NOT SQL"];
+    let (dir, mut db) = file();
+    migrate(&mut db, &MIGRATIONS[..1]).unwrap();
+    let failed = migrate(&mut db, BROKEN).unwrap_err();
+    assert!(matches!(failed, Error::Sqlite(_)), "{failed:?}");
+    assert!(std::error::Error::source(&failed).is_some());
+    assert_eq!(version(&db), 1);
+    assert_eq!(tables(&db), ["bindings", "events", "meta"]);
+    drop(db);
+    // Through the store, too: opening fails with it.
+    let failed = Store::open_with(dir.path(), BROKEN, Limits::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(failed, Error::Sqlite(_)), "{failed:?}");
+}
+
+/// Requests sent before the close are answered; after it, the store is closed.
+#[tokio::test]
+async fn a_closed_store_answers_closed() {
+    let (dir, store) = scratch().await;
+    let batch = Batch {
+        records: vec![Record {
+            id: "mcp/s/t/e1".into(),
+            event_id: "e1".into(),
+            bytes: b"{}".to_vec(),
+        }],
+        cursor: Some("c1".into()),
+    };
+    // Sent first, awaited after the close.
+    let committed = store.commit("b1", "in", Arc::new(batch));
+    let set = store.memory_set("k", json!("v"), None);
+    let other = store.clone();
+    other.close().await;
+    assert_eq!(committed.await.unwrap(), 1);
+    assert_eq!(set.await.unwrap(), 1);
+    assert!(matches!(store.load("b1").await, Err(Error::Closed)));
+    assert!(matches!(store.memory_get("k").await, Err(Error::Closed)));
+    store.close().await;
+
+    // What was committed is there for the next open.
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    assert_eq!(
+        store.load("b1").await.unwrap().cursor.as_deref(),
+        Some("c1")
+    );
+}
+
+/// Every kind of durable state is there after the store is closed and the file opened again
+/// by another `Store::open`.
+#[tokio::test]
+async fn durable_state_survives_a_reopen() {
+    let (dir, store) = scratch().await;
+    store.memory_set("k", json!({"a": 1}), None).await.unwrap();
+    store.memory_push("q", json!(1)).await.unwrap();
+    store
+        .artifact_create("run:r", "out.txt", "text/plain", b"hi".to_vec())
+        .await
+        .unwrap();
+    let steps = vec![Step {
+        title: "one".into(),
+        status: StepStatus::Pending,
+    }];
+    store.plan_create("run:r", steps.clone()).await.unwrap();
+    let id = store.message_send("c1", "operator", "hello").await.unwrap();
+    store.finish("run:r", Outcome::Done, "ok").await.unwrap();
+    store.close().await;
+
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let got = store.memory_get("k").await.unwrap();
+    assert_eq!((got.value, got.version), (json!({"a": 1}), 1));
+    assert_eq!(store.memory_shift("q").await.unwrap().value, Some(json!(1)));
+    let artifact = store.artifact_get("run:r", "out.txt").await.unwrap();
+    assert_eq!(artifact.content, b"hi");
+    let plan = store.plan_get("run:r").await.unwrap().unwrap();
+    assert_eq!((plan.steps, plan.version), (steps, 1));
+    let messages = store.messages("c1", 0, 10).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!((messages[0].id, messages[0].text.as_str()), (id, "hello"));
+    let finished = store.finished("run:r").await.unwrap().unwrap();
+    assert_eq!(finished.status, Outcome::Done);
+    assert!(matches!(
+        store.finish("run:r", Outcome::Failed, "").await,
+        Err(Error::AlreadyFinished { .. })
+    ));
+    store.close().await;
+}
