@@ -27,7 +27,9 @@ pub(crate) struct Message {
 impl Db {
     fn message_send(&mut self, conversation: &str, sender: &str, text: &str) -> Result<u64, Error> {
         check_len("/conversation", conversation, 1, CONVERSATION_MAX)?;
-        check_len("/text", text, 1, usize::MAX)?;
+        if text.is_empty() {
+            return Err(Error::invalid("/text", "at least 1 byte"));
+        }
         check_size("text", text.len(), self.limits.max_value_bytes)?;
         self.sql
             .prepare_cached(
