@@ -12,6 +12,9 @@ use toml::Spanned;
 
 use self::file::File;
 
+/// `store.max_value_bytes` when the file says nothing.
+pub(crate) const MAX_VALUE_BYTES: usize = 262_144;
+
 /// The configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -229,7 +232,7 @@ pub(crate) fn parse(
         }
     };
     let max_value_bytes = match raw.store.as_ref().and_then(|s| s.max_value_bytes.as_ref()) {
-        None => 262_144,
+        None => MAX_VALUE_BYTES,
         Some(v) if *v.get_ref() >= 1024 => usize::try_from(*v.get_ref()).unwrap_or(usize::MAX),
         Some(v) => {
             return Err(at(

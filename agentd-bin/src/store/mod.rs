@@ -52,7 +52,7 @@ pub(crate) struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_value_bytes: 262_144,
+            max_value_bytes: crate::config::MAX_VALUE_BYTES,
         }
     }
 }
