@@ -314,12 +314,13 @@ fn capabilities() -> serde_json::Value {
         .iter()
         .map(|t| {
             let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
-            let mut tool = serde_json::json!({"name": t.name, "grants": grants, "does": t.does});
-            // The tools built so far say what they take.
-            if let Some(schema) = agentd_tools::events::input_schema(t.name) {
-                tool["inputSchema"] = schema;
-            }
-            tool
+            serde_json::json!({
+                "name": t.name,
+                "grants": grants,
+                "does": t.does,
+                "inputSchema": t.input_schema,
+                "built": t.built,
+            })
         })
         .collect();
     let revisions: Vec<&str> = Revision::ALL.iter().rev().map(|r| r.as_str()).collect();

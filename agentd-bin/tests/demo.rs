@@ -91,7 +91,12 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
         ask["grants"],
         serde_json::json!(["root", "workflow", "subagent"])
     );
-    assert!(ask.get("inputSchema").is_none(), "not built yet");
+    assert_eq!(
+        ask["inputSchema"]["required"],
+        serde_json::json!(["question"])
+    );
+    assert_eq!(ask["built"], false);
+    assert!(tools.iter().all(|t| t["inputSchema"]["type"] == "object"));
     let subscribe = tools
         .iter()
         .find(|t| t["name"] == "events.subscribe")

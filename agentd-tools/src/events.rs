@@ -7,8 +7,8 @@
 //! offered to root and workflow callers whose owner's grant sets `tools: true`.
 //!
 //! ```
-//! use agentd_tools::{Caller, Grant};
-//! use agentd_tools::events::{Subscriptions, call, input_schema};
+//! use agentd_tools::Grant;
+//! use agentd_tools::events::{Caller, Subscriptions, call, input_schema};
 //! use agentd_tools::runtime::{Refused, Subscription, Wanted};
 //! use mcp_wire::events::EventType;
 //! use serde_json::json;
@@ -55,7 +55,24 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::runtime::{Refused, Subscription, Wanted};
-use crate::{Caller, Error, catalogue};
+use crate::{Error, Grant, catalogue, tool};
+
+/// Who calls an events tool: its kind, for the grants, and the owner of what it makes (the
+/// conversation, or a workflow's name), whose events grant says whether it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller<'a> {
+    /// Its kind.
+    pub kind: Grant,
+    /// The owner of what it makes.
+    pub owner: &'a str,
+}
+
+impl<'a> Caller<'a> {
+    /// A caller of `kind`, owning what it makes as `owner`.
+    pub fn new(kind: Grant, owner: &'a str) -> Self {
+        Self { kind, owner }
+    }
+}
 
 /// The names of the events tools.
 pub const TOOLS: [&str; 4] = [
@@ -103,37 +120,11 @@ fn may_use(caller: Caller<'_>, tool: &str) -> bool {
 }
 
 /// The JSON Schema of `tool`'s arguments, if it is an events tool.
-pub fn input_schema(tool: &str) -> Option<Value> {
-    let object = |properties: Value, required: &[&str]| {
-        json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        })
-    };
-    let text = json!({"type": "string", "minLength": 1});
-    match tool {
-        "events.list" => Some(object(json!({"server": text}), &["server"])),
-        "events.subscribe" => Some(object(
-            json!({
-                "server": text,
-                "event": text,
-                "into": text,
-                "arguments": {"type": "object"},
-                "delivery": {
-                    "type": "array",
-                    "items": {"enum": ["webhook", "poll", "push"]},
-                    "minItems": 1,
-                },
-                "lifetime_s": {"type": "integer", "minimum": 1, "maximum": 2_592_000},
-            }),
-            &["server", "event", "into"],
-        )),
-        "events.unsubscribe" => Some(object(json!({"subscription": text}), &["subscription"])),
-        "events.subscriptions" => Some(object(json!({}), &[])),
-        _ => None,
-    }
+pub fn input_schema(tool_name: &str) -> Option<Value> {
+    TOOLS
+        .contains(&tool_name)
+        .then(|| tool(tool_name).map(|t| t.input_schema.clone()))
+        .flatten()
 }
 
 #[derive(Deserialize)]
@@ -177,14 +168,15 @@ pub async fn call(
         });
     }
     if !offered(subscriptions, caller) {
-        return Err(Error::NotOffered {
+        return Err(Error::NotGranted {
             tool: tool.to_owned(),
+            scope: None,
         });
     }
-    let bad = |err: serde_json::Error| Error::Arguments {
-        tool: tool.to_owned(),
-        err: err.to_string(),
-    };
+    if let Some(t) = crate::tool(tool) {
+        t.check(&arguments)?;
+    }
+    let bad = |err: serde_json::Error| Error::invalid(tool, "", "type", err.to_string());
     match tool {
         "events.list" => {
             let args: ListArgs = serde_json::from_value(arguments).map_err(bad)?;
@@ -193,10 +185,8 @@ pub async fn call(
         }
         "events.subscribe" => {
             let args: SubscribeArgs = serde_json::from_value(arguments).map_err(bad)?;
-            let wanted = wanted(args).map_err(|err| Error::Arguments {
-                tool: tool.to_owned(),
-                err,
-            })?;
+            let wanted =
+                wanted(args).map_err(|err| Error::invalid(tool, "/delivery", "enum", err))?;
             let made = subscriptions.subscribe(caller.owner, wanted).await?;
             Ok(json!({"subscription": made}))
         }
@@ -348,8 +338,9 @@ mod tests {
             assert!(!offered(&fake, caller));
             assert_eq!(
                 now(call(&fake, caller, "events.list", list.clone())),
-                Err(Error::NotOffered {
-                    tool: "events.list".into()
+                Err(Error::NotGranted {
+                    tool: "events.list".into(),
+                    scope: None,
                 })
             );
         }
@@ -387,15 +378,17 @@ mod tests {
         ] {
             let got = now(call(&fake, root, tool, args.clone()));
             assert!(
-                matches!(&got, Err(Error::Arguments { tool: t, .. }) if t == tool),
+                matches!(&got, Err(Error::InvalidArguments { tool: t, .. }) if t == tool),
                 "{tool} {args}: {got:?}"
             );
         }
-        // A lifetime past 30 days is the registry's refusal.
+        // A lifetime past 30 days breaks the schema, at its pointer.
         let long = json!({"server": "t", "event": "e", "into": "i", "lifetime_s": 2_592_001});
-        assert_eq!(
-            now(call(&fake, root, "events.subscribe", long)),
-            Err(Error::Refused(Refused::Lifetime))
+        let got = now(call(&fake, root, "events.subscribe", long));
+        assert!(
+            matches!(&got, Err(Error::InvalidArguments { pointer, rule, .. })
+                if pointer == "/lifetime_s" && rule == "maximum"),
+            "{got:?}"
         );
         for tool in TOOLS {
             let schema = input_schema(tool).unwrap();

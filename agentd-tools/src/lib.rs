@@ -1,78 +1,155 @@
 #![doc = include_str!("../README.md")]
 
 use std::fmt;
+use std::sync::OnceLock;
 
+use serde_json::Value;
+
+pub mod artifact;
+#[cfg(test)]
+mod call_tests;
+mod error;
 pub mod events;
+pub mod finish;
+mod grants;
+pub mod in_memory;
+pub mod memory;
+pub mod message;
 pub mod meta;
+pub mod plan;
 pub mod runtime;
+mod schema;
+pub mod status;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+mod tools;
+pub mod wait;
 
+pub use error::Error;
+pub use grants::{Grants, PatternError};
 pub use meta::AgentMeta;
+pub use schema::DURATION_MAX_MS;
+pub use tools::{Services, Tools};
 
-/// Who calls a tool: its kind, for the grants, and the owner of what it makes (the
-/// conversation, or a workflow's name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller<'a> {
-    /// Its kind.
-    pub kind: Grant,
-    /// The owner of what it makes.
-    pub owner: &'a str,
-}
-
-impl<'a> Caller<'a> {
-    /// A caller of `kind`, owning what it makes as `owner`.
-    pub fn new(kind: Grant, owner: &'a str) -> Self {
-        Self { kind, owner }
-    }
-}
-
-/// Why a tool call did nothing.
-#[derive(Debug, Clone, PartialEq)]
+/// Who calls a tool: the scope whose grants apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
-pub enum Error {
-    /// No tool of that name is built here.
-    UnknownTool {
-        /// The name asked for.
-        tool: String,
-    },
-    /// The tool is not offered to this caller.
-    NotOffered {
-        /// The tool.
-        tool: String,
-    },
-    /// The arguments do not fit the tool's input schema.
-    Arguments {
-        /// The tool.
-        tool: String,
-        /// What is wrong with them.
-        err: String,
-    },
-    /// The runtime subscriptions refused.
-    Refused(runtime::Refused),
+pub enum Scope {
+    /// The instance's own conversation.
+    Root,
+    /// A workflow step.
+    Workflow,
+    /// A subagent's loop.
+    Subagent,
 }
 
-impl fmt::Display for Error {
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Self; 3] = [Self::Root, Self::Workflow, Self::Subagent];
+
+    /// The scope's name in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Root => "root",
+            Self::Workflow => "workflow",
+            Self::Subagent => "subagent",
+        }
+    }
+
+    /// The scope named `name` ([`as_str`](Self::as_str)), if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownTool { tool } => write!(f, "no tool is named {tool:?}"),
-            Self::NotOffered { tool } => write!(f, "{tool} is not offered to this caller"),
-            Self::Arguments { tool, err } => write!(f, "{tool}: bad arguments: {err}"),
-            Self::Refused(refused) => refused.fmt(f),
-        }
+        f.write_str(self.as_str())
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Refused(refused) => Some(refused),
-            _ => None,
-        }
-    }
+/// The ids of the unit of work a call is made in; each optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ids {
+    /// The conversation.
+    pub conversation: Option<String>,
+    /// The workflow run.
+    pub run: Option<String>,
+    /// The step of the run.
+    pub step: Option<String>,
+    /// The subagent.
+    pub subagent: Option<String>,
 }
 
-impl From<runtime::Refused> for Error {
-    fn from(refused: runtime::Refused) -> Self {
-        Self::Refused(refused)
+/// Who makes a call: its scope, whether an operator makes it (through the control socket,
+/// acting as `scope`), and the ids of its unit of work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Caller {
+    /// The scope whose grants apply.
+    pub scope: Scope,
+    /// Whether an operator makes the call, acting as `scope`.
+    pub operator: bool,
+    /// The unit's ids.
+    pub ids: Ids,
+}
+
+impl Caller {
+    /// A caller of `scope` without ids.
+    pub fn new(scope: Scope) -> Self {
+        Self {
+            scope,
+            operator: false,
+            ids: Ids::default(),
+        }
+    }
+
+    /// The root conversation `conversation`.
+    pub fn root(conversation: &str) -> Self {
+        Self::new(Scope::Root).conversation(conversation)
+    }
+
+    /// Step `step` of workflow run `run`.
+    pub fn workflow(run: &str, step: &str) -> Self {
+        let mut caller = Self::new(Scope::Workflow);
+        caller.ids.run = Some(run.to_owned());
+        caller.ids.step = Some(step.to_owned());
+        caller
+    }
+
+    /// Subagent `subagent`.
+    pub fn subagent(subagent: &str) -> Self {
+        let mut caller = Self::new(Scope::Subagent);
+        caller.ids.subagent = Some(subagent.to_owned());
+        caller
+    }
+
+    /// An operator acting as `scope`.
+    pub fn operator(scope: Scope) -> Self {
+        let mut caller = Self::new(scope);
+        caller.operator = true;
+        caller
+    }
+
+    /// The same caller in conversation `conversation`.
+    pub fn conversation(mut self, conversation: &str) -> Self {
+        self.ids.conversation = Some(conversation.to_owned());
+        self
+    }
+
+    /// The unit owning per-unit state (artifacts, plans, finish): `subagent:<id>`,
+    /// `run:<id>`, `conversation:<id>`, else `operator`, the first whose id is set.
+    pub fn unit(&self) -> String {
+        let ids = &self.ids;
+        [
+            ("subagent", &ids.subagent),
+            ("run", &ids.run),
+            ("conversation", &ids.conversation),
+        ]
+        .into_iter()
+        .find_map(|(kind, id)| id.as_ref().map(|id| format!("{kind}:{id}")))
+        .unwrap_or_else(|| "operator".to_owned())
     }
 }
 
@@ -107,6 +184,17 @@ impl Grant {
             .into_iter()
             .find(|g| g.as_str() == name)
     }
+
+    /// Whether the grant covers `scope`.
+    pub fn covers(self, scope: Scope) -> bool {
+        matches!(
+            (self, scope),
+            (Self::Everyone, _)
+                | (Self::Root, Scope::Root)
+                | (Self::Workflow, Scope::Workflow)
+                | (Self::Subagent, Scope::Subagent)
+        )
+    }
 }
 
 impl fmt::Display for Grant {
@@ -115,16 +203,54 @@ impl fmt::Display for Grant {
     }
 }
 
-/// One of agentd's own tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One of agentd's own tools: its name, default grants, what it does, its input schema
+/// (checked before it runs, by a validator compiled once) and the shape of its answer.
 #[non_exhaustive]
-pub struct ToolEntry {
+pub struct Tool {
     /// The tool's name.
     pub name: &'static str,
     /// Who may use it by default.
     pub grants: &'static [Grant],
     /// What it does.
     pub does: &'static str,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// The shape of its answer (empty while it is not built).
+    pub output: &'static str,
+    /// Whether it is built: a call of a tool not built answers `not_built`.
+    pub built: bool,
+    validator: jsonschema::Validator,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("grants", &self.grants)
+            .field("built", &self.built)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Whether its default grants cover `scope`.
+    pub fn granted_to(&self, scope: Scope) -> bool {
+        self.grants.iter().any(|g| g.covers(scope))
+    }
+
+    /// Checks `arguments` against its input schema: the first failure, with the JSON
+    /// pointer of the value and the keyword it broke.
+    pub fn check(&self, arguments: &Value) -> Result<(), Error> {
+        match self.validator.iter_errors(arguments).next() {
+            None => Ok(()),
+            Some(e) => Err(Error::invalid(
+                self.name,
+                e.instance_path().as_str(),
+                e.kind().keyword(),
+                e.to_string(),
+            )),
+        }
+    }
 }
 
 use Grant::{Everyone as E, Root as R, Subagent as S, Workflow as W};
@@ -289,21 +415,63 @@ const FAMILIES: &[Family] = &[
     },
 ];
 
-/// Every tool of the catalogue, in the reference's order.
-pub fn catalogue() -> &'static [ToolEntry] {
-    static CATALOGUE: std::sync::OnceLock<Vec<ToolEntry>> = std::sync::OnceLock::new();
+/// The tools built here; the others of the catalogue answer `not_built`.
+const BUILT: &[&str] = &[
+    "memory.get",
+    "memory.set",
+    "memory.list",
+    "memory.push",
+    "memory.shift",
+    "memory.pop",
+    "memory.delete",
+    "artifact.create",
+    "artifact.get",
+    "artifact.delete",
+    "artifact.list",
+    "message.send",
+    "events.list",
+    "events.subscribe",
+    "events.unsubscribe",
+    "events.subscriptions",
+    "plan.create",
+    "plan.get",
+    "plan.update",
+    "plan.clear",
+    "sleep",
+    "await",
+    "finish",
+    "status",
+];
+
+/// Every tool of the catalogue, in the reference's order; built once.
+pub fn catalogue() -> &'static [Tool] {
+    static CATALOGUE: OnceLock<Vec<Tool>> = OnceLock::new();
     CATALOGUE.get_or_init(|| {
         FAMILIES
             .iter()
             .flat_map(|f| {
-                f.names.iter().map(|name| ToolEntry {
-                    name,
-                    grants: f.grants,
-                    does: f.does,
+                f.names.iter().map(|name| {
+                    let input_schema = schema::input(name).expect("every tool has a schema");
+                    let validator =
+                        jsonschema::validator_for(&input_schema).expect("every schema compiles");
+                    Tool {
+                        name,
+                        grants: f.grants,
+                        does: f.does,
+                        input_schema,
+                        output: schema::output(name),
+                        built: BUILT.contains(name),
+                        validator,
+                    }
                 })
             })
             .collect()
     })
+}
+
+/// The tool named `name`, if the catalogue has it.
+pub fn tool(name: &str) -> Option<&'static Tool> {
+    catalogue().iter().find(|t| t.name == name)
 }
 
 #[cfg(test)]
@@ -328,11 +496,69 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name}");
         }
-        let status = catalogue().iter().find(|t| t.name == "status").unwrap();
+        let status = tool("status").unwrap();
         assert_eq!(status.grants, &[Grant::Everyone]);
-        let finish = catalogue().iter().find(|t| t.name == "finish").unwrap();
+        let finish = tool("finish").unwrap();
         assert_eq!(finish.grants, &[Grant::Root, Grant::Subagent]);
         assert_eq!(Grant::parse("workflow"), Some(Grant::Workflow));
         assert_eq!(Grant::parse("Root"), None);
+        for built in BUILT {
+            assert!(
+                tool(built).is_some_and(|t| t.built && !t.output.is_empty()),
+                "{built}"
+            );
+        }
+        assert_eq!(catalogue().iter().filter(|t| t.built).count(), BUILT.len());
+    }
+
+    #[test]
+    fn every_schema_is_a_closed_object() {
+        for tool in catalogue() {
+            let schema = &tool.input_schema;
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+            assert_eq!(schema["additionalProperties"], false, "{}", tool.name);
+            let err = tool.check(&serde_json::json!({"surely_not_an_argument": 1}));
+            assert!(
+                matches!(&err, Err(Error::InvalidArguments { .. })),
+                "{}: {err:?}",
+                tool.name
+            );
+            assert!(tool.check(&serde_json::json!([])).is_err(), "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn a_failure_names_the_pointer_and_the_rule() {
+        let set = tool("memory.set").unwrap();
+        let err = set
+            .check(&serde_json::json!({"key": "k", "value": 1, "expected_version": -1}))
+            .unwrap_err();
+        let Error::InvalidArguments { pointer, rule, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (pointer.as_str(), rule.as_str()),
+            ("/expected_version", "minimum")
+        );
+        assert_eq!(err.code(), "invalid_arguments");
+        assert_eq!(err.to_value()["pointer"], "/expected_version");
+        let err = set.check(&serde_json::json!({"key": "k"})).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArguments { pointer, rule, .. } if pointer.is_empty() && rule == "required")
+        );
+    }
+
+    #[test]
+    fn the_unit_is_the_most_specific_id() {
+        let mut caller = Caller::workflow("r1", "s1").conversation("c");
+        assert_eq!(caller.unit(), "run:r1");
+        caller.ids.subagent = Some("a".into());
+        assert_eq!(caller.unit(), "subagent:a");
+        assert_eq!(Caller::root("c").unit(), "conversation:c");
+        assert_eq!(Caller::operator(Scope::Root).unit(), "operator");
+        assert!(Grant::Everyone.covers(Scope::Subagent));
+        assert!(!Grant::Root.covers(Scope::Workflow));
+        assert_eq!(Scope::parse("subagent"), Some(Scope::Subagent));
+        assert_eq!(Scope::parse("operator"), None);
     }
 }

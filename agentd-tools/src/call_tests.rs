@@ -1,0 +1,772 @@
+//! The runtime over the in-memory services: schemas, grants, bounds and behaviour.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::in_memory::InMemory;
+use crate::{Caller, Error, Grants, Scope, Tools, catalogue, testing};
+
+fn tools() -> Tools<InMemory> {
+    Tools::new(InMemory::new("agent-1"), Grants::default())
+}
+
+/// Calls as root in conversation `c`.
+async fn root(tools: &Tools<InMemory>, name: &str, args: Value) -> Result<Value, Error> {
+    tools.call(&Caller::root("c"), name, args).await
+}
+
+fn code(got: Result<Value, Error>) -> &'static str {
+    got.map_or_else(|e| e.code(), |v| panic!("an error, not {v}"))
+}
+
+#[tokio::test]
+async fn the_in_memory_services_conform() {
+    let services = InMemory::new("i").with_max_value_bytes(1024);
+    testing::check_memory(&services).await;
+    testing::check_artifacts(&services).await;
+    testing::check_plans(&services).await;
+    testing::check_messages(&services).await;
+    testing::check_units(&services).await;
+    // And at the default bound.
+    testing::check_memory(&InMemory::new("i")).await;
+}
+
+#[tokio::test]
+async fn each_built_tool_checks_its_arguments_first() {
+    let t = tools();
+    // (tool, valid arguments, invalid arguments, pointer, rule)
+    let cases = [
+        (
+            "memory.get",
+            json!({"key": "k"}),
+            json!({"key": 1}),
+            "/key",
+            "type",
+        ),
+        (
+            "memory.set",
+            json!({"key": "k", "value": [1]}),
+            json!({"key": "k"}),
+            "",
+            "required",
+        ),
+        (
+            "memory.list",
+            json!({"prefix": "a", "limit": 1}),
+            json!({"limit": 0}),
+            "/limit",
+            "minimum",
+        ),
+        (
+            "memory.push",
+            json!({"key": "q", "value": 1}),
+            json!({"key": "", "value": 1}),
+            "/key",
+            "minLength",
+        ),
+        (
+            "memory.shift",
+            json!({"key": "q"}),
+            json!({}),
+            "",
+            "required",
+        ),
+        (
+            "memory.pop",
+            json!({"key": "q"}),
+            json!({"key": "q", "end": 1}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "memory.delete",
+            json!({"key": "k"}),
+            json!({"key": null}),
+            "/key",
+            "type",
+        ),
+        (
+            "artifact.create",
+            json!({"name": "a", "media_type": "text/plain", "text": "x"}),
+            json!({"name": "a", "media_type": "text/plain", "text": "x", "base64": "eA=="}),
+            "",
+            "oneOf",
+        ),
+        (
+            "artifact.get",
+            json!({"name": "a"}),
+            json!({"name": ""}),
+            "/name",
+            "minLength",
+        ),
+        (
+            "artifact.list",
+            json!({}),
+            json!({"unit": "u"}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "artifact.delete",
+            json!({"name": "a"}),
+            json!([]),
+            "",
+            "type",
+        ),
+        (
+            "plan.create",
+            json!({"steps": [{"title": "t"}]}),
+            json!({"steps": []}),
+            "/steps",
+            "minItems",
+        ),
+        (
+            "plan.get",
+            json!({}),
+            json!({"x": 1}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "plan.update",
+            json!({"step": 0, "status": "done"}),
+            json!({"step": 0, "status": "finished"}),
+            "/status",
+            "enum",
+        ),
+        (
+            "plan.clear",
+            json!({}),
+            json!({"all": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "message.send",
+            json!({"conversation": "c2", "text": "hi"}),
+            json!({"conversation": "c2", "text": ""}),
+            "/text",
+            "minLength",
+        ),
+        (
+            "status",
+            json!({}),
+            json!({"verbose": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "sleep",
+            json!({"duration": "5s"}),
+            json!({"duration": 0}),
+            "/duration",
+            "minimum",
+        ),
+        (
+            "await",
+            json!({"until": {"memory": {"key": "k"}}, "timeout": 10}),
+            json!({"until": {}}),
+            "/until",
+            "minProperties",
+        ),
+        (
+            "finish",
+            json!({"status": "done", "summary": "ok"}),
+            json!({"status": "over", "summary": "ok"}),
+            "/status",
+            "enum",
+        ),
+    ];
+    for (tool, valid, invalid, pointer, rule) in cases {
+        let got = root(&t, tool, invalid.clone()).await;
+        let Err(Error::InvalidArguments {
+            tool: t_name,
+            pointer: p,
+            rule: r,
+            ..
+        }) = &got
+        else {
+            panic!("{tool} {invalid}: {got:?}")
+        };
+        assert_eq!(
+            (t_name.as_str(), p.as_str(), r.as_str()),
+            (tool, pointer, rule),
+            "{invalid}"
+        );
+        let got = root(&t, tool, valid.clone()).await;
+        assert!(got.is_ok(), "{tool} {valid}: {got:?}");
+    }
+}
+
+#[tokio::test]
+async fn grants_refuse_and_narrow() {
+    let t = tools();
+    let sub = Caller::subagent("s1");
+    let wf = Caller::workflow("r1", "step");
+    // finish: root and subagent, never workflow; status: everyone.
+    assert!(
+        t.call(&sub, "finish", json!({"status": "done", "summary": ""}))
+            .await
+            .is_ok()
+    );
+    let refused = t
+        .call(&wf, "finish", json!({"status": "done", "summary": ""}))
+        .await;
+    assert_eq!(
+        refused,
+        Err(Error::NotGranted {
+            tool: "finish".into(),
+            scope: Some(Scope::Workflow)
+        })
+    );
+    assert!(t.call(&wf, "status", json!({})).await.is_ok());
+    // Refused before the arguments are looked at.
+    assert_eq!(
+        code(t.call(&sub, "subagent.run", json!(null)).await),
+        "not_granted"
+    );
+    assert_eq!(
+        code(root(&t, "memory.fetch", json!({})).await),
+        "unknown_tool"
+    );
+    // Not built: every tool of the catalogue still answers in a typed way.
+    assert_eq!(
+        code(root(&t, "ask_human", json!({"question": "?"})).await),
+        "not_built"
+    );
+    for tool in catalogue().iter().filter(|t| !t.built) {
+        let scope = Scope::ALL
+            .into_iter()
+            .find(|s| tool.granted_to(*s))
+            .unwrap();
+        let got = t.call(&Caller::new(scope), tool.name, json!({})).await;
+        assert_eq!(code(got), "not_built", "{}", tool.name);
+    }
+    // The events tools are offered per owner, through `events::call`.
+    assert_eq!(
+        code(root(&t, "events.subscriptions", json!({})).await),
+        "not_granted"
+    );
+
+    let offered = |t: &Tools<InMemory>, scope| t.offered(scope).map(|t| t.name).collect::<Vec<_>>();
+    let names = offered(&t, Scope::Workflow);
+    assert!(names.contains(&"memory.shift") && names.contains(&"status"));
+    assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
+    assert!(!names.contains(&"workflow.run"), "not built: not offered");
+    assert_eq!(offered(&t, Scope::Root).len(), 20);
+
+    let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
+    let narrow = Tools::new(InMemory::new("i"), grants);
+    let names = offered(&narrow, Scope::Subagent);
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("memory.") || n.starts_with("plan."))
+    );
+    assert_eq!(
+        code(narrow.call(&sub, "status", json!({})).await),
+        "not_granted"
+    );
+    assert!(narrow.call(&sub, "plan.get", json!({})).await.is_ok());
+    // Other scopes keep their defaults.
+    assert!(narrow.call(&wf, "status", json!({})).await.is_ok());
+}
+
+#[tokio::test]
+async fn memory_through_the_tools() {
+    let t = tools();
+    assert_eq!(
+        root(&t, "memory.get", json!({"key": "k"})).await,
+        Ok(json!({"value": null, "version": 0}))
+    );
+    assert_eq!(
+        root(&t, "memory.set", json!({"key": "k", "value": {"a": 1}})).await,
+        Ok(json!({"version": 1}))
+    );
+    // Memory is shared by every unit.
+    let got = t
+        .call(&Caller::subagent("s"), "memory.get", json!({"key": "k"}))
+        .await;
+    assert_eq!(got, Ok(json!({"value": {"a": 1}, "version": 1})));
+    // Compare-and-set with a stale version fails and changes nothing.
+    let stale = root(
+        &t,
+        "memory.set",
+        json!({"key": "k", "value": 2, "expected_version": 0}),
+    )
+    .await;
+    let err = stale.unwrap_err();
+    assert_eq!(err.to_value()["current"], 1);
+    assert_eq!(err.code(), "version_mismatch");
+    assert_eq!(
+        root(&t, "memory.get", json!({"key": "k"})).await,
+        Ok(json!({"value": {"a": 1}, "version": 1}))
+    );
+    let set = json!({"key": "k", "value": 2, "expected_version": 1});
+    assert_eq!(root(&t, "memory.set", set).await, Ok(json!({"version": 2})));
+
+    assert_eq!(
+        root(&t, "memory.push", json!({"key": "q", "value": "a"})).await,
+        Ok(json!({"length": 1, "version": 1}))
+    );
+    assert_eq!(
+        root(&t, "memory.push", json!({"key": "q", "value": "b"})).await,
+        Ok(json!({"length": 2, "version": 2}))
+    );
+    assert_eq!(
+        root(&t, "memory.pop", json!({"key": "q"})).await,
+        Ok(json!({"value": "b", "version": 3}))
+    );
+    assert_eq!(
+        root(&t, "memory.shift", json!({"key": "q"})).await,
+        Ok(json!({"value": "a", "version": 4}))
+    );
+    assert_eq!(
+        root(&t, "memory.shift", json!({"key": "q"})).await,
+        Ok(json!({"value": null, "empty": true, "version": 4}))
+    );
+    assert_eq!(
+        root(&t, "memory.pop", json!({"key": "none"})).await,
+        Ok(json!({"value": null, "empty": true, "version": 0}))
+    );
+    assert_eq!(
+        code(root(&t, "memory.push", json!({"key": "k", "value": 1})).await),
+        "not_an_array"
+    );
+
+    let list = root(&t, "memory.list", json!({"limit": 1})).await.unwrap();
+    assert_eq!(
+        list,
+        json!({"keys": [{"key": "k", "version": 2, "bytes": 1}], "next": "k"})
+    );
+    let list = root(&t, "memory.list", json!({"after": "k"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        list,
+        json!({"keys": [{"key": "q", "version": 4, "bytes": 2}], "next": null})
+    );
+    assert_eq!(
+        root(&t, "memory.delete", json!({"key": "k"})).await,
+        Ok(json!({"deleted": true}))
+    );
+    assert_eq!(
+        root(&t, "memory.delete", json!({"key": "k"})).await,
+        Ok(json!({"deleted": false}))
+    );
+}
+
+#[tokio::test]
+async fn bounds_hold_at_the_bound_and_refuse_one_past() {
+    let t = Tools::new(
+        InMemory::new("i").with_max_value_bytes(1024),
+        Grants::default(),
+    );
+    // Keys: 256 bytes, no control characters.
+    let key = "é".repeat(128);
+    assert!(
+        root(&t, "memory.set", json!({"key": key, "value": 1}))
+            .await
+            .is_ok()
+    );
+    let long = format!("{key}k");
+    assert_eq!(
+        code(root(&t, "memory.set", json!({"key": long, "value": 1})).await),
+        "bad_key"
+    );
+    assert_eq!(
+        code(root(&t, "memory.get", json!({"key": "a\nb"})).await),
+        "bad_key"
+    );
+    // Values: the configured maximum, serialized (a string of n bytes is n + 2).
+    let at = json!({"key": "v", "value": "x".repeat(1022)});
+    assert!(root(&t, "memory.set", at).await.is_ok());
+    let past = json!({"key": "v", "value": "x".repeat(1023)});
+    assert_eq!(code(root(&t, "memory.set", past).await), "too_large");
+    assert_eq!(
+        root(&t, "memory.get", json!({"key": "v"})).await.unwrap()["version"],
+        1
+    );
+    // A list page: 100 at most.
+    assert!(root(&t, "memory.list", json!({"limit": 100})).await.is_ok());
+    assert_eq!(
+        code(root(&t, "memory.list", json!({"limit": 101})).await),
+        "too_large"
+    );
+    // Messages: a conversation id of 128 bytes, a text of the value bound.
+    let c = "c".repeat(128);
+    assert_eq!(
+        root(
+            &t,
+            "message.send",
+            json!({"conversation": c, "text": "x".repeat(1024)})
+        )
+        .await,
+        Ok(json!({"id": 1}))
+    );
+    let past = json!({"conversation": c, "text": "x".repeat(1025)});
+    assert_eq!(code(root(&t, "message.send", past).await), "too_large");
+    let past = json!({"conversation": format!("{c}c"), "text": "x"});
+    assert_eq!(
+        code(root(&t, "message.send", past).await),
+        "invalid_arguments"
+    );
+    // Artifacts: a name of 128 bytes, 8 MiB of content, decoded.
+    let name = "n".repeat(128);
+    let text = json!({"name": name, "media_type": "text/plain", "text": "x"});
+    assert!(root(&t, "artifact.create", text).await.is_ok());
+    let past = json!({"name": format!("{name}n"), "media_type": "text/plain", "text": "x"});
+    assert_eq!(
+        code(root(&t, "artifact.create", past).await),
+        "invalid_arguments"
+    );
+    let slash = json!({"name": "a/b", "media_type": "text/plain", "text": "x"});
+    assert_eq!(
+        code(root(&t, "artifact.create", slash).await),
+        "invalid_arguments"
+    );
+    let max = crate::artifact::CONTENT_MAX;
+    let full = base64::engine::general_purpose::STANDARD.encode(vec![7u8; max]);
+    let at = json!({"name": "big", "media_type": "application/octet-stream", "base64": full});
+    assert_eq!(root(&t, "artifact.create", at).await.unwrap()["bytes"], max);
+    let past = json!({"name": "big", "media_type": "text/plain", "text": "x".repeat(max + 1)});
+    assert_eq!(code(root(&t, "artifact.create", past).await), "too_large");
+    let over = base64::engine::general_purpose::STANDARD.encode(vec![7u8; max + 1]);
+    let past = json!({"name": "big", "media_type": "text/plain", "base64": over});
+    assert_eq!(code(root(&t, "artifact.create", past).await), "too_large");
+    // Plans: 100 steps, titles of 500 bytes.
+    let steps = |n: usize, title: &str| json!({"steps": vec![json!({"title": title}); n]});
+    let at = steps(100, &"t".repeat(500));
+    assert!(root(&t, "plan.create", at.clone()).await.is_ok());
+    assert_eq!(
+        code(root(&t, "plan.update", steps(101, "t")).await),
+        "too_large"
+    );
+    assert_eq!(
+        code(root(&t, "plan.update", steps(1, &"t".repeat(501))).await),
+        "too_large"
+    );
+    let one = json!({"step": 99, "title": "t".repeat(501)});
+    assert_eq!(code(root(&t, "plan.update", one).await), "too_large");
+    assert_eq!(
+        root(&t, "plan.get", json!({})).await.unwrap()["plan"]["version"],
+        1
+    );
+    // A summary: 4096 bytes.
+    let past = json!({"status": "done", "summary": "s".repeat(4097)});
+    assert_eq!(code(root(&t, "finish", past).await), "too_large");
+    let at = json!({"status": "done", "summary": "s".repeat(4096)});
+    assert!(root(&t, "finish", at).await.is_ok());
+    // Durations: 1 ms ..= 1 h.
+    for (duration, ok) in [
+        (json!(1), true),
+        (json!(3_600_000), true),
+        (json!("1h"), true),
+        (json!(3_600_001), false),
+        (json!("1h 1ms"), false),
+        (json!("0s"), false),
+        (json!("soon"), false),
+    ] {
+        let got = root(&t, "sleep", json!({"duration": duration})).await;
+        assert_eq!(got.is_ok(), ok, "{duration}: {got:?}");
+        let got = root(
+            &t,
+            "await",
+            json!({"until": {"stream": {"name": "s"}}, "timeout": duration}),
+        )
+        .await;
+        assert_eq!(got.is_ok(), ok, "{duration}: {got:?}");
+    }
+}
+
+#[test]
+fn concurrent_shifts_take_each_item_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let t = Arc::new(tools());
+        const ITEMS: u64 = 2000;
+        for n in 0..ITEMS {
+            root(&t, "memory.push", json!({"key": "q", "value": n}))
+                .await
+                .unwrap();
+        }
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let t = Arc::clone(&t);
+                tokio::spawn(async move {
+                    let mut taken = Vec::new();
+                    loop {
+                        let got = root(&t, "memory.shift", json!({"key": "q"})).await.unwrap();
+                        if got.get("empty").is_some() {
+                            return taken;
+                        }
+                        taken.push(got["value"].clone());
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let mut taken = Vec::new();
+        for task in tasks {
+            taken.extend(task.await.unwrap());
+        }
+        testing::check_taken_once(&taken, ITEMS);
+        let left = root(&t, "memory.get", json!({"key": "q"})).await.unwrap();
+        assert_eq!(left, json!({"value": [], "version": 2 * ITEMS}));
+    });
+}
+
+#[tokio::test]
+async fn artifacts_plans_and_finish_belong_to_the_unit() {
+    let t = tools();
+    let sub = Caller::subagent("s1");
+    let made = t
+        .call(
+            &sub,
+            "artifact.create",
+            json!({"name": "r.json", "media_type": "application/json", "text": "{}"}),
+        )
+        .await;
+    assert_eq!(
+        made,
+        Ok(json!({"name": "r.json", "media_type": "application/json", "bytes": 2}))
+    );
+    let bin = json!({"name": "b", "media_type": "text/plain", "base64": "/w=="});
+    assert!(t.call(&sub, "artifact.create", bin).await.is_ok());
+    let got = t
+        .call(&sub, "artifact.get", json!({"name": "r.json"}))
+        .await;
+    assert_eq!(
+        got,
+        Ok(json!({"name": "r.json", "media_type": "application/json", "bytes": 2, "text": "{}"}))
+    );
+    // Not UTF-8: base64, whatever the media type.
+    let got = t.call(&sub, "artifact.get", json!({"name": "b"})).await;
+    assert_eq!(
+        got,
+        Ok(json!({"name": "b", "media_type": "text/plain", "bytes": 1, "base64": "/w=="}))
+    );
+    assert_eq!(
+        code(root(&t, "artifact.get", json!({"name": "b"})).await),
+        "not_found"
+    );
+    assert_eq!(
+        root(&t, "artifact.list", json!({})).await,
+        Ok(json!({"artifacts": []}))
+    );
+    let bad = json!({"name": "x", "media_type": "text/plain", "base64": "!!"});
+    assert_eq!(
+        code(t.call(&sub, "artifact.create", bad).await),
+        "invalid_arguments"
+    );
+
+    let plan = t
+        .call(
+            &sub,
+            "plan.create",
+            json!({"steps": [{"title": "a"}, {"title": "b", "status": "done"}]}),
+        )
+        .await;
+    let want = json!({"plan": {"steps": [{"title": "a", "status": "pending"}, {"title": "b", "status": "done"}], "version": 1}});
+    assert_eq!(plan, Ok(want));
+    assert_eq!(
+        code(
+            t.call(&sub, "plan.create", json!({"steps": [{"title": "a"}]}))
+                .await
+        ),
+        "exists"
+    );
+    let one = t
+        .call(
+            &sub,
+            "plan.update",
+            json!({"step": 0, "status": "in_progress"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(one["plan"]["steps"][0]["status"], "in_progress");
+    assert_eq!(one["plan"]["version"], 2);
+    assert_eq!(
+        code(
+            t.call(&sub, "plan.update", json!({"step": 2, "status": "done"}))
+                .await
+        ),
+        "not_found"
+    );
+    assert_eq!(
+        code(
+            t.call(
+                &sub,
+                "plan.update",
+                json!({"steps": [{"title": "a"}], "step": 0})
+            )
+            .await
+        ),
+        "invalid_arguments"
+    );
+    assert_eq!(
+        root(&t, "plan.get", json!({})).await,
+        Ok(json!({"plan": null}))
+    );
+    assert_eq!(
+        t.call(&sub, "plan.clear", json!({})).await,
+        Ok(json!({"cleared": true}))
+    );
+    assert_eq!(
+        t.call(&sub, "plan.clear", json!({})).await,
+        Ok(json!({"cleared": false}))
+    );
+
+    let done = t
+        .call(&sub, "finish", json!({"status": "done", "summary": "ok"}))
+        .await;
+    assert_eq!(
+        done,
+        Ok(json!({"unit": "subagent:s1", "status": "done", "artifacts": ["b", "r.json"]}))
+    );
+    let again = t
+        .call(&sub, "finish", json!({"status": "failed", "summary": ""}))
+        .await;
+    assert_eq!(code(again), "already_finished");
+}
+
+#[tokio::test]
+async fn messages_and_status() {
+    let t = Tools::new(InMemory::new("agent-1").at(1_000), Grants::default());
+    let wf = Caller::workflow("r1", "s");
+    let sent = t
+        .call(
+            &wf,
+            "message.send",
+            json!({"conversation": "main", "text": "done"}),
+        )
+        .await;
+    assert_eq!(sent, Ok(json!({"id": 1})));
+    let msg = t.services().messages_after("main").await;
+    assert_eq!((msg.from.as_str(), msg.at_ms), ("run:r1", 1_000));
+    assert!(
+        t.call(
+            &Caller::subagent("a"),
+            "finish",
+            json!({"status": "cancelled", "summary": ""})
+        )
+        .await
+        .is_ok()
+    );
+    let status = t
+        .call(&Caller::operator(Scope::Subagent), "status", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        status,
+        json!({
+            "instance": "agent-1",
+            "conversations": [{"id": "main", "inbox": 1}],
+            "runs": [],
+            "subagents": [],
+            "units_finished": 1,
+            "budget": null,
+            "store": {"bytes": 4, "degraded": false},
+        })
+    );
+}
+
+impl InMemory {
+    async fn messages_after(&self, conversation: &str) -> crate::message::Message {
+        crate::message::Messages::after(self, conversation, 0)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn sleep_and_await_in_virtual_time() {
+    let t = tools();
+    let slept = root(&t, "sleep", json!({"duration": "1m 30s"})).await;
+    assert_eq!(slept, Ok(json!({"slept_ms": 90_000, "cancelled": false})));
+    assert_eq!(crate::wait::Clock::now_ms(t.services()), 90_000);
+
+    // Met at once.
+    root(&t, "memory.set", json!({"key": "flag", "value": "up"}))
+        .await
+        .unwrap();
+    let got = root(&t, "await", json!({"until": {"memory": {"key": "flag"}}})).await;
+    assert_eq!(
+        got,
+        Ok(json!({"met": true, "memory": {"key": "flag", "value": "up", "version": 1}}))
+    );
+    // Not met: the timeout passes, in virtual time.
+    let until = json!({"until": {"memory": {"key": "flag", "equals": "down"}}, "timeout": "2s"});
+    assert_eq!(root(&t, "await", until).await, Ok(json!({"met": false})));
+    assert_eq!(crate::wait::Clock::now_ms(t.services()), 92_000);
+    let until = json!({"until": {"memory": {"key": "flag", "equals": "up"}}});
+    assert_eq!(root(&t, "await", until).await.unwrap()["met"], true);
+
+    root(
+        &t,
+        "message.send",
+        json!({"conversation": "c", "text": "one"}),
+    )
+    .await
+    .unwrap();
+    let until = json!({"until": {"message": {"conversation": "c"}}});
+    let got = root(&t, "await", until).await.unwrap();
+    assert_eq!(got["message"]["id"], 1);
+    assert_eq!(got["message"]["from"], "conversation:c");
+    let until = json!({"until": {"message": {"conversation": "c", "after": 1}}, "timeout": 1});
+    assert_eq!(root(&t, "await", until).await, Ok(json!({"met": false})));
+
+    assert_eq!(t.services().append("ticks", json!({"n": 1})), 1);
+    let until = json!({"until": {"stream": {"name": "ticks", "after": 0}}});
+    let got = root(&t, "await", until).await;
+    assert_eq!(
+        got,
+        Ok(json!({"met": true, "stream": {"name": "ticks", "seq": 1, "data": {"n": 1}}}))
+    );
+
+    assert_eq!(
+        code(root(&t, "await", json!({"until": {"run": "r9"}})).await),
+        "unknown_run"
+    );
+    assert_eq!(
+        code(root(&t, "await", json!({"until": {"subagent": "a9"}})).await),
+        "unknown_subagent"
+    );
+    let two = json!({"until": {"run": "r", "subagent": "s"}});
+    assert_eq!(code(root(&t, "await", two).await), "invalid_arguments");
+
+    // At shutdown a sleep is cancelled and an await that would wait ends.
+    t.services().shut_down();
+    let slept = root(&t, "sleep", json!({"duration": 5_000})).await;
+    assert_eq!(slept, Ok(json!({"slept_ms": 0, "cancelled": true})));
+    let until = json!({"until": {"stream": {"name": "ticks", "after": 1}}});
+    assert_eq!(code(root(&t, "await", until).await), "shutting_down");
+}
+
+#[test]
+fn errors_have_stable_codes() {
+    let err = Error::TooLarge {
+        what: "value",
+        size: 2,
+        max: 1,
+    };
+    assert_eq!(
+        err.to_value(),
+        json!({"code": "too_large", "message": "value of 2 is past 1", "max": 1})
+    );
+    assert_eq!(Error::ShuttingDown.code(), "shutting_down");
+    assert_eq!(
+        Error::Store {
+            detail: "disk".into()
+        }
+        .code(),
+        "store"
+    );
+}

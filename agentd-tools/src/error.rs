@@ -1,0 +1,212 @@
+//! Why a tool call did nothing: [`Error`], with a stable `code` word for each kind.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use crate::Scope;
+use crate::runtime::Refused;
+
+/// Why a tool call, or a service call under it, did nothing. Each kind has a stable
+/// [`code`](Self::code); [`to_value`](Self::to_value) is the answer a caller hears.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// No tool of that name exists (`unknown_tool`).
+    UnknownTool {
+        /// The name asked for.
+        tool: String,
+    },
+    /// The tool is not granted to the caller's scope (`not_granted`).
+    NotGranted {
+        /// The tool.
+        tool: String,
+        /// The scope whose grants were checked, when there is one.
+        scope: Option<Scope>,
+    },
+    /// The arguments do not fit the tool's input schema (`invalid_arguments`).
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// The JSON pointer of the value that failed, inside the arguments.
+        pointer: String,
+        /// The rule it broke (a JSON Schema keyword, or a rule of the tool).
+        rule: String,
+        /// What is wrong, in words.
+        message: String,
+    },
+    /// A value past its bound (`too_large`); nothing changed.
+    TooLarge {
+        /// What is too large (`value`, `content`, `summary`, `text`, `steps`, `limit`, …).
+        what: &'static str,
+        /// Its size (bytes, or items).
+        size: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A memory key that is empty, past 256 bytes or holds a control character (`bad_key`).
+    BadKey {
+        /// Why.
+        reason: &'static str,
+    },
+    /// A compare-and-set found another version (`version_mismatch`); nothing changed.
+    VersionMismatch {
+        /// The key.
+        key: String,
+        /// Its version now (0 when absent).
+        current: u64,
+    },
+    /// A queue operation on a value that is not an array (`not_an_array`).
+    NotAnArray {
+        /// The key.
+        key: String,
+    },
+    /// The thing to create exists already (`exists`).
+    Exists {
+        /// What exists.
+        what: String,
+    },
+    /// The thing asked for does not exist (`not_found`).
+    NotFound {
+        /// What is missing.
+        what: String,
+    },
+    /// The tool is in the catalogue but not built yet (`not_built`).
+    NotBuilt {
+        /// The tool.
+        tool: String,
+    },
+    /// No workflow run of that id (`unknown_run`).
+    UnknownRun {
+        /// The id.
+        run: String,
+    },
+    /// No subagent of that id (`unknown_subagent`).
+    UnknownSubagent {
+        /// The id.
+        subagent: String,
+    },
+    /// The unit finished already (`already_finished`).
+    AlreadyFinished {
+        /// The unit.
+        unit: String,
+    },
+    /// The store failed (`store`); the change may not have been made.
+    Store {
+        /// What failed.
+        detail: String,
+    },
+    /// The daemon is shutting down (`shutting_down`).
+    ShuttingDown,
+    /// The runtime MCP Events subscriptions refused (`refused`).
+    Refused(Refused),
+}
+
+impl Error {
+    /// The stable word naming the kind of error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::NotGranted { .. } => "not_granted",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::TooLarge { .. } => "too_large",
+            Self::BadKey { .. } => "bad_key",
+            Self::VersionMismatch { .. } => "version_mismatch",
+            Self::NotAnArray { .. } => "not_an_array",
+            Self::Exists { .. } => "exists",
+            Self::NotFound { .. } => "not_found",
+            Self::NotBuilt { .. } => "not_built",
+            Self::UnknownRun { .. } => "unknown_run",
+            Self::UnknownSubagent { .. } => "unknown_subagent",
+            Self::AlreadyFinished { .. } => "already_finished",
+            Self::Store { .. } => "store",
+            Self::ShuttingDown => "shutting_down",
+            Self::Refused(_) => "refused",
+        }
+    }
+
+    /// The error as a caller hears it: `{"code", "message"}`, with `pointer` and `rule` for
+    /// `invalid_arguments`, `current` for `version_mismatch`, `max` for `too_large`.
+    pub fn to_value(&self) -> Value {
+        let mut answer = json!({"code": self.code(), "message": self.to_string()});
+        match self {
+            Self::InvalidArguments { pointer, rule, .. } => {
+                answer["pointer"] = json!(pointer);
+                answer["rule"] = json!(rule);
+            }
+            Self::VersionMismatch { current, .. } => answer["current"] = json!(current),
+            Self::TooLarge { max, .. } => answer["max"] = json!(max),
+            _ => {}
+        }
+        answer
+    }
+
+    /// `invalid_arguments` of `tool` at `pointer` for breaking `rule`.
+    pub(crate) fn invalid(
+        tool: &str,
+        pointer: &str,
+        rule: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::InvalidArguments {
+            tool: tool.to_owned(),
+            pointer: pointer.to_owned(),
+            rule: rule.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownTool { tool } => write!(f, "no tool is named {tool:?}"),
+            Self::NotGranted {
+                tool,
+                scope: Some(scope),
+            } => write!(f, "{tool} is not granted to {scope}"),
+            Self::NotGranted { tool, scope: None } => {
+                write!(f, "{tool} is not offered to this caller")
+            }
+            Self::InvalidArguments {
+                tool,
+                pointer,
+                rule,
+                message,
+            } => write!(
+                f,
+                "{tool}: arguments at {pointer:?} break {rule}: {message}"
+            ),
+            Self::TooLarge { what, size, max } => write!(f, "{what} of {size} is past {max}"),
+            Self::BadKey { reason } => write!(f, "bad key: {reason}"),
+            Self::VersionMismatch { key, current } => {
+                write!(f, "{key:?} is at version {current}")
+            }
+            Self::NotAnArray { key } => write!(f, "{key:?} does not hold an array"),
+            Self::Exists { what } => write!(f, "{what} exists already"),
+            Self::NotFound { what } => write!(f, "no {what}"),
+            Self::NotBuilt { tool } => write!(f, "{tool} is not built yet"),
+            Self::UnknownRun { run } => write!(f, "no run {run:?}"),
+            Self::UnknownSubagent { subagent } => write!(f, "no subagent {subagent:?}"),
+            Self::AlreadyFinished { unit } => write!(f, "{unit} finished already"),
+            Self::Store { detail } => write!(f, "store: {detail}"),
+            Self::ShuttingDown => f.write_str("shutting down"),
+            Self::Refused(refused) => refused.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Refused(refused) => Some(refused),
+            _ => None,
+        }
+    }
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Self {
+        Self::Refused(refused)
+    }
+}

@@ -1,0 +1,430 @@
+//! In-memory services: every service trait over one lock, with a virtual clock. They are
+//! the reference semantics a durable implementation matches (the checks of
+//! [`testing`](crate::testing) pass on both), and the services of tests.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::artifact::{Artifact, Artifacts, Listed};
+use crate::finish::{Outcome, Units};
+use crate::memory::{self, End, Entry, Memory, Page, Taken, Versioned};
+use crate::message::{Message, Messages};
+use crate::plan::{Plan, Plans, Step, Update};
+use crate::status::{Inbox, Report, Status};
+use crate::wait::{Clock, Record, Streams, Woke};
+use crate::{Error, Services};
+
+/// Every service in memory. Its clock is virtual: it starts at 0 (or [`at`](Self::at)),
+/// a sleep moves it on at once by its duration, and after [`shut_down`](Self::shut_down)
+/// every sleep ends at once as [`Woke::ShuttingDown`].
+///
+/// ```
+/// use agentd_tools::in_memory::InMemory;
+/// use agentd_tools::memory::Memory;
+///
+/// # run_now(async {
+/// let services = InMemory::new("my-agent");
+/// assert_eq!(services.set("k", 1.into(), None).await, Ok(1));
+/// assert_eq!(services.set("k", 2.into(), Some(0)).await.unwrap_err().code(), "version_mismatch");
+/// # });
+/// # fn run_now(f: impl Future<Output = ()>) {
+/// #     let mut f = std::pin::pin!(f);
+/// #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+/// #     assert!(f.as_mut().poll(&mut cx).is_ready());
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct InMemory {
+    instance: String,
+    max_value_bytes: usize,
+    now_ms: AtomicI64,
+    shutting_down: AtomicBool,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    memory: BTreeMap<String, Versioned>,
+    artifacts: BTreeMap<String, BTreeMap<String, Artifact>>,
+    plans: BTreeMap<String, Plan>,
+    inboxes: BTreeMap<String, Vec<Message>>,
+    streams: BTreeMap<String, Vec<Record>>,
+    finished: BTreeMap<String, (Outcome, String, i64)>,
+}
+
+impl InMemory {
+    /// Empty services of instance `instance`, values bounded at
+    /// [`VALUE_MAX_DEFAULT`](memory::VALUE_MAX_DEFAULT).
+    pub fn new(instance: &str) -> Self {
+        Self {
+            instance: instance.to_owned(),
+            max_value_bytes: memory::VALUE_MAX_DEFAULT,
+            now_ms: AtomicI64::new(0),
+            shutting_down: AtomicBool::new(false),
+            state: Mutex::default(),
+        }
+    }
+
+    /// The same, values bounded at `max` bytes.
+    pub fn with_max_value_bytes(mut self, max: usize) -> Self {
+        self.max_value_bytes = max;
+        self
+    }
+
+    /// The same, its clock at `now_ms`.
+    pub fn at(self, now_ms: i64) -> Self {
+        self.now_ms.store(now_ms, Ordering::SeqCst);
+        self
+    }
+
+    /// Moves the clock on by `by`.
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.now_ms.fetch_add(by, Ordering::SeqCst);
+    }
+
+    /// From now on, every wait ends as [`Woke::ShuttingDown`].
+    pub fn shut_down(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// Appends `data` to stream `name`; its sequence number (from 1).
+    pub fn append(&self, name: &str, data: Value) -> u64 {
+        let mut state = self.lock();
+        let stream = state.streams.entry(name.to_owned()).or_default();
+        let seq = stream.len() as u64 + 1;
+        stream.push(Record::new(seq, data));
+        seq
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock leaves maps that are still whole.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Services for InMemory {
+    type Memory = Self;
+    type Artifacts = Self;
+    type Plans = Self;
+    type Messages = Self;
+    type Streams = Self;
+    type Units = Self;
+    type Status = Self;
+    type Clock = Self;
+
+    fn memory(&self) -> &Self {
+        self
+    }
+    fn artifacts(&self) -> &Self {
+        self
+    }
+    fn plans(&self) -> &Self {
+        self
+    }
+    fn messages(&self) -> &Self {
+        self
+    }
+    fn streams(&self) -> &Self {
+        self
+    }
+    fn units(&self) -> &Self {
+        self
+    }
+    fn status(&self) -> &Self {
+        self
+    }
+    fn clock(&self) -> &Self {
+        self
+    }
+}
+
+fn mismatch(key: &str, current: u64) -> Error {
+    Error::VersionMismatch {
+        key: key.to_owned(),
+        current,
+    }
+}
+
+impl Memory for InMemory {
+    fn max_value_bytes(&self) -> usize {
+        self.max_value_bytes
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, Error> {
+        Ok(self.lock().memory.get(key).cloned())
+    }
+
+    async fn set(&self, key: &str, value: Value, expected: Option<u64>) -> Result<u64, Error> {
+        memory::check_key(key)?;
+        memory::check_value("value", &value, self.max_value_bytes)?;
+        let mut state = self.lock();
+        let current = state.memory.get(key).map_or(0, |v| v.version);
+        if expected.is_some_and(|e| e != current) {
+            return Err(mismatch(key, current));
+        }
+        state
+            .memory
+            .insert(key.to_owned(), Versioned::new(value, current + 1));
+        Ok(current + 1)
+    }
+
+    async fn list(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Page, Error> {
+        let state = self.lock();
+        let from = match after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let mut keys = state
+            .memory
+            .range::<str, _>((from, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| Entry::new(k.clone(), v.version, memory::serialized_len(&v.value)));
+        let page: Vec<Entry> = keys.by_ref().take(limit).collect();
+        let more = keys.next().is_some();
+        Ok(Page::new(page, more))
+    }
+
+    async fn push(&self, key: &str, value: Value) -> Result<(usize, u64), Error> {
+        memory::check_key(key)?;
+        let mut state = self.lock();
+        let (mut array, version) = match state.memory.get(key) {
+            None => (Vec::new(), 0),
+            Some(Versioned {
+                value: Value::Array(items),
+                version,
+            }) => (items.clone(), *version),
+            Some(_) => {
+                return Err(Error::NotAnArray {
+                    key: key.to_owned(),
+                });
+            }
+        };
+        array.push(value);
+        let array = Value::Array(array);
+        memory::check_value("value", &array, self.max_value_bytes)?;
+        let length = array.as_array().map_or(0, Vec::len);
+        state
+            .memory
+            .insert(key.to_owned(), Versioned::new(array, version + 1));
+        Ok((length, version + 1))
+    }
+
+    async fn take(&self, key: &str, end: End) -> Result<Taken, Error> {
+        let mut state = self.lock();
+        let Some(entry) = state.memory.get_mut(key) else {
+            return Ok(Taken::Empty { version: 0 });
+        };
+        let Value::Array(items) = &mut entry.value else {
+            return Err(Error::NotAnArray {
+                key: key.to_owned(),
+            });
+        };
+        let item = match end {
+            _ if items.is_empty() => None,
+            End::First => Some(items.remove(0)),
+            End::Last => items.pop(),
+        };
+        Ok(match item {
+            None => Taken::Empty {
+                version: entry.version,
+            },
+            Some(item) => {
+                entry.version += 1;
+                Taken::Item(Versioned::new(item, entry.version))
+            }
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, Error> {
+        Ok(self.lock().memory.remove(key).is_some())
+    }
+}
+
+impl Artifacts for InMemory {
+    async fn create(&self, unit: &str, artifact: Artifact) -> Result<(), Error> {
+        let mut state = self.lock();
+        let unit = state.artifacts.entry(unit.to_owned()).or_default();
+        unit.insert(artifact.name.clone(), artifact);
+        Ok(())
+    }
+
+    async fn get(&self, unit: &str, name: &str) -> Result<Option<Artifact>, Error> {
+        Ok(self
+            .lock()
+            .artifacts
+            .get(unit)
+            .and_then(|a| a.get(name))
+            .cloned())
+    }
+
+    async fn delete(&self, unit: &str, name: &str) -> Result<bool, Error> {
+        let mut state = self.lock();
+        Ok(state
+            .artifacts
+            .get_mut(unit)
+            .is_some_and(|a| a.remove(name).is_some()))
+    }
+
+    async fn list(&self, unit: &str) -> Result<Vec<Listed>, Error> {
+        let state = self.lock();
+        let all = state
+            .artifacts
+            .get(unit)
+            .into_iter()
+            .flat_map(|a| a.values());
+        Ok(all
+            .map(|a| Listed::new(&a.name, &a.media_type, a.content.len()))
+            .collect())
+    }
+}
+
+impl Plans for InMemory {
+    async fn get(&self, unit: &str) -> Result<Option<Plan>, Error> {
+        Ok(self.lock().plans.get(unit).cloned())
+    }
+
+    async fn create(&self, unit: &str, steps: Vec<Step>) -> Result<Plan, Error> {
+        let mut state = self.lock();
+        if state.plans.contains_key(unit) {
+            return Err(Error::Exists {
+                what: format!("the plan of {unit}"),
+            });
+        }
+        let plan = Plan::new(steps, 1);
+        state.plans.insert(unit.to_owned(), plan.clone());
+        Ok(plan)
+    }
+
+    async fn update(&self, unit: &str, update: Update) -> Result<Plan, Error> {
+        let mut state = self.lock();
+        let plan = state.plans.get_mut(unit).ok_or_else(|| Error::NotFound {
+            what: format!("plan of {unit}"),
+        })?;
+        match update {
+            Update::Steps(steps) => plan.steps = steps,
+            Update::Step {
+                index,
+                status,
+                title,
+            } => {
+                let step = plan.steps.get_mut(index).ok_or_else(|| Error::NotFound {
+                    what: format!("step {index}"),
+                })?;
+                if let Some(status) = status {
+                    step.status = status;
+                }
+                if let Some(title) = title {
+                    step.title = title;
+                }
+            }
+        }
+        plan.version += 1;
+        Ok(plan.clone())
+    }
+
+    async fn clear(&self, unit: &str) -> Result<bool, Error> {
+        Ok(self.lock().plans.remove(unit).is_some())
+    }
+}
+
+impl Messages for InMemory {
+    async fn send(
+        &self,
+        conversation: &str,
+        from: &str,
+        text: &str,
+        at_ms: i64,
+    ) -> Result<u64, Error> {
+        let mut state = self.lock();
+        let inbox = state.inboxes.entry(conversation.to_owned()).or_default();
+        let id = inbox.len() as u64 + 1;
+        inbox.push(Message::new(id, from, text, at_ms));
+        Ok(id)
+    }
+
+    async fn after(&self, conversation: &str, after: u64) -> Result<Option<Message>, Error> {
+        let state = self.lock();
+        let inbox = state.inboxes.get(conversation);
+        Ok(inbox.and_then(|i| i.iter().find(|m| m.id > after)).cloned())
+    }
+}
+
+impl Streams for InMemory {
+    async fn after(&self, name: &str, after: u64) -> Result<Option<Record>, Error> {
+        let state = self.lock();
+        let stream = state.streams.get(name);
+        Ok(stream
+            .and_then(|s| s.iter().find(|r| r.seq > after))
+            .cloned())
+    }
+}
+
+impl Units for InMemory {
+    async fn finish(
+        &self,
+        unit: &str,
+        outcome: Outcome,
+        summary: &str,
+        at_ms: i64,
+    ) -> Result<(), Error> {
+        let mut state = self.lock();
+        if state.finished.contains_key(unit) {
+            return Err(Error::AlreadyFinished {
+                unit: unit.to_owned(),
+            });
+        }
+        state
+            .finished
+            .insert(unit.to_owned(), (outcome, summary.to_owned(), at_ms));
+        Ok(())
+    }
+}
+
+impl Status for InMemory {
+    async fn report(&self) -> Result<Report, Error> {
+        let state = self.lock();
+        let memory: usize = state
+            .memory
+            .iter()
+            .map(|(k, v)| k.len() + memory::serialized_len(&v.value))
+            .sum();
+        let artifacts: usize = state
+            .artifacts
+            .values()
+            .flat_map(|a| a.values())
+            .map(|a| a.content.len())
+            .sum();
+        let messages: usize = state.inboxes.values().flatten().map(|m| m.text.len()).sum();
+        Ok(Report {
+            instance: self.instance.clone(),
+            conversations: state
+                .inboxes
+                .iter()
+                .map(|(id, inbox)| Inbox::new(id, inbox.len() as u64))
+                .collect(),
+            units_finished: state.finished.len() as u64,
+            store_bytes: (memory + artifacts + messages) as u64,
+            degraded: false,
+        })
+    }
+}
+
+impl Clock for InMemory {
+    fn now_ms(&self) -> i64 {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+
+    async fn sleep(&self, duration: Duration) -> Woke {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Woke::ShuttingDown;
+        }
+        self.advance(duration);
+        Woke::Elapsed
+    }
+}

@@ -1,0 +1,279 @@
+//! Every tool's input JSON Schema and the shape of its answer.
+//!
+//! The schemas say what a JSON Schema can; the rest (a key's bytes, a duration's range, a
+//! size decoded) the tool checks itself, with the same `invalid_arguments` error or the
+//! contract's own code (`bad_key`, `too_large`).
+
+use serde_json::{Value, json};
+
+/// The largest duration of `sleep` and `await`, in milliseconds (1 h).
+pub const DURATION_MAX_MS: u64 = 3_600_000;
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn none() -> Value {
+    object(json!({}), &[])
+}
+
+fn text() -> Value {
+    json!({"type": "string", "minLength": 1})
+}
+
+/// A duration: a humantime string ("5s", "1m 30s") or milliseconds, 1 ms ..= 1 h.
+pub(crate) fn duration() -> Value {
+    json!({"type": ["string", "integer"], "minLength": 1, "minimum": 1, "maximum": DURATION_MAX_MS})
+}
+
+fn after() -> Value {
+    json!({"type": "integer", "minimum": 0})
+}
+
+fn plan_step() -> Value {
+    object(
+        json!({"title": text(), "status": status_enum()}),
+        &["title"],
+    )
+}
+
+fn status_enum() -> Value {
+    json!({"enum": ["pending", "in_progress", "done", "skipped", "failed"]})
+}
+
+fn steps() -> Value {
+    json!({"type": "array", "items": plan_step(), "minItems": 1})
+}
+
+/// The input schema of `tool`; `None` when no tool has that name.
+pub(crate) fn input(tool: &str) -> Option<Value> {
+    let id = |name: &str| object(json!({name: text()}), &[name]);
+    let schema = match tool {
+        "instruction.read" => none(),
+        "instruction.subscribe" => object(json!({"uri": text()}), &[]),
+        "subagent.run" => object(
+            json!({
+                "task": text(),
+                "name": text(),
+                "tools": {"type": "array", "items": text()},
+                "servers": {"type": "array", "items": text()},
+            }),
+            &["task"],
+        ),
+        "subagent.send" => object(
+            json!({"subagent": text(), "text": text()}),
+            &["subagent", "text"],
+        ),
+        "subagent.status" | "subagent.kill" | "subagent.retire" => id("subagent"),
+        "subagent.await" => object(
+            json!({"subagent": text(), "timeout": duration()}),
+            &["subagent"],
+        ),
+        "subagent.list" => none(),
+        "memory.get" | "memory.shift" | "memory.pop" | "memory.delete" => id("key"),
+        "memory.set" => object(
+            json!({"key": text(), "value": {}, "expected_version": after()}),
+            &["key", "value"],
+        ),
+        "memory.list" => object(
+            json!({
+                "prefix": {"type": "string"},
+                "after": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1},
+            }),
+            &[],
+        ),
+        "memory.push" => object(json!({"key": text(), "value": {}}), &["key", "value"]),
+        "artifact.create" => json!({
+            "type": "object",
+            "properties": {
+                "name": text(),
+                "media_type": text(),
+                "text": {"type": "string"},
+                "base64": {"type": "string"},
+            },
+            "required": ["name", "media_type"],
+            "additionalProperties": false,
+            "oneOf": [{"required": ["text"]}, {"required": ["base64"]}],
+        }),
+        "artifact.get" | "artifact.delete" => id("name"),
+        "artifact.list" => none(),
+        "message.send" => object(
+            json!({"conversation": text(), "text": text()}),
+            &["conversation", "text"],
+        ),
+        "events.list" => id("server"),
+        "events.subscribe" => object(
+            json!({
+                "server": text(),
+                "event": text(),
+                "into": text(),
+                "arguments": {"type": "object"},
+                "delivery": {
+                    "type": "array",
+                    "items": {"enum": ["webhook", "poll", "push"]},
+                    "minItems": 1,
+                },
+                "lifetime_s": {"type": "integer", "minimum": 1, "maximum": 2_592_000},
+            }),
+            &["server", "event", "into"],
+        ),
+        "events.unsubscribe" => id("subscription"),
+        "events.subscriptions" => none(),
+        "workflow.run" => object(json!({"workflow": text(), "input": {}}), &["workflow"]),
+        "workflow.cancel" | "workflow.status" | "workflow.pause" | "workflow.resume" => id("run"),
+        "workflow.wait" => object(json!({"run": text(), "timeout": duration()}), &["run"]),
+        "workflow.list" => object(
+            json!({"workflow": text(), "status": text(), "after": text(), "limit": {"type": "integer", "minimum": 1, "maximum": 100}}),
+            &[],
+        ),
+        "workflow.signal" => object(
+            json!({"run": text(), "signal": text(), "payload": {}}),
+            &["run", "signal"],
+        ),
+        "workflow.create" | "workflow.update" => object(
+            json!({"name": text(), "definition": {"type": "object"}}),
+            &["name", "definition"],
+        ),
+        "workflow.delete" => id("name"),
+        "plan.create" => object(json!({"steps": steps()}), &["steps"]),
+        "plan.get" | "plan.clear" => none(),
+        "plan.update" => json!({
+            "type": "object",
+            "properties": {
+                "steps": steps(),
+                "step": {"type": "integer", "minimum": 0},
+                "status": status_enum(),
+                "title": text(),
+            },
+            "additionalProperties": false,
+            "oneOf": [
+                {"required": ["steps"], "not": {"anyOf": [
+                    {"required": ["step"]}, {"required": ["status"]}, {"required": ["title"]}
+                ]}},
+                {"required": ["step"], "not": {"required": ["steps"]}},
+            ],
+        }),
+        "ask_human" => object(
+            json!({"question": text(), "schema": {"type": "object"}, "timeout": duration()}),
+            &["question"],
+        ),
+        "sleep" => object(json!({"duration": duration()}), &["duration"]),
+        "await" => object(
+            json!({
+                "until": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1,
+                    "properties": {
+                        "memory": object(json!({"key": text(), "equals": {}}), &["key"]),
+                        "message": object(json!({"conversation": text(), "after": after()}), &["conversation"]),
+                        "stream": object(json!({"name": text(), "after": after()}), &["name"]),
+                        "run": text(),
+                        "subagent": text(),
+                    },
+                    "additionalProperties": false,
+                },
+                "timeout": duration(),
+            }),
+            &["until"],
+        ),
+        "context.compact" => object(
+            json!({"keep": {"type": "integer", "minimum": 0}, "instructions": text()}),
+            &[],
+        ),
+        "think" => object(
+            json!({"prompt": text(), "schema": {"type": "object"}}),
+            &["prompt"],
+        ),
+        "decide" => object(
+            json!({
+                "questions": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": object(
+                        json!({
+                            "id": text(),
+                            "question": text(),
+                            "type": {"enum": ["boolean", "choice", "number", "text"]},
+                            "options": {"type": "array", "items": text(), "minItems": 2},
+                        }),
+                        &["id", "question", "type"],
+                    ),
+                },
+                "context": {"type": "string"},
+            }),
+            &["questions"],
+        ),
+        "skills.list" => none(),
+        "skills.load" | "skills.unload" => id("name"),
+        "finish" => object(
+            json!({"status": {"enum": ["done", "failed", "cancelled"]}, "summary": {"type": "string"}}),
+            &["status", "summary"],
+        ),
+        "status" => none(),
+        "knowledge.search" | "search.query" => object(
+            json!({"query": text(), "limit": {"type": "integer", "minimum": 1, "maximum": 100}}),
+            &["query"],
+        ),
+        "knowledge.get" => id("id"),
+        "knowledge.list" => object(
+            json!({"after": text(), "limit": {"type": "integer", "minimum": 1, "maximum": 100}}),
+            &[],
+        ),
+        "search.fetch" => id("url"),
+        "code.run" => object(
+            json!({"language": text(), "code": text(), "timeout": duration()}),
+            &["language", "code"],
+        ),
+        "exec" => object(
+            json!({
+                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "cwd": text(),
+                "stdin": {"type": "string"},
+                "timeout": duration(),
+            }),
+            &["command"],
+        ),
+        _ => return None,
+    };
+    Some(schema)
+}
+
+/// The shape of `tool`'s answer, in the contract's words (empty for a tool not built).
+pub(crate) fn output(tool: &str) -> &'static str {
+    match tool {
+        "memory.get" => r#"{"value": V, "version": N} ({"value": null, "version": 0} when absent)"#,
+        "memory.set" => r#"{"version": N}"#,
+        "memory.list" => r#"{"keys": [{"key", "version", "bytes"}], "next": last key | null}"#,
+        "memory.push" => r#"{"length": n, "version": v}"#,
+        "memory.shift" | "memory.pop" => {
+            r#"{"value": item, "version": v} or {"value": null, "empty": true, "version": v}"#
+        }
+        "memory.delete" | "artifact.delete" => r#"{"deleted": bool}"#,
+        "artifact.create" => r#"{"name", "media_type", "bytes"}"#,
+        "artifact.get" => r#"{"name", "media_type", "bytes", "text" | "base64"}"#,
+        "artifact.list" => r#"{"artifacts": [{"name", "media_type", "bytes"}]}"#,
+        "plan.create" | "plan.update" => {
+            r#"{"plan": {"steps": [{"title", "status"}], "version": n}}"#
+        }
+        "plan.get" => r#"{"plan": {"steps": [{"title", "status"}], "version": n} | null}"#,
+        "plan.clear" => r#"{"cleared": bool}"#,
+        "message.send" => r#"{"id": seq}"#,
+        "status" => {
+            r#"{"instance", "conversations": [{"id", "inbox"}], "runs", "subagents", "units_finished", "budget", "store": {"bytes", "degraded"}}"#
+        }
+        "sleep" => r#"{"slept_ms": n, "cancelled": bool}"#,
+        "await" => r#"{"met": bool, "memory" | "message" | "stream": what met it}"#,
+        "finish" => r#"{"unit", "status", "artifacts": [names]}"#,
+        "events.list" => r#"{"server", "types": [event type]}"#,
+        "events.subscribe" | "events.unsubscribe" => r#"{"subscription": subscription}"#,
+        "events.subscriptions" => r#"{"subscriptions": [subscription]}"#,
+        _ => "",
+    }
+}

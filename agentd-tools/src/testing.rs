@@ -1,0 +1,245 @@
+//! Conformance checks of the service traits (feature `testing`): the semantics every
+//! implementation keeps, the in-memory one and the daemon's durable one alike. Each check
+//! panics at the first difference; each uses its own keys, units and conversations
+//! (under `check/`, `check:`), which must not exist when it starts.
+//!
+//! ```
+//! # run_now(async {
+//! let services = agentd_tools::in_memory::InMemory::new("i").with_max_value_bytes(1024);
+//! agentd_tools::testing::check_memory(&services).await;
+//! # });
+//! # fn run_now(f: impl Future<Output = ()>) {
+//! #     let mut f = std::pin::pin!(f);
+//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+//! #     assert!(f.as_mut().poll(&mut cx).is_ready());
+//! # }
+//! ```
+
+use serde_json::{Value, json};
+
+use crate::Error;
+use crate::artifact::{Artifact, Artifacts, Listed};
+use crate::finish::{Outcome, Units};
+use crate::memory::{End, Memory, Taken, Versioned};
+use crate::message::Messages;
+use crate::plan::{Plan, Plans, Status, Step, Update};
+
+/// Checks [`Memory`]: versions, compare-and-set, listing pages, queues, the value bound
+/// (at `max_value_bytes` and one past) and deletion.
+pub async fn check_memory(service: &impl Memory) {
+    let max = service.max_value_bytes();
+    assert_eq!(service.get("check/a").await, Ok(None));
+    assert_eq!(service.set("check/a", json!(1), None).await, Ok(1));
+    assert_eq!(service.set("check/a", json!(2), None).await, Ok(2));
+    // Compare-and-set: a stale version fails and changes nothing.
+    let stale = service.set("check/a", json!(3), Some(1)).await;
+    assert!(
+        matches!(stale, Err(Error::VersionMismatch { current: 2, .. })),
+        "{stale:?}"
+    );
+    assert_eq!(
+        service.get("check/a").await,
+        Ok(Some(Versioned::new(json!(2), 2)))
+    );
+    assert_eq!(service.set("check/a", json!(3), Some(2)).await, Ok(3));
+    let absent = service.set("check/b", json!("b"), Some(1)).await;
+    assert!(
+        matches!(absent, Err(Error::VersionMismatch { current: 0, .. })),
+        "{absent:?}"
+    );
+    assert_eq!(service.set("check/b", json!("b"), Some(0)).await, Ok(1));
+    assert!(matches!(
+        service.set("check/b", json!("b"), Some(0)).await,
+        Err(Error::VersionMismatch { current: 1, .. })
+    ));
+
+    // The value bound: a string of n bytes serializes to n + 2.
+    let at_bound = json!("x".repeat(max - 2));
+    assert_eq!(service.set("check/big", at_bound, None).await, Ok(1));
+    let past = service
+        .set("check/big", json!("x".repeat(max - 1)), None)
+        .await;
+    assert!(matches!(past, Err(Error::TooLarge { .. })), "{past:?}");
+    assert_eq!(service.get("check/big").await.unwrap().unwrap().version, 1);
+    assert_eq!(service.delete("check/big").await, Ok(true));
+    assert_eq!(service.delete("check/big").await, Ok(false));
+
+    // Listing: byte order, prefix, strictly after, pages.
+    for key in ["check/l/c", "check/l/a", "check/l/b", "check/m"] {
+        service.set(key, json!(null), None).await.unwrap();
+    }
+    let page = service.list("check/l/", None, 2).await.unwrap();
+    let keys: Vec<&str> = page.keys.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!((keys, page.more), (vec!["check/l/a", "check/l/b"], true));
+    assert_eq!(page.keys[0].bytes, 4);
+    assert_eq!(page.keys[0].version, 1);
+    let page = service
+        .list("check/l/", Some("check/l/b"), 2)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.keys.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!((keys, page.more), (vec!["check/l/c"], false));
+    let page = service
+        .list("check/l/", Some("check/l/c"), 2)
+        .await
+        .unwrap();
+    assert!(page.keys.is_empty() && !page.more);
+    let page = service
+        .list("check/", Some("check/l/zz"), 10)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.keys.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["check/m"]);
+
+    // Queues.
+    let q = "check/q";
+    assert_eq!(
+        service.take(q, End::First).await,
+        Ok(Taken::Empty { version: 0 })
+    );
+    assert_eq!(service.push(q, json!(1)).await, Ok((1, 1)));
+    assert_eq!(service.push(q, json!(2)).await, Ok((2, 2)));
+    assert_eq!(service.push(q, json!(3)).await, Ok((3, 3)));
+    assert_eq!(
+        service.take(q, End::First).await,
+        Ok(Taken::Item(Versioned::new(json!(1), 4)))
+    );
+    assert_eq!(
+        service.take(q, End::Last).await,
+        Ok(Taken::Item(Versioned::new(json!(3), 5)))
+    );
+    assert_eq!(
+        service.take(q, End::Last).await,
+        Ok(Taken::Item(Versioned::new(json!(2), 6)))
+    );
+    assert_eq!(
+        service.take(q, End::First).await,
+        Ok(Taken::Empty { version: 6 })
+    );
+    assert_eq!(service.get(q).await, Ok(Some(Versioned::new(json!([]), 6))));
+    // Not an array: nothing changed.
+    assert!(matches!(
+        service.push("check/a", json!(1)).await,
+        Err(Error::NotAnArray { .. })
+    ));
+    assert!(matches!(
+        service.take("check/a", End::First).await,
+        Err(Error::NotAnArray { .. })
+    ));
+    assert_eq!(service.get("check/a").await.unwrap().unwrap().version, 3);
+    // The array after a push fits the bound: `["x…x"]` is n + 4.
+    let item = json!("x".repeat(max - 4));
+    assert_eq!(service.push("check/full", item).await, Ok((1, 1)));
+    let past = service.push("check/full", json!(0)).await;
+    assert!(matches!(past, Err(Error::TooLarge { .. })), "{past:?}");
+    assert_eq!(service.get("check/full").await.unwrap().unwrap().version, 1);
+}
+
+/// Checks [`Artifacts`]: creation, replacement, per-unit separation, listing, deletion.
+pub async fn check_artifacts(service: &impl Artifacts) {
+    let (unit, other) = ("check:artifacts", "check:other");
+    let a = Artifact::new("a.txt", "text/plain", b"one".to_vec());
+    service.create(unit, a.clone()).await.unwrap();
+    assert_eq!(service.get(unit, "a.txt").await, Ok(Some(a)));
+    assert_eq!(service.get(other, "a.txt").await, Ok(None));
+    let b = Artifact::new("a.txt", "application/octet-stream", vec![0, 255]);
+    service.create(unit, b.clone()).await.unwrap();
+    assert_eq!(service.get(unit, "a.txt").await, Ok(Some(b)));
+    let c = Artifact::new("0.json", "application/json", b"{}".to_vec());
+    service.create(unit, c).await.unwrap();
+    assert_eq!(
+        service.list(unit).await,
+        Ok(vec![
+            Listed::new("0.json", "application/json", 2),
+            Listed::new("a.txt", "application/octet-stream", 2),
+        ])
+    );
+    assert_eq!(service.list(other).await, Ok(vec![]));
+    assert_eq!(service.delete(other, "a.txt").await, Ok(false));
+    assert_eq!(service.delete(unit, "a.txt").await, Ok(true));
+    assert_eq!(service.delete(unit, "a.txt").await, Ok(false));
+    assert_eq!(service.list(unit).await.unwrap().len(), 1);
+}
+
+/// Checks [`Plans`]: one plan per unit, versions, updates of all steps or one, clearing.
+pub async fn check_plans(service: &impl Plans) {
+    let unit = "check:plans";
+    assert_eq!(service.get(unit).await, Ok(None));
+    let missing = service.update(unit, Update::Steps(vec![])).await;
+    assert!(
+        matches!(missing, Err(Error::NotFound { .. })),
+        "{missing:?}"
+    );
+    let steps = vec![
+        Step::new("one", Status::Pending),
+        Step::new("two", Status::Pending),
+    ];
+    let made = service.create(unit, steps.clone()).await.unwrap();
+    assert_eq!(made, Plan::new(steps.clone(), 1));
+    let again = service.create(unit, steps).await;
+    assert!(matches!(again, Err(Error::Exists { .. })), "{again:?}");
+    let one = Update::Step {
+        index: 1,
+        status: Some(Status::Done),
+        title: None,
+    };
+    let plan = service.update(unit, one).await.unwrap();
+    assert_eq!(plan.version, 2);
+    assert_eq!(plan.steps[1], Step::new("two", Status::Done));
+    let past = Update::Step {
+        index: 2,
+        status: Some(Status::Done),
+        title: None,
+    };
+    assert!(matches!(
+        service.update(unit, past).await,
+        Err(Error::NotFound { .. })
+    ));
+    let all = Update::Steps(vec![Step::new("three", Status::InProgress)]);
+    let plan = service.update(unit, all).await.unwrap();
+    assert_eq!(plan.version, 3);
+    assert_eq!(service.get(unit).await, Ok(Some(plan)));
+    assert_eq!(service.clear(unit).await, Ok(true));
+    assert_eq!(service.clear(unit).await, Ok(false));
+    assert_eq!(service.get(unit).await, Ok(None));
+}
+
+/// Checks [`Messages`]: ids from 1 per conversation, sender and time kept, reading after.
+pub async fn check_messages(service: &impl Messages) {
+    let (c, d) = ("check:inbox", "check:other");
+    assert_eq!(service.after(c, 0).await, Ok(None));
+    assert_eq!(service.send(c, "run:r", "hello", 5).await, Ok(1));
+    assert_eq!(service.send(c, "operator", "again", 6).await, Ok(2));
+    assert_eq!(service.send(d, "operator", "elsewhere", 7).await, Ok(1));
+    let first = service.after(c, 0).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            first.id,
+            first.from.as_str(),
+            first.text.as_str(),
+            first.at_ms
+        ),
+        (1, "run:r", "hello", 5)
+    );
+    assert_eq!(service.after(c, 1).await.unwrap().map(|m| m.id), Some(2));
+    assert_eq!(service.after(c, 2).await, Ok(None));
+}
+
+/// Checks [`Units`]: a unit finishes once.
+pub async fn check_units(service: &impl Units) {
+    let unit = "check:units";
+    assert_eq!(service.finish(unit, Outcome::Done, "ok", 1).await, Ok(()));
+    let again = service.finish(unit, Outcome::Failed, "no", 2).await;
+    assert!(
+        matches!(again, Err(Error::AlreadyFinished { .. })),
+        "{again:?}"
+    );
+}
+
+/// Every item of `taken`, each a shift's answer, once: what concurrent shifts of a queue
+/// holding `0..n` must give back together (none twice, none lost).
+pub fn check_taken_once(taken: &[Value], n: u64) {
+    let mut items: Vec<u64> = taken.iter().filter_map(Value::as_u64).collect();
+    items.sort_unstable();
+    assert_eq!(items, (0..n).collect::<Vec<_>>());
+}

@@ -1,0 +1,153 @@
+//! The runtime: [`Tools`] checks who calls and with what, then runs the tool against the
+//! daemon's [`Services`].
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::artifact::{self, Artifacts};
+use crate::finish::{self, Units};
+use crate::memory::{self, Memory};
+use crate::message::{self, Messages};
+use crate::plan::{self, Plans};
+use crate::status::Status;
+use crate::wait::{self, Clock, Streams};
+use crate::{Caller, Error, Grants, Scope, Tool, catalogue, tool};
+
+/// The services the tools reach the daemon through: one of each, named by an associated
+/// type so that a daemon can make them of different parts (a store, a clock). The
+/// in-memory ones are [`InMemory`](crate::in_memory::InMemory).
+pub trait Services: Send + Sync {
+    /// Durable memory.
+    type Memory: Memory;
+    /// Artifacts per unit.
+    type Artifacts: Artifacts;
+    /// Plans per unit.
+    type Plans: Plans;
+    /// Conversation inboxes.
+    type Messages: Messages;
+    /// Streams, for `await`.
+    type Streams: Streams;
+    /// Finished units.
+    type Units: Units;
+    /// The instance's state.
+    type Status: Status;
+    /// Time and waiting.
+    type Clock: Clock;
+
+    /// Durable memory.
+    fn memory(&self) -> &Self::Memory;
+    /// Artifacts per unit.
+    fn artifacts(&self) -> &Self::Artifacts;
+    /// Plans per unit.
+    fn plans(&self) -> &Self::Plans;
+    /// Conversation inboxes.
+    fn messages(&self) -> &Self::Messages;
+    /// Streams, for `await`.
+    fn streams(&self) -> &Self::Streams;
+    /// Finished units.
+    fn units(&self) -> &Self::Units;
+    /// The instance's state.
+    fn status(&self) -> &Self::Status;
+    /// Time and waiting.
+    fn clock(&self) -> &Self::Clock;
+}
+
+/// agentd's own tools over `services`, offered as `grants` say.
+///
+/// The events tools (`events.*`) are offered per owner (a grant with `tools: true`) and are
+/// called through [`events::call`](crate::events::call); `Tools` neither offers nor runs
+/// them (a call answers `not_granted`).
+#[derive(Debug)]
+pub struct Tools<S> {
+    services: S,
+    grants: Grants,
+}
+
+impl<S: Services> Tools<S> {
+    /// The tools over `services`, offered as `grants` say.
+    pub fn new(services: S, grants: Grants) -> Self {
+        Self { services, grants }
+    }
+
+    /// The services.
+    pub fn services(&self) -> &S {
+        &self.services
+    }
+
+    /// The grants.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// The tools offered to `scope`: granted, built, and run here (not `events.*`).
+    pub fn offered(&self, scope: Scope) -> impl Iterator<Item = &'static Tool> + '_ {
+        catalogue()
+            .iter()
+            .filter(move |t| t.built && !is_events(t.name) && self.grants.offers(scope, t.name))
+    }
+
+    /// Calls `name` for `caller` with `arguments`: refused when no tool has that name
+    /// (`unknown_tool`) or it is not offered to the caller's scope (`not_granted`),
+    /// `not_built` when it is not built yet, `invalid_arguments` when the arguments do not
+    /// fit its input schema; else the tool's answer or error.
+    pub async fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, Error> {
+        let tool = tool(name).ok_or_else(|| Error::UnknownTool {
+            tool: name.to_owned(),
+        })?;
+        if is_events(name) || !self.grants.offers(caller.scope, name) {
+            return Err(Error::NotGranted {
+                tool: name.to_owned(),
+                scope: Some(caller.scope),
+            });
+        }
+        if !tool.built {
+            return Err(Error::NotBuilt {
+                tool: name.to_owned(),
+            });
+        }
+        tool.check(&arguments)?;
+        let s = &self.services;
+        let family = name.split('.').next().unwrap_or(name);
+        match family {
+            "memory" => memory::call(s.memory(), name, arguments).await,
+            "artifact" => artifact::call(s.artifacts(), &caller.unit(), name, arguments).await,
+            "plan" => plan::call(s.plans(), &caller.unit(), name, arguments).await,
+            "message" => {
+                let max = s.memory().max_value_bytes();
+                let now = s.clock().now_ms();
+                message::send(s.messages(), &caller.unit(), now, max, arguments).await
+            }
+            "status" => {
+                let Empty {} = parse(name, arguments)?;
+                Ok(s.status().report().await?.to_value())
+            }
+            "sleep" => wait::sleep(s.clock(), arguments).await,
+            "await" => wait::wait(s, arguments).await,
+            "finish" => {
+                let now = s.clock().now_ms();
+                finish::call(s.units(), s.artifacts(), &caller.unit(), now, arguments).await
+            }
+            _ => Err(Error::NotBuilt {
+                tool: name.to_owned(),
+            }),
+        }
+    }
+}
+
+fn is_events(name: &str) -> bool {
+    name.starts_with("events.")
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Empty {}
+
+/// The arguments of `tool`, already checked against its schema, as `T`.
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Error> {
+    serde_json::from_value(arguments).map_err(|e| Error::invalid(tool, "", "type", e.to_string()))
+}
