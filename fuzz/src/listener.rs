@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use mcp_negotiate::listen::{Action, Ended, Interest, ListenEvent, Listener};
+use mcp_negotiate::listen::{Action, EndReason, Ended, Interest, ListenEvent, Listener};
 use mcp_wire::ListenFilter;
 
 use crate::Input;
@@ -125,13 +125,13 @@ fn log(l: &mut Listener, m: &mut Model) {
         assert!(!m.refused, "{event:?} logged after a refusal");
         match event {
             ListenEvent::Ended {
-                reason: "idle",
+                reason: EndReason::Idle,
                 retry_ms: 0,
             }
             | ListenEvent::FlagsRefused { .. }
             | ListenEvent::Narrowed { .. } => {}
             ListenEvent::Ended {
-                reason: "server" | "behind",
+                reason: EndReason::Server | EndReason::Behind,
                 retry_ms: ms,
             } => retry_ms(ms),
             ListenEvent::Resumed => m.unavailable_logged = false,

@@ -267,6 +267,97 @@ impl Pause {
     }
 }
 
+/// A loss the wire shows (`mcp.events.gap`, `cause`; [`Stats::gaps`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Gap {
+    /// The server dropped occurrences: a page or a subscribe answer said `truncated`, or a
+    /// webhook `gap` envelope came.
+    Truncated,
+    /// The type keeps no cursor: what happens while the client is away is not replayed
+    /// (logged once).
+    NoReplay,
+    /// The type's payload schema changed (an error whose `data.reason` is
+    /// `schema_changed`): the server is listed again.
+    SchemaChanged,
+}
+
+impl Gap {
+    /// Its `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Truncated => "truncated",
+            Self::NoReplay => "no_replay",
+            Self::SchemaChanged => "schema_changed",
+        }
+    }
+}
+
+/// Why an occurrence or a cursor was rejected (`mcp.events.rejected`, `cause`). A rejected
+/// occurrence is not appended and the cursor moves past it; a rejected cursor is not stored,
+/// and the binding goes on from now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// Past a bound of the [`Limits`]: the whole occurrence, its `eventId`, or the cursor it
+    /// carried.
+    Oversize,
+    /// Not an occurrence.
+    Malformed,
+}
+
+impl Rejection {
+    /// Its `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Oversize => "oversize",
+            Self::Malformed => "malformed",
+        }
+    }
+}
+
+/// Why a binding moved to the next delivery mode the operator listed
+/// (`mcp.events.mode_changed`, `cause`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ModeChange {
+    /// The server could not use the webhook URL, five times in a row
+    /// ([`Limits::callback_failures_max`]).
+    CallbackFailed,
+}
+
+impl ModeChange {
+    /// Its `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CallbackFailed => "callback_failed",
+        }
+    }
+}
+
+/// What an `events/*` request came to (its `outcome` in [`Stats::requests`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The server answered with a result.
+    Ok,
+    /// The server refused the binding (a [`Refusal`] it answered).
+    Refused,
+    /// Anything else: no answer, or a JSON-RPC error that is not a refusal.
+    Failed,
+}
+
+impl Outcome {
+    /// Its `outcome`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Refused => "refused",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// A line for the log (the reference's MCP Events table), with the binding's `server` and
 /// `event_type` implied. Text from the server is made safe already.
 #[derive(Debug, Clone, PartialEq)]
@@ -307,17 +398,17 @@ pub enum Log {
         /// Why it was paused.
         cause: Pause,
     },
-    /// `mcp.events.gap`: `truncated`, `no_replay` or `schema_changed`.
+    /// `mcp.events.gap`.
     Gap {
         /// The cause.
-        cause: &'static str,
+        cause: Gap,
     },
     /// `mcp.events.rejected`: the cursor moves past it.
     Rejected {
         /// The occurrence's `eventId` (safe, cut).
         event_id: String,
-        /// `oversize` or `malformed`.
-        cause: &'static str,
+        /// Why.
+        cause: Rejection,
     },
     /// `mcp.events.schema_mismatch`: appended with `schema_ok: false`.
     SchemaMismatch {
@@ -347,8 +438,8 @@ pub enum Log {
         from: DeliveryMode,
         /// The mode taken.
         to: DeliveryMode,
-        /// Why (`callback_failed`).
-        cause: &'static str,
+        /// Why.
+        cause: ModeChange,
     },
     /// `mcp.events.delivery_suspended` (warn): re-armed from the stored cursor.
     DeliverySuspended {
@@ -381,10 +472,10 @@ pub struct Stats {
     pub rejected: u64,
     /// Appended with `schema_ok: false`.
     pub schema_mismatch: u64,
-    /// Requests by method and outcome (`ok`, `refused`, `failed`).
-    pub requests: BTreeMap<(&'static str, &'static str), u64>,
+    /// Requests by method (an `events/*` method name) and outcome.
+    pub requests: BTreeMap<(&'static str, Outcome), u64>,
     /// Gaps by cause.
-    pub gaps: BTreeMap<&'static str, u64>,
+    pub gaps: BTreeMap<Gap, u64>,
     /// The last append's lag: its time minus the server's timestamp, in milliseconds.
     pub lag_ms: Option<i64>,
     /// Deliveries refused while the binding's rate was spent (`refused_pressure`).
@@ -726,7 +817,7 @@ impl Binding {
         let Some(page) = self.answered(answer, now, random) else {
             return Batch::default();
         };
-        self.count_request(mcp_wire::method::EVENTS_POLL, "ok");
+        self.count_request(mcp_wire::method::EVENTS_POLL, Outcome::Ok);
         self.armed(DeliveryMode::Poll);
         let mut records = Vec::new();
         let mut in_page = HashSet::new();
@@ -742,7 +833,7 @@ impl Binding {
         let last = page.events.last().map(|o| o.event_id.clone());
         let cursor = self.next_cursor(Some(page.cursor.clone()), last.as_deref());
         if page.truncated {
-            self.gap("truncated");
+            self.gap(Gap::Truncated);
         }
         let limits = self.config.limits;
         let next = match page.has_more && !records.is_empty() && self.burst < limits.poll_burst_max
@@ -777,14 +868,14 @@ impl Binding {
         let Some(result) = self.answered(answer, now, random) else {
             return Batch::default();
         };
-        self.count_request(mcp_wire::method::EVENTS_SUBSCRIBE, "ok");
+        self.count_request(mcp_wire::method::EVENTS_SUBSCRIBE, Outcome::Ok);
         let limits = self.config.limits;
         self.callback_failures = 0;
         self.refused_since = None;
         self.subscription = Some(result.id);
         self.armed(DeliveryMode::Webhook);
         if result.truncated {
-            self.gap("truncated");
+            self.gap(Gap::Truncated);
         }
         let granted = result
             .refresh_before
@@ -893,7 +984,7 @@ impl Binding {
                 })
             }
             WebhookBody::Gap { cursor } => {
-                self.gap("truncated");
+                self.gap(Gap::Truncated);
                 let cursor = self.next_cursor(Some(cursor), None);
                 Delivery::Commit(Batch {
                     records: Vec::new(),
@@ -915,7 +1006,7 @@ impl Binding {
                             .and_then(Value::as_str)
                             == Some("schema_changed");
                         if changed {
-                            self.gap("schema_changed");
+                            self.gap(Gap::SchemaChanged);
                         }
                         self.state = State::Relist;
                     }
@@ -1110,14 +1201,14 @@ impl Binding {
                 _ => None,
             };
             if let Some(reason) = refusal {
-                self.count_request(method, "refused");
+                self.count_request(method, Outcome::Refused);
                 self.refused_by_server = true;
                 return self.refuse(reason, log_text(&e.message));
             }
             if matches!(e.code, code::EVENTS_NOT_FOUND | code::EVENTS_UNSUPPORTED) {
-                self.count_request(method, "failed");
+                self.count_request(method, Outcome::Failed);
                 if e.code == code::EVENTS_UNSUPPORTED {
-                    self.gap("schema_changed");
+                    self.gap(Gap::SchemaChanged);
                 }
                 self.state = State::Relist;
                 return;
@@ -1136,11 +1227,11 @@ impl Binding {
                 if self.callback_failures >= self.config.limits.callback_failures_max {
                     self.left.push(DeliveryMode::Webhook);
                     if let Some(to) = self.choose_mode() {
-                        self.count_request(method, "failed");
+                        self.count_request(method, Outcome::Failed);
                         self.logs.push_back(Log::ModeChanged {
                             from: DeliveryMode::Webhook,
                             to,
-                            cause: "callback_failed",
+                            cause: ModeChange::CallbackFailed,
                         });
                         self.switch(to, now);
                         return;
@@ -1149,7 +1240,7 @@ impl Binding {
                 }
             }
         }
-        self.count_request(method, "failed");
+        self.count_request(method, Outcome::Failed);
         let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
         let wait = self
             .config
@@ -1235,14 +1326,14 @@ impl Binding {
             Some(Some(c)) if check_cursor(&c, &self.config.limits).is_err() => {
                 self.logs.push_back(Log::Rejected {
                     event_id: carrier.map(log_text).unwrap_or_default(),
-                    cause: "oversize",
+                    cause: Rejection::Oversize,
                 });
                 None
             }
             Some(Some(c)) => Some(c),
             Some(None) => {
                 if !std::mem::replace(&mut self.no_replay_logged, true) {
-                    self.gap("no_replay");
+                    self.gap(Gap::NoReplay);
                 }
                 None
             }
@@ -1306,12 +1397,12 @@ impl Binding {
         }
     }
 
-    fn gap(&mut self, cause: &'static str) {
+    fn gap(&mut self, cause: Gap) {
         *self.stats.gaps.entry(cause).or_default() += 1;
         self.logs.push_back(Log::Gap { cause });
     }
 
-    fn count_request(&mut self, method: &'static str, outcome: &'static str) {
+    fn count_request(&mut self, method: &'static str, outcome: Outcome) {
         *self.stats.requests.entry((method, outcome)).or_default() += 1;
     }
 }

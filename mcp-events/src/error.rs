@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::binding::Rejection;
+
 /// A size the [`Limits`](crate::Limits) bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -67,12 +69,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// The `cause` of an occurrence refused with this error (`mcp.events.rejected`):
-    /// `oversize` or `malformed`.
-    pub fn cause(&self) -> &'static str {
+    /// Why an occurrence refused with this error is not appended (`mcp.events.rejected`).
+    pub fn cause(&self) -> Rejection {
         match self {
-            Self::TooLarge { .. } => "oversize",
-            _ => "malformed",
+            Self::TooLarge { .. } => Rejection::Oversize,
+            _ => Rejection::Malformed,
         }
     }
 }

@@ -174,6 +174,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::binding::Rejection;
 
     fn occurrence(event_id: &str, data: &str) -> EventOccurrence {
         EventOccurrence::new(
@@ -230,7 +231,7 @@ mod tests {
         o.cursor = Some(Some("c".repeat(cursor_max)));
         assert!(check(&o, &limits).is_ok());
         o.cursor = Some(Some("c".repeat(cursor_max + 1)));
-        assert_eq!(check(&o, &limits).unwrap_err().cause(), "oversize");
+        assert_eq!(check(&o, &limits).unwrap_err().cause(), Rejection::Oversize);
 
         // The whole occurrence, as JSON: 256 KiB by default, or what the limits say.
         let base = occurrence("e", r#"{"x":""}"#);
@@ -264,7 +265,7 @@ mod tests {
             check(&occurrence("eeeee", "{}"), &limits)
                 .unwrap_err()
                 .cause(),
-            "oversize"
+            Rejection::Oversize
         );
         assert!(check_cursor("cc", &limits).is_ok());
         assert!(check_cursor("ccc", &limits).is_err());
@@ -277,14 +278,14 @@ mod tests {
                 check(&occurrence("e", data), &Limits::default())
                     .unwrap_err()
                     .cause(),
-                "malformed"
+                Rejection::Malformed
             );
         }
         let mut o = occurrence("e", "{}");
         o.timestamp = "yesterday".into();
         assert_eq!(
             check(&o, &Limits::default()).unwrap_err().cause(),
-            "malformed"
+            Rejection::Malformed
         );
     }
 

@@ -3,7 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Listing, Log, Pause, Refusal};
+use mcp_events::binding::{
+    Action, Batch, Binding, Config, Failure, Gap, Listing, Log, ModeChange, Outcome, Pause,
+    Refusal, Rejection,
+};
 use mcp_wire::events::{DeliveryMode, EventOccurrence, EventType, PollResult};
 use mcp_wire::{ErrorObject, RawJson};
 use serde_json::{Value, json};
@@ -353,8 +356,8 @@ fn failed_polls_retry_doubling_to_five_minutes_or_fifteen_when_exhausted() {
         })
         .count();
     assert_eq!(failures, 12);
-    assert_eq!(b.stats().requests[&("events/poll", "failed")], 22);
-    assert_eq!(b.stats().requests[&("events/poll", "ok")], 1);
+    assert_eq!(b.stats().requests[&("events/poll", Outcome::Failed)], 22);
+    assert_eq!(b.stats().requests[&("events/poll", Outcome::Ok)], 1);
 }
 
 #[test]
@@ -380,7 +383,7 @@ fn errors_that_will_not_pass_refuse_and_a_changed_type_is_listed_again() {
         };
         assert_eq!(detail, "nope", "control characters stripped");
         assert_eq!(b.cursor(), Some("c"), "the cursor is kept");
-        assert_eq!(b.stats().requests[&("events/poll", "refused")], 1);
+        assert_eq!(b.stats().requests[&("events/poll", Outcome::Refused)], 1);
     }
     let changed = json!({"feature": "payloadSchema", "reason": "schema_changed"});
     for (code, data, gap) in [(-32023, None, false), (-32026, Some(changed), true)] {
@@ -391,7 +394,7 @@ fn errors_that_will_not_pass_refuse_and_a_changed_type_is_listed_again() {
         assert_eq!(b.poll_action(now), None, "waits for the listing");
         assert_eq!(
             logs(&mut b).contains(&Log::Gap {
-                cause: "schema_changed"
+                cause: Gap::SchemaChanged
             }),
             gap
         );
@@ -439,14 +442,21 @@ fn intake_rejects_past_the_bounds_passes_duplicates_over_and_marks_schema_mismat
     let first: Value = serde_json::from_slice(&batch.records[0].bytes).unwrap();
     assert_eq!(first["data"]["schema_ok"], true);
     let logged = logs(&mut b);
-    let rejected: Vec<&str> = logged
+    let rejected: Vec<Rejection> = logged
         .iter()
         .filter_map(|l| match l {
             Log::Rejected { cause, .. } => Some(*cause),
             _ => None,
         })
         .collect();
-    assert_eq!(rejected, ["oversize", "oversize", "malformed"]);
+    assert_eq!(
+        rejected,
+        [
+            Rejection::Oversize,
+            Rejection::Oversize,
+            Rejection::Malformed
+        ]
+    );
     assert!(logged.contains(&Log::SchemaMismatch {
         event_id: "odd".into()
     }));
@@ -482,18 +492,22 @@ fn gaps_are_reported_by_their_cause() {
     assert_eq!(
         gaps,
         [
-            Log::Gap { cause: "no_replay" },
+            Log::Gap {
+                cause: Gap::NoReplay
+            },
             Log::Rejected {
                 event_id: String::new(),
-                cause: "oversize"
+                cause: Rejection::Oversize
             },
-            Log::Gap { cause: "truncated" },
+            Log::Gap {
+                cause: Gap::Truncated
+            },
         ],
         "no_replay once; a cursor past 4 KiB is not stored"
     );
     assert_eq!(b.cursor(), None);
-    assert_eq!(b.stats().gaps[&"no_replay"], 1);
-    assert_eq!(b.stats().gaps[&"truncated"], 1);
+    assert_eq!(b.stats().gaps[&Gap::NoReplay], 1);
+    assert_eq!(b.stats().gaps[&Gap::Truncated], 1);
 
     // A cursor of exactly 4 KiB is stored.
     now = b.poll_timeout().unwrap();
@@ -750,7 +764,7 @@ mod webhook {
         b.on_committed(true, at);
         assert_eq!(b.poll_timeout(), Some(at + Duration::from_secs(2880)));
         assert!(logs(&mut b).is_empty(), "armed is logged once");
-        assert_eq!(b.stats().requests[&("events/subscribe", "ok")], 2);
+        assert_eq!(b.stats().requests[&("events/subscribe", Outcome::Ok)], 2);
     }
 
     #[test]
@@ -850,12 +864,14 @@ mod webhook {
         assert_eq!((gap.records.len(), gap.cursor.as_deref()), (0, Some("c9")));
         let logged = logs(&mut b);
         assert!(
-            logged.contains(&Log::Gap { cause: "truncated" }),
+            logged.contains(&Log::Gap {
+                cause: Gap::Truncated
+            }),
             "{logged:?}"
         );
         assert!(logged.contains(&Log::Rejected {
             event_id: "e3".into(),
-            cause: "malformed"
+            cause: Rejection::Malformed
         }));
     }
 
@@ -885,7 +901,7 @@ mod webhook {
         );
         assert_eq!(b.poll_action(now), Some(Action::Relist));
         assert!(logs(&mut b).contains(&Log::Gap {
-            cause: "schema_changed"
+            cause: Gap::SchemaChanged
         }));
 
         let (mut b, now) = armed_webhook(Some("c3"));
@@ -929,7 +945,7 @@ mod webhook {
             Some(&Log::ModeChanged {
                 from: DeliveryMode::Webhook,
                 to: DeliveryMode::Poll,
-                cause: "callback_failed"
+                cause: ModeChange::CallbackFailed
             })
         );
         assert_eq!(b.mode(), Some(DeliveryMode::Poll));

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mcp_events::Limits;
-use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Listing, Log, Refusal};
+use mcp_events::binding::{Action, Batch, Binding, Config, Failure, Gap, Listing, Log, Refusal};
 use mcp_events::listing::{Lister, Step};
 use mcp_negotiate::{Client, Error};
 use mcp_reference_server::{Options, ReferenceServer};
@@ -128,7 +128,10 @@ async fn without_replay_the_latest_come_every_time_and_are_passed_over() {
     assert_eq!(
         logged
             .iter()
-            .filter(|l| **l == Log::Gap { cause: "no_replay" })
+            .filter(|l| **l
+                == Log::Gap {
+                    cause: Gap::NoReplay
+                })
             .count(),
         1
     );

@@ -94,14 +94,38 @@ pub enum Ended {
     Refused(i64),
 }
 
+/// Why a held listen ended (`mcp.listen.ended`, `reason`); it is opened again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// It stayed quiet for its idle limit (10 minutes, never less than the connection's
+    /// timeout) and was closed; it is opened again at once.
+    Idle,
+    /// The server closed it.
+    Server,
+    /// The client fell behind and dropped it.
+    Behind,
+}
+
+impl EndReason {
+    /// Its `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Server => "server",
+            Self::Behind => "behind",
+        }
+    }
+}
+
 /// What to log, as the reference's "Listens" table names it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ListenEvent {
-    /// `mcp.listen.ended`: `reason` is `idle`, `server` or `behind`.
+    /// `mcp.listen.ended`.
     Ended {
         /// Why.
-        reason: &'static str,
+        reason: EndReason,
         /// When the listen is opened again, in milliseconds.
         retry_ms: u64,
     },
@@ -263,7 +287,7 @@ impl Listener {
             && heard.checked_add(self.idle).is_some_and(|at| now >= at)
         {
             self.events.push_back(ListenEvent::Ended {
-                reason: "idle",
+                reason: EndReason::Idle,
                 retry_ms: 0,
             });
             self.gap = true;
@@ -363,11 +387,11 @@ impl Listener {
                 return;
             }
             Ended::ByServer => self.events.push_back(ListenEvent::Ended {
-                reason: "server",
+                reason: EndReason::Server,
                 retry_ms,
             }),
             Ended::FellBehind => self.events.push_back(ListenEvent::Ended {
-                reason: "behind",
+                reason: EndReason::Behind,
                 retry_ms,
             }),
             Ended::Unavailable(reason) => {

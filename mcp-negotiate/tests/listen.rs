@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_negotiate::listen::{Action, Ended, IDLE, Interest, ListenEvent, Listener};
+use mcp_negotiate::listen::{Action, EndReason, Ended, IDLE, Interest, ListenEvent, Listener};
 use mcp_wire::ListenFilter;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -159,7 +159,7 @@ fn a_quiet_listen_is_reopened_after_ten_minutes_never_less_than_the_timeout() {
     assert_eq!(
         events(&mut l),
         [ListenEvent::Ended {
-            reason: "idle",
+            reason: EndReason::Idle,
             retry_ms: 0
         }]
     );
@@ -189,7 +189,7 @@ fn an_ended_listen_is_reopened_on_the_schedule_and_its_uris_read_again() {
     assert_eq!(
         events(&mut l),
         [ListenEvent::Ended {
-            reason: "server",
+            reason: EndReason::Server,
             retry_ms: 250
         }]
     );
@@ -206,7 +206,7 @@ fn an_ended_listen_is_reopened_on_the_schedule_and_its_uris_read_again() {
     assert_eq!(
         events(&mut l),
         [ListenEvent::Ended {
-            reason: "behind",
+            reason: EndReason::Behind,
             retry_ms: 250
         }]
     );

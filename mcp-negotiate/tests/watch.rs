@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use mcp_negotiate::listen::ListenEvent;
+use mcp_negotiate::listen::{EndReason, ListenEvent};
 use mcp_negotiate::{Change, Client, Error, Recovery, Watch};
 use mcp_reference_server::{Fault, Logged, Options, ReferenceServer, Times};
 
@@ -112,7 +112,7 @@ async fn a_listen_ended_by_the_server_is_held_again_and_its_uris_read_again() {
         seen.iter().any(|e| matches!(
             e,
             ListenEvent::Ended {
-                reason: "server",
+                reason: EndReason::Server,
                 ..
             }
         )),

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_negotiate::listen::{self, ListenEvent, idle_limit};
+use mcp_negotiate::listen::{self, EndReason, ListenEvent, idle_limit};
 use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Watch};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
@@ -464,7 +464,7 @@ impl Task {
         let (instance, name) = (&*self.shared.instance, self.server.name.as_str());
         match listen {
             ListenEvent::Ended {
-                reason: "idle",
+                reason: EndReason::Idle,
                 retry_ms,
             } => listens::idle(instance, name, idle_limit(self.server.timeout), retry_ms),
             ListenEvent::Ended { reason, retry_ms } => {

@@ -22,13 +22,14 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use mcp_events::Limits;
+use mcp_events::binding::Rejection;
 use mcp_events::webhook::{Headers, Secret, verify};
 use mcp_wire::events::{DeliveryMode, WebhookBody};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::clock::wall_ms;
-use crate::telemetry::catalogue::events::{self as logs, Of, Rejection};
+use crate::telemetry::catalogue::events::{self as logs, Of};
 use crate::telemetry::metrics::{Metrics, Outcome};
 
 /// The path segment before a binding's key.

@@ -5,7 +5,7 @@ use mcp_events::binding::{Binding, Failure, Log, Stats};
 use mcp_wire::events::DeliveryMode;
 
 use super::shared::Shared;
-use crate::telemetry::catalogue::events::{self, Of, Rejection};
+use crate::telemetry::catalogue::events::{self, Of};
 use crate::telemetry::metrics::{Answered, Outcome};
 
 /// Counts an `events/*` request (`method`) to `server` by what it came to: every request
@@ -66,7 +66,7 @@ pub(super) fn report(
     }
     for (cause, n) in &stats.gaps {
         let then = seen.gaps.get(cause).copied().unwrap_or(0);
-        ctx.metrics.gaps(series, cause, n.saturating_sub(then));
+        ctx.metrics.gaps(series, *cause, n.saturating_sub(then));
     }
     let now_evicted = b.dedup_evicted();
     ctx.metrics
@@ -92,9 +92,7 @@ fn logged(of: Of<'_>, line: Log) {
         Log::Paused { cause, detail } => events::paused(of, cause, &detail),
         Log::Resumed { cause } => events::resumed(of, cause),
         Log::Gap { cause } => events::gap(of, cause),
-        Log::Rejected { event_id, cause } => {
-            events::rejected(of, &event_id, Rejection::of(cause));
-        }
+        Log::Rejected { event_id, cause } => events::rejected(of, &event_id, cause),
         Log::SchemaMismatch { event_id } => events::schema_mismatch(of, &event_id),
         Log::ArmFailed {
             code,

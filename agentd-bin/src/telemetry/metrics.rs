@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use mcp_events::binding::Gap;
 use mcp_wire::events::DeliveryMode;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -81,6 +82,16 @@ impl EncodeLabelValue for Mode {
     }
 }
 
+/// A gap's cause as a label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Cause(Gap);
+
+impl EncodeLabelValue for Cause {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.0.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ServerLabels {
     server: String,
@@ -111,7 +122,7 @@ struct RequestLabels {
 struct GapLabels {
     server: String,
     event: String,
-    cause: &'static str,
+    cause: Cause,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -226,12 +237,12 @@ impl Metrics {
     }
 
     /// `n` gaps of `cause` in `event` on `server`.
-    pub(crate) fn gaps(&self, (server, event): (&str, &str), cause: &'static str, n: u64) {
+    pub(crate) fn gaps(&self, (server, event): (&str, &str), cause: Gap, n: u64) {
         if n > 0 {
             let labels = GapLabels {
                 server: server.to_owned(),
                 event: event.to_owned(),
-                cause,
+                cause: Cause(cause),
             };
             self.gaps.get_or_create(&labels).inc_by(n);
         }
@@ -342,7 +353,7 @@ mod tests {
         m.occurrences(("s", "t"), DeliveryMode::Poll, Outcome::Appended, 3);
         m.occurrences(("s", "t"), DeliveryMode::Poll, Outcome::Rejected, 0);
         m.request("s", "events/poll", Answered::Refused);
-        m.gaps(("s", "t"), "truncated", 1);
+        m.gaps(("s", "t"), Gap::Truncated, 1);
         m.dedup_evicted(("s", "t"), 4);
         m.lag(("s", "t"), 1500);
         let mut live = m.live();

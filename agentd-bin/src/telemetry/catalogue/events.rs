@@ -1,7 +1,7 @@
 //! The reference's MCP Events table. A binding's lines name its server and event type
 //! ([`Of`]) first.
 
-use mcp_events::binding::{Pause, Refusal};
+use mcp_events::binding::{Gap, ModeChange, Pause, Refusal, Rejection};
 use mcp_wire::events::DeliveryMode;
 use mcp_wire::log_text;
 use tracing::Level;
@@ -45,32 +45,6 @@ impl Subscription {
             Self::GrantRemoved => "grant_removed",
             Self::Configured => "configured",
             Self::Limits => "limits",
-        }
-    }
-}
-
-/// Why an occurrence was not appended (`cause` of `mcp.events.rejected`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rejection {
-    /// Past the occurrence bound.
-    Oversize,
-    /// Not an occurrence.
-    Malformed,
-}
-
-impl Rejection {
-    /// The binding machine's word for it (`oversize`; anything else is malformed).
-    pub(crate) fn of(cause: &str) -> Self {
-        match cause {
-            "oversize" => Self::Oversize,
-            _ => Self::Malformed,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Oversize => "oversize",
-            Self::Malformed => "malformed",
         }
     }
 }
@@ -191,16 +165,15 @@ pub(crate) fn resumed(of: Of<'_>, cause: Pause) {
     );
 }
 
-/// `mcp.events.gap`: a loss the wire shows (the binding machine's `cause`: `truncated`,
-/// `no_replay` or `schema_changed`).
-pub(crate) fn gap(of: Of<'_>, cause: &'static str) {
+/// `mcp.events.gap`: a loss the wire shows.
+pub(crate) fn gap(of: Of<'_>, cause: Gap) {
     line!(
         WARN,
         "mcp.events.gap",
         of.instance,
         server = of.server,
         event_type = of.event_type,
-        cause = cause,
+        cause = cause.as_str(),
     );
 }
 
@@ -308,9 +281,8 @@ pub(crate) fn throttled(of: Of<'_>, retry_after_ms: Option<u64>) {
     );
 }
 
-/// `mcp.events.mode_changed`: the binding moved to the next delivery mode (the binding
-/// machine's `cause`: `callback_failed`).
-pub(crate) fn mode_changed(of: Of<'_>, from: DeliveryMode, to: DeliveryMode, cause: &'static str) {
+/// `mcp.events.mode_changed`: the binding moved to the next delivery mode.
+pub(crate) fn mode_changed(of: Of<'_>, from: DeliveryMode, to: DeliveryMode, cause: ModeChange) {
     line!(
         WARN,
         "mcp.events.mode_changed",
@@ -319,7 +291,7 @@ pub(crate) fn mode_changed(of: Of<'_>, from: DeliveryMode, to: DeliveryMode, cau
         event_type = of.event_type,
         from = from.as_str(),
         to = to.as_str(),
-        cause = cause,
+        cause = cause.as_str(),
     );
 }
 

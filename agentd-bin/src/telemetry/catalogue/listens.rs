@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use mcp_negotiate::listen::EndReason;
 use mcp_wire::log_text;
 
 use super::line::line;
@@ -16,20 +17,21 @@ pub(crate) fn idle(instance: &str, server: &str, idle: Duration, retry_ms: u64) 
         "mcp.listen.ended",
         instance,
         server = server,
-        reason = "idle",
+        reason = EndReason::Idle.as_str(),
         detail = detail,
         retry_ms = retry_ms,
     );
 }
 
-/// `mcp.listen.ended` (warn): a listen ended for another reason (`server`, `behind`).
-pub(crate) fn ended(instance: &str, server: &str, reason: &str, retry_ms: u64) {
+/// `mcp.listen.ended` (warn): a listen ended for another reason (the server closed it, or
+/// the client fell behind).
+pub(crate) fn ended(instance: &str, server: &str, reason: EndReason, retry_ms: u64) {
     line!(
         WARN,
         "mcp.listen.ended",
         instance,
         server = server,
-        reason = reason,
+        reason = reason.as_str(),
         retry_ms = retry_ms,
     );
 }

@@ -5,13 +5,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use mcp_events::binding::{Pause, Refusal};
+use mcp_events::binding::{Gap, ModeChange, Pause, Refusal, Rejection};
+use mcp_negotiate::listen::EndReason;
 use mcp_wire::events::DeliveryMode;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::connections::{self, Dial, Disconnect};
-use super::events::{self, Of, Rejection, Subscription};
+use super::events::{self, Of, Subscription};
 use super::{listens, own};
 use crate::telemetry::log::tests::captured;
 
@@ -105,7 +106,7 @@ fn samples() {
     connections::unsubscribed(i, "s", "demo://x");
     connections::unsubscribe_fail(i, "s", "demo://x", "busy");
     listens::idle(i, "s", Duration::from_secs(60), 250);
-    listens::ended(i, "s", "behind", 250);
+    listens::ended(i, "s", EndReason::Behind, 250);
     listens::resumed(i, "s");
     listens::narrowed(i, "s", &["demo://x".to_owned()]);
     listens::unavailable(i, "s", "closed", 250);
@@ -122,7 +123,7 @@ fn samples() {
     events::poll_fail(of, Some(-32020), "cursor", 1000);
     events::paused(of, Pause::Pressure, "full");
     events::resumed(of, Pause::Pressure);
-    events::gap(of, "truncated");
+    events::gap(of, Gap::Truncated);
     events::rejected(of, "id", Rejection::Oversize);
     events::schema_mismatch(of, "id");
     events::subscribed(of, "root", Subscription::Requested, "sub");
@@ -135,7 +136,7 @@ fn samples() {
         of,
         DeliveryMode::Webhook,
         DeliveryMode::Poll,
-        "callback_failed",
+        ModeChange::CallbackFailed,
     );
     events::callback_failed(of, "unreachable", "https://x");
     events::hook_denied(of, "bad signature");
