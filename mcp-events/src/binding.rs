@@ -299,8 +299,8 @@ impl Gap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Rejection {
-    /// Past a bound of the [`Limits`]: the whole occurrence, its `eventId`, or the cursor it
-    /// carried.
+    /// Past a bound of the [`Limits`]: the whole occurrence, or its `eventId`. (A cursor
+    /// past its bound is not stored; the occurrence that carried it is appended.)
     Oversize,
     /// Not an occurrence.
     Malformed,
@@ -341,13 +341,31 @@ impl ModeChange {
 pub enum Outcome {
     /// The server answered with a result.
     Ok,
-    /// The server refused the binding (a [`Refusal`] it answered).
+    /// The server answered with a JSON-RPC error (whatever the binding makes of it).
     Refused,
-    /// Anything else: no answer, or a JSON-RPC error that is not a refusal.
+    /// No answer: the transport failed, the bound passed, or an HTTP error without a
+    /// JSON-RPC error.
     Failed,
 }
 
 impl Outcome {
+    /// What `answer` came to.
+    pub fn of<T>(answer: &Result<T, Failure>) -> Self {
+        match answer {
+            Ok(_) => Self::Ok,
+            Err(failure) => Self::of_failure(failure),
+        }
+    }
+
+    /// What a request that failed with `failure` came to: refused when the server answered
+    /// with a JSON-RPC error, failed when it did not answer.
+    pub fn of_failure(failure: &Failure) -> Self {
+        match failure {
+            Failure::Rpc(_) => Self::Refused,
+            _ => Self::Failed,
+        }
+    }
+
     /// Its `outcome`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -830,8 +848,7 @@ impl Binding {
                 records.push(record);
             }
         }
-        let last = page.events.last().map(|o| o.event_id.clone());
-        let cursor = self.next_cursor(Some(page.cursor.clone()), last.as_deref());
+        let cursor = self.next_cursor(Some(page.cursor.clone()));
         if page.truncated {
             self.gap(Gap::Truncated);
         }
@@ -916,7 +933,7 @@ impl Binding {
             }
             self.throttled = status.throttled;
         }
-        let cursor = self.next_cursor(Some(result.cursor), None);
+        let cursor = self.next_cursor(Some(result.cursor));
         self.committing_cursor = cursor.clone();
         self.state = State::Committing(next);
         Batch {
@@ -976,7 +993,7 @@ impl Binding {
                     Ok(None) => return Delivery::Taken,
                     Ok(Some(record)) => record,
                 };
-                let cursor = self.next_cursor(o.cursor, Some(&o.event_id));
+                let cursor = self.next_cursor(o.cursor);
                 self.delivering.insert(o.event_id);
                 Delivery::Commit(Batch {
                     records: vec![record],
@@ -985,7 +1002,7 @@ impl Binding {
             }
             WebhookBody::Gap { cursor } => {
                 self.gap(Gap::Truncated);
-                let cursor = self.next_cursor(Some(cursor), None);
+                let cursor = self.next_cursor(Some(cursor));
                 Delivery::Commit(Batch {
                     records: Vec::new(),
                     cursor,
@@ -1184,6 +1201,7 @@ impl Binding {
                 .and_then(Value::as_str)
                 .map(log_text)
         };
+        let outcome = Outcome::of_failure(failure);
         // Five callback failures move the binding only when they come in a row.
         if !(webhook && failure.code() == Some(code::EVENTS_CALLBACK_ENDPOINT)) {
             self.callback_failures = 0;
@@ -1201,12 +1219,12 @@ impl Binding {
                 _ => None,
             };
             if let Some(reason) = refusal {
-                self.count_request(method, Outcome::Refused);
+                self.count_request(method, outcome);
                 self.refused_by_server = true;
                 return self.refuse(reason, log_text(&e.message));
             }
             if matches!(e.code, code::EVENTS_NOT_FOUND | code::EVENTS_UNSUPPORTED) {
-                self.count_request(method, Outcome::Failed);
+                self.count_request(method, outcome);
                 if e.code == code::EVENTS_UNSUPPORTED {
                     self.gap(Gap::SchemaChanged);
                 }
@@ -1227,7 +1245,7 @@ impl Binding {
                 if self.callback_failures >= self.config.limits.callback_failures_max {
                     self.left.push(DeliveryMode::Webhook);
                     if let Some(to) = self.choose_mode() {
-                        self.count_request(method, Outcome::Failed);
+                        self.count_request(method, outcome);
                         self.logs.push_back(Log::ModeChanged {
                             from: DeliveryMode::Webhook,
                             to,
@@ -1240,7 +1258,7 @@ impl Binding {
                 }
             }
         }
-        self.count_request(method, Outcome::Failed);
+        self.count_request(method, outcome);
         let exhausted = failure.code() == Some(code::EVENTS_RESOURCE_EXHAUSTED);
         let wait = self
             .config
@@ -1313,23 +1331,12 @@ impl Binding {
 
     /// The cursor to store after a page, an answer or a delivery that carried `sent`
     /// (`None`: it carried no cursor member; `Some(None)`: the type has no replay). A cursor
-    /// past 4 KiB is not stored: the occurrence that carried it is rejected, and the binding
-    /// goes on from now.
-    fn next_cursor(
-        &mut self,
-        sent: Option<Option<String>>,
-        carrier: Option<&str>,
-    ) -> Option<String> {
+    /// past 4 KiB is not stored, and the binding goes on from now; the occurrence that
+    /// carried it is appended, so nothing is called rejected.
+    fn next_cursor(&mut self, sent: Option<Option<String>>) -> Option<String> {
         match sent {
             None => self.cursor.clone(),
-            // The occurrence that carried it is appended: only the cursor is not kept.
-            Some(Some(c)) if check_cursor(&c, &self.config.limits).is_err() => {
-                self.logs.push_back(Log::Rejected {
-                    event_id: carrier.map(log_text).unwrap_or_default(),
-                    cause: Rejection::Oversize,
-                });
-                None
-            }
+            Some(Some(c)) if check_cursor(&c, &self.config.limits).is_err() => None,
             Some(Some(c)) => Some(c),
             Some(None) => {
                 if !std::mem::replace(&mut self.no_replay_logged, true) {

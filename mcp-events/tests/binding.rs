@@ -356,7 +356,9 @@ fn failed_polls_retry_doubling_to_five_minutes_or_fifteen_when_exhausted() {
         })
         .count();
     assert_eq!(failures, 12);
-    assert_eq!(b.stats().requests[&("events/poll", Outcome::Failed)], 22);
+    // Unanswered (HTTP 503) are failed; answered with -32025, refused.
+    assert_eq!(b.stats().requests[&("events/poll", Outcome::Failed)], 10);
+    assert_eq!(b.stats().requests[&("events/poll", Outcome::Refused)], 12);
     assert_eq!(b.stats().requests[&("events/poll", Outcome::Ok)], 1);
 }
 
@@ -495,15 +497,11 @@ fn gaps_are_reported_by_their_cause() {
             Log::Gap {
                 cause: Gap::NoReplay
             },
-            Log::Rejected {
-                event_id: String::new(),
-                cause: Rejection::Oversize
-            },
             Log::Gap {
                 cause: Gap::Truncated
             },
         ],
-        "no_replay once; a cursor past 4 KiB is not stored"
+        "no_replay once; a cursor past 4 KiB is not stored, and no occurrence is rejected"
     );
     assert_eq!(b.cursor(), None);
     assert_eq!(b.stats().gaps[&Gap::NoReplay], 1);

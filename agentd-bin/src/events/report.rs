@@ -6,7 +6,7 @@ use mcp_wire::events::DeliveryMode;
 
 use super::shared::Shared;
 use crate::telemetry::catalogue::events::{self, Of};
-use crate::telemetry::metrics::{Answered, Outcome};
+use crate::telemetry::metrics::Outcome;
 
 /// Counts an `events/*` request (`method`) to `server` by what it came to: every request
 /// the daemon sends, of every method, is counted here.
@@ -16,14 +16,8 @@ pub(super) fn count<T>(
     method: &'static str,
     answer: &Result<T, Failure>,
 ) {
-    let outcome = match answer {
-        Ok(_) => Answered::Ok,
-        // A JSON-RPC error, whatever the HTTP status that carried it.
-        Err(Failure::Rpc(_)) => Answered::Refused,
-        // No answer: the transport, the bound, or a status without a JSON-RPC error.
-        Err(_) => Answered::Failed,
-    };
-    ctx.metrics.request(server, method, outcome);
+    ctx.metrics
+        .request(server, method, mcp_events::binding::Outcome::of(answer));
 }
 
 /// The binding's log lines, and what changed in its counters since `seen`.

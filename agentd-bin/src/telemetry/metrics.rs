@@ -51,20 +51,6 @@ label_values! {
 }
 
 label_values! {
-    /// What an `events/*` request came to (`agent_mcp_events_requests_total`, `outcome`), the
-    /// same for every method.
-    Answered {
-        /// The server answered with a result.
-        Ok => "ok",
-        /// The server answered with a JSON-RPC error (with any HTTP status).
-        Refused => "refused",
-        /// No answer: the transport failed, the request timed out, or a status came without
-        /// a JSON-RPC error.
-        Failed => "failed",
-    }
-}
-
-label_values! {
     /// The kind of subscription (`agent_subscriptions_active`, `kind`).
     Kind {
         /// An MCP Events binding or runtime subscription.
@@ -77,6 +63,17 @@ label_values! {
 struct Mode(DeliveryMode);
 
 impl EncodeLabelValue for Mode {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.0.as_str())
+    }
+}
+
+/// What an `events/*` request came to (`agent_mcp_events_requests_total`, `outcome`), the
+/// same for every method, as a label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Answered(mcp_events::binding::Outcome);
+
+impl EncodeLabelValue for Answered {
     fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
         encoder.write_str(self.0.as_str())
     }
@@ -227,11 +224,16 @@ impl Metrics {
     }
 
     /// An `events/*` request (`method`) to `server` came to `outcome`.
-    pub(crate) fn request(&self, server: &str, method: &'static str, outcome: Answered) {
+    pub(crate) fn request(
+        &self,
+        server: &str,
+        method: &'static str,
+        outcome: mcp_events::binding::Outcome,
+    ) {
         let labels = RequestLabels {
             server: server.to_owned(),
             method,
-            outcome,
+            outcome: Answered(outcome),
         };
         self.requests.get_or_create(&labels).inc();
     }
@@ -352,7 +354,7 @@ mod tests {
         m.connect_failed("we\"ird\\\n");
         m.occurrences(("s", "t"), DeliveryMode::Poll, Outcome::Appended, 3);
         m.occurrences(("s", "t"), DeliveryMode::Poll, Outcome::Rejected, 0);
-        m.request("s", "events/poll", Answered::Refused);
+        m.request("s", "events/poll", mcp_events::binding::Outcome::Refused);
         m.gaps(("s", "t"), Gap::Truncated, 1);
         m.dedup_evicted(("s", "t"), 4);
         m.lag(("s", "t"), 1500);
