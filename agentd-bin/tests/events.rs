@@ -153,7 +153,8 @@ async fn a_poll_binding_appends_what_the_server_emits() {
 
 /// MCP Events' runtime is built once: a reload that adds a binding keeps the threads of its
 /// four workers, the binding kept goes on appending (decided afresh and armed again on the
-/// listing the reload asks for), and the one added arms.
+/// listing the reload asks for), and the one added arms; a binding changed under the same
+/// key starts again from its cursor, its records kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_diffs_the_bindings_on_the_same_runtime() {
     let server = ReferenceServer::start(server_options()).await;
@@ -189,8 +190,29 @@ async fn a_reload_diffs_the_bindings_on_the_same_runtime() {
     assert_eq!(wait_for_records(&file, 2).len(), 2);
     assert_eq!(wait_for_stream(&file, "builds", 1).len(), 1);
     assert_eq!(agentd.threads("agentd-events"), workers, "the same runtime");
+
+    // A binding changed under the same key (its rate) starts again from its cursor: nothing
+    // is removed, its records stay, and what comes next is appended after them.
+    file.write(&format!("{text}max_per_minute = 100\n{builds}"));
+    agentd.signal("HUP");
+    agentd.wait_for_nth("mcp.events.listed", Some("ref"), 3);
+    let armed = agentd.matching("mcp.events.armed", Some("ref")).count();
+    agentd.wait_for_nth("mcp.events.armed", Some("ref"), armed + 1);
+    let restarted = agentd
+        .matching("mcp.events.armed", Some("ref"))
+        .filter(|(_, v)| v["event_type"] == "ticket.created")
+        .last()
+        .map(|(_, v)| v["cursor_present"].clone());
+    server.emit("ticket.created", json!({"id": 3}));
+    assert_eq!(wait_for_records(&file, 3).len(), 3);
     assert!(agentd.matching("mcp.events.removed", None).next().is_none());
+    assert_eq!(agentd.threads("agentd-events"), workers, "the same runtime");
     assert!(agentd.terminate().success());
+    assert_eq!(
+        restarted,
+        Some(json!(true)),
+        "started again from its cursor"
+    );
     drop(dir);
 }
 

@@ -299,14 +299,26 @@ pub(crate) fn parse(
                 format!("{} is agentd's own stream", b.into),
             ));
         }
-        bindings.push(Binding {
+        let binding = Binding {
             server: server.clone(),
             event: b.event.clone(),
             into: b.into.clone(),
             arguments: b.arguments.clone(),
             delivery,
             max_per_minute: b.max_per_minute.as_ref().map(|r| *r.get_ref()),
-        });
+        };
+        // A binding is its server, type, stream and arguments: two of them would share a
+        // cursor and a webhook route.
+        if let Some(j) = bindings.iter().position(|o| o.key() == binding.key()) {
+            return Err(at(
+                Some(b.server.span()),
+                &key("server"),
+                format!(
+                    "the same binding as events.bindings[{j}] (server, event, into, arguments)"
+                ),
+            ));
+        }
+        bindings.push(binding);
     }
     let mut grants: Vec<Grant> = Vec::new();
     for (i, g) in raw.events.grants.iter().enumerate() {

@@ -284,3 +284,15 @@ fn headers_the_client_sets_are_refused_in_any_case() {
         assert_eq!(e.line, 4, "{e}");
     }
 }
+
+#[test]
+fn a_binding_given_twice_is_refused() {
+    let binding = "[[events.bindings]]\nserver = \"a\"\nevent = \"e\"\ninto = \"s\"\n";
+    let text = format!(
+        "[[mcp.servers]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\n{binding}{binding}\
+         delivery = [\"poll\"]\n"
+    );
+    let err = parse("f", &text, &|_| None).unwrap_err();
+    assert_eq!(err.key, "events.bindings[1].server", "{err}");
+    assert!(err.message.contains("events.bindings[0]"), "{err}");
+}

@@ -237,9 +237,18 @@ impl Daemon {
                 return;
             }
         };
-        // The store MCP Events keeps is the one it started with.
-        if self.events.is_some() && new.store_path != self.config.store_path {
-            let err = "store.path changes at a restart, not a reload";
+        // The store MCP Events keeps is the one it started with, and the listener serves the
+        // webhook path it was started with.
+        let fixed = if self.events.is_some() && new.store_path != self.config.store_path {
+            Some("store.path changes at a restart, not a reload")
+        } else if events::hooks::route_prefix(new.hooks_url.as_deref())
+            != events::hooks::route_prefix(self.config.hooks_url.as_deref())
+        {
+            Some("the path of webhooks.url changes at a restart, not a reload")
+        } else {
+            None
+        };
+        if let Some(err) = fixed {
             own::reload_refused(&self.config.instance, err);
             return;
         }
@@ -314,22 +323,29 @@ impl Daemon {
     /// request they answer, control connections close), stops MCP Events, and closes every
     /// connection, inside `lifecycle.drain_timeout`.
     async fn drain(self) {
+        let deadline = tokio::time::Instant::now() + self.config.drain_timeout;
         self.shutdown.cancel();
         self.listeners.close();
         self.controls.send_replace(None);
-        if let Some(events) = self.events {
-            events.stop().await;
+        for handle in self.servers.into_values() {
+            handle.stop(Stop::Shutdown);
         }
         if let Some(socket) = &self.socket {
             let _ = std::fs::remove_file(socket);
         }
-        for handle in self.servers.into_values() {
-            handle.stop(Stop::Shutdown);
-        }
-        let bound = self.config.drain_timeout;
-        let listeners = self.listeners;
-        let _ = tokio::time::timeout(bound, async {
-            tokio::join!(self.shared.drain(bound), listeners.wait());
+        let events = self.events.map(Events::stop);
+        let (shared, listeners) = (self.shared, self.listeners);
+        let _ = tokio::time::timeout_at(deadline, async {
+            let events = async {
+                if let Some(events) = events {
+                    events.await;
+                }
+            };
+            tokio::join!(
+                events,
+                shared.drain(self.config.drain_timeout),
+                listeners.wait()
+            );
         })
         .await;
     }

@@ -6,13 +6,12 @@ use std::sync::Arc;
 use mcp_events::binding::{Action, Batch, Binding, Delivery, Pause, Record, Stats};
 use mcp_negotiate::Client;
 use mcp_wire::events::{DeliveryMode, UnsubscribeEventsParams};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
-use tokio_util::sync::CancellationToken;
 
 use super::hooks::{Answer, Deliveries};
 use super::report::{count, report};
-use super::shared::{Connections, Listings, Shared, facts, far, request};
+use super::shared::{Connections, Ends, Listings, Shared, facts, far, request, unless};
 use crate::clock::{now, random, wall_ms};
 use crate::store;
 use crate::telemetry::catalogue::events as logs;
@@ -30,11 +29,21 @@ pub(super) struct On {
 pub(super) async fn run_binding(
     on: On,
     mut b: Binding,
-    (mut deliveries, mut end): (Deliveries, mpsc::Receiver<oneshot::Sender<()>>),
+    mut deliveries: Deliveries,
+    Ends {
+        mut end,
+        stop,
+        gone: _gone,
+    }: Ends,
     (mut connections, mut listings, mut reloads): (Connections, Listings, watch::Receiver<u64>),
-    stop: CancellationToken,
 ) {
     let (ctx, server, connection) = (&on.ctx, on.server.as_str(), &on.connection);
+    // Ended before it started (while its server was not connected): nothing to release.
+    if let Ok(done) = end.try_recv() {
+        forget(ctx, &b.config().key).await;
+        let _ = done.send(());
+        return;
+    }
     let (mut seen, mut evicted) = (Stats::default(), 0);
     // Given back when the task ends, however it ends (stopped tasks are dropped).
     let mut active = ctx.metrics.live();
@@ -44,7 +53,11 @@ pub(super) async fn run_binding(
         while let Some(action) = b.poll_action(now()) {
             match action {
                 Action::Poll(params) => {
-                    let answer = request(connection.poll_events(&params)).await;
+                    let Some(answer) =
+                        unless(&stop, request(connection.poll_events(&params))).await
+                    else {
+                        return;
+                    };
                     count(ctx, server, mcp_wire::method::EVENTS_POLL, &answer);
                     let batch = b.on_poll(answer, now(), wall_ms(), random());
                     // A store that fails pauses the binding (`store_degraded`).
@@ -53,7 +66,10 @@ pub(super) async fn run_binding(
                     b.passed_over(committed.unwrap_or(0));
                 }
                 Action::Subscribe(params) => {
-                    let answer = request(connection.subscribe_events(&params)).await;
+                    let subscribed = request(connection.subscribe_events(&params));
+                    let Some(answer) = unless(&stop, subscribed).await else {
+                        return;
+                    };
                     count(ctx, server, mcp_wire::method::EVENTS_SUBSCRIBE, &answer);
                     let batch = b.on_subscribed(answer, now(), wall_ms(), random());
                     let committed = commit(ctx, &b, Arc::new(batch)).await.is_ok();
@@ -66,11 +82,23 @@ pub(super) async fn run_binding(
                 _ => {}
             }
             report(ctx, server, &mut b, &mut seen, &mut evicted);
+            if stop.is_cancelled() {
+                return;
+            }
         }
         report(ctx, server, &mut b, &mut seen, &mut evicted);
         active.set(live(&b));
         let next = b.poll_timeout();
         tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            Some(done) = end.recv() => {
+                active.set(None);
+                release(&on, &b).await;
+                forget(ctx, &b.config().key).await;
+                let _ = done.send(());
+                return;
+            }
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
             Ok(()) = listings.changed() => {
                 let listed = listings.borrow_and_update().clone();
@@ -92,14 +120,6 @@ pub(super) async fn run_binding(
                 pressure(&mut b, &deliveries);
             }
             () = deliveries.pressure.woken() => pressure(&mut b, &deliveries),
-            Some(done) = end.recv() => {
-                active.set(None);
-                release(&on, &b).await;
-                forget(ctx, &b.config().key).await;
-                let _ = done.send(());
-                return;
-            }
-            () = stop.cancelled() => return,
         }
     }
 }

@@ -117,14 +117,21 @@ impl Events {
         self.control.clone()
     }
 
-    /// Stops every binding (an index not kept yet is written first) and the runtime, then
-    /// closes the store. Subscriptions are not released: the next start goes on from the
+    /// Stops every binding and the runtime, then writes an index not kept yet and closes the
+    /// store. Subscriptions are not released: the next start goes on from the
     /// stored cursors. A commit under way finishes (it is one transaction either way).
-    pub(crate) async fn stop(self) {
-        let store = self.control.ctx().store;
-        self.control.close().await;
-        self.runtime.shutdown_background();
-        store.close().await;
+    ///
+    /// The runtime is shut down before this returns, so the future it returns may be cut
+    /// (a drain's bound) at any point.
+    pub(crate) fn stop(self) -> impl Future<Output = ()> + use<> {
+        let Self { runtime, control } = self;
+        control.cancel();
+        runtime.shutdown_background();
+        async move {
+            let store = control.ctx().store;
+            control.close().await;
+            store.close().await;
+        }
     }
 }
 

@@ -70,7 +70,7 @@ pub(super) async fn serve(
             .filter(|_| modern && capability);
         tokio::select! {
             () = sleep_until(next.map_or_else(far, Instant::from_std)) => {}
-            Some((b, hooks, end, stopped)) = armed.recv() => {
+            Some((b, hooks, ends)) = armed.recv() => {
                 let on = On {
                     ctx: ctx.clone(),
                     server: server.clone(),
@@ -80,9 +80,9 @@ pub(super) async fn serve(
                 tokio::spawn(run_binding(
                     on,
                     b,
-                    (hooks, end),
+                    hooks,
+                    ends,
                     (connections.clone(), listings.clone(), reloads.clone()),
-                    stopped,
                 ));
                 lister.get_or_insert_with(|| Lister::new(now(), &ctx.limits));
             }

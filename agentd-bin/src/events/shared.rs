@@ -31,12 +31,32 @@ pub(super) struct Shared {
 
 /// A binding handed to its server's task: the machine, its deliveries, the signal that ends
 /// it (a runtime subscription released), and the one that stops it (a reload, the exit).
-pub(super) type Armed = (
-    Binding,
-    Deliveries,
-    mpsc::Receiver<oneshot::Sender<()>>,
-    CancellationToken,
-);
+pub(super) type Armed = (Binding, Deliveries, Ends);
+
+/// What ends or stops a binding's task, as the task holds it.
+#[derive(Debug)]
+pub(super) struct Ends {
+    /// Ends it: the task releases its webhook subscription and forgets its cursor, then
+    /// answers on the sender it was given.
+    pub(super) end: mpsc::Receiver<oneshot::Sender<()>>,
+    /// Stops it where it is, its cursor kept: a request under way is abandoned, a commit
+    /// under way finishes.
+    pub(super) stop: CancellationToken,
+    /// Dropped when the task is gone, however it went.
+    pub(super) gone: oneshot::Sender<()>,
+}
+
+/// `work`, unless `stop` comes first.
+pub(super) async fn unless<T>(
+    stop: &CancellationToken,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => None,
+        done = work => Some(done),
+    }
+}
 
 /// A server's connection, as its holder hands it on: `None` until the first dial answers,
 /// marked changed at every re-dial.

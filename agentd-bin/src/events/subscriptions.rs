@@ -32,15 +32,16 @@ use mcp_wire::events::{DeliveryMode, EventType};
 use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 use super::server::{list_pages, serve};
 use super::shared::{
-    Armed, Connections, Error, Feed, Listed, REQUEST_TIMEOUT, Shared, facts, limits,
+    Armed, Connections, Ends, Error, Feed, Listed, REQUEST_TIMEOUT, Shared, facts, limits,
 };
 use crate::clock::{now, wall_ms};
 use crate::config::{self, Config};
-use crate::events::hooks::{PREFIX, Route, Routes};
+use crate::events::hooks::{self, PREFIX, Routes};
 use crate::telemetry::catalogue::events::{self as logs, Of, Subscription as Reason};
 
 /// How often, at least, lifetimes are checked and an unsaved index written again.
@@ -99,6 +100,21 @@ struct Task {
     end: mpsc::Sender<oneshot::Sender<()>>,
     /// Stops it where it is, its cursor kept.
     stop: CancellationToken,
+    /// Resolves once the task is gone.
+    gone: oneshot::Receiver<()>,
+}
+
+/// How long a reload waits for a stopped binding's task to be gone before it starts the
+/// binding again or forgets it: a request under way is abandoned at once, a commit under way
+/// finishes.
+const STOPPED_WITHIN: Duration = Duration::from_secs(5);
+
+/// Whether a stopped binding's route stays: a binding started again keeps it (a delivery
+/// meanwhile is answered 503, to come again), one removed or ended loses it (410).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Keep,
+    Drop,
 }
 
 #[derive(Debug, Default)]
@@ -233,7 +249,7 @@ impl Control {
         let setup = Self::setup_of(config, listening, ctx, servers);
         *self.0.setup.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(setup);
         for b in &config.bindings {
-            self.arm(b).await?;
+            self.arm_or_later(b).await;
         }
         self.restore().await;
         Ok(())
@@ -261,7 +277,6 @@ impl Control {
                     if s.connections.same_channel(&feed.connections)
                         && ctx.instance == old.ctx.instance =>
                 {
-                    s.reload.send_modify(|n| *n += 1);
                     s.clone()
                 }
                 _ => {
@@ -278,12 +293,19 @@ impl Control {
         }
         let new = Arc::new(Self::setup_of(config, listening, ctx, servers));
         // A binding kept runs on unless its server's task is new or it would be built
-        // otherwise (its bounds, its callback URL).
+        // otherwise (its spec, its bounds, its callback URL).
         let rebuilt = new.ctx.limits != old.ctx.limits || new.hooks_base != old.hooks_base;
-        let restart = |spec: &config::Binding| rebuilt || fresh.contains(&spec.server);
+        let restart = |spec: &config::Binding| {
+            rebuilt
+                || fresh.contains(&spec.server)
+                || old.configured.get(&spec.key()).is_some_and(|b| b != spec)
+        };
+        // The setup is swapped under the lock the tools take: a subscription made meanwhile
+        // is checked against one setup or the other, and ended here when the new one ends it.
         let now = wall_ms();
         let (ended, again) = {
             let mut state = self.state();
+            *self.0.setup.write().unwrap_or_else(PoisonError::into_inner) = new.clone();
             let ended = lapse(&mut state.registry, &new, now);
             for (s, reason) in &ended {
                 let record = s.audit("unsubscribed", reason.as_str(), now);
@@ -297,14 +319,15 @@ impl Control {
                 .collect();
             (ended, again)
         };
-        *self.0.setup.write().unwrap_or_else(PoisonError::into_inner) = new.clone();
+        // Removed: its key is no longer configured. Its task is gone before its records are.
         let removed: Vec<&config::Binding> = old
             .configured
             .values()
-            .filter(|b| new.configured.get(&b.key()) != Some(*b))
+            .filter(|b| !new.configured.contains_key(&b.key()))
             .collect();
+        let mut gone = Vec::new();
         for b in &removed {
-            self.stop(&b.key());
+            gone.extend(self.stop(&b.key(), Route::Drop));
         }
         // Those ended are released and forgotten by their tasks; one whose task is gone
         // (its server let go) is forgotten here. The key of one a configured binding now
@@ -312,18 +335,35 @@ impl Control {
         let mut released = Vec::new();
         for (s, reason) in &ended {
             match reason {
-                Reason::Configured => self.stop(&s.id),
+                Reason::Configured => gone.extend(self.stop(&s.id, Route::Keep)),
                 Reason::ServerRemoved => {
-                    self.stop(&s.id);
+                    gone.extend(self.stop(&s.id, Route::Drop));
                     released.push(s.id.clone());
                 }
-                _ => {
-                    if self.end(&s.id).is_none() {
-                        released.push(s.id.clone());
-                    }
-                }
+                _ => match self.end(&s.id) {
+                    Some(ended) => gone.push(ended),
+                    None => released.push(s.id.clone()),
+                },
             }
         }
+        // Started again: configured bindings new, changed or on a new server task, and
+        // runtime subscriptions on a new server task.
+        let starts: Vec<config::Binding> = new
+            .configured
+            .values()
+            .filter(|b| !old.configured.contains_key(&b.key()) || restart(b))
+            .chain(&again)
+            .cloned()
+            .collect();
+        for spec in &starts {
+            gone.extend(self.stop(&spec.key(), Route::Keep));
+        }
+        let all_gone = async {
+            for task in gone {
+                let _ = task.await;
+            }
+        };
+        let _ = timeout(STOPPED_WITHIN, all_gone).await;
         for b in removed {
             let store = &new.ctx.store;
             if store.remove(&b.key(), &b.into).await.is_ok() {
@@ -334,21 +374,19 @@ impl Control {
                 });
             }
         }
-        for b in new.configured.values() {
-            let kept = old.configured.get(&b.key()) == Some(b);
-            if !kept || restart(b) {
-                self.stop(&b.key());
-                self.arm_or_later(b).await;
-            }
-        }
-        for spec in &again {
-            self.stop(&spec.key());
+        for spec in &starts {
             self.arm_or_later(spec).await;
         }
         if !ended.is_empty() || self.state().dirty {
             self.save(released).await;
             for (s, reason) in &ended {
-                logs::unsubscribed(of(&self.setup(), s), &s.owner, *reason, &s.id);
+                logs::unsubscribed(of(&new, s), &s.owner, *reason, &s.id);
+            }
+        }
+        // The servers kept list their types again; their bindings kept decide afresh.
+        for (name, s) in &new.servers {
+            if !fresh.contains(name) {
+                s.reload.send_modify(|n| *n += 1);
             }
         }
         self.0.changed.notify_one();
@@ -402,18 +440,23 @@ impl Control {
     /// minute.
     async fn arm_or_later(&self, spec: &config::Binding) {
         if let Err(e) = self.arm(spec).await {
-            self.state().unarmed.push(spec.clone());
+            let mut state = self.state();
+            if !state.unarmed.contains(spec) {
+                state.unarmed.push(spec.clone());
+            }
+            drop(state);
             self.arm_failed(spec, &e.to_string());
         }
     }
 
-    /// Hands `b` to its server's task, with its route when it takes deliveries; a task the
-    /// same binding had is stopped. A runtime subscription ended meanwhile is not started:
-    /// the check and the route are made under the lock its end takes.
+    /// Hands `b` to its server's task, with its route when it takes deliveries (or without
+    /// one when it does not); a task the same binding had is stopped. A runtime subscription
+    /// ended meanwhile is not started: the check and the route are made under the lock its
+    /// end takes.
     fn launch(&self, b: Binding) {
-        let setup = self.setup();
         let c = b.config();
         let mut state = self.state();
+        let setup = self.setup();
         if !setup.configured.contains_key(&c.key) && state.registry.get(&c.key).is_none() {
             return;
         }
@@ -422,65 +465,80 @@ impl Control {
         };
         // Each binding's deliveries wait in a queue of their own; a full one is answered
         // 429 (pressure).
-        let ((hooks, pressure), delivered) = crate::events::hooks::queue();
-        if let Some(callback) = &c.callback {
-            let route = Route {
-                server: c.server.clone(),
-                event: c.event.clone(),
-                secrets: vec![callback.secret.clone()],
-                limits: c.limits,
-                hooks,
-                pressure,
-            };
-            let mut routes = self
-                .0
-                .routes
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            routes.insert(c.key.clone(), route);
+        let ((hooks, pressure), delivered) = hooks::queue();
+        let mut routes = self
+            .0
+            .routes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &c.callback {
+            Some(callback) => {
+                let route = hooks::Route {
+                    server: c.server.clone(),
+                    event: c.event.clone(),
+                    secrets: vec![callback.secret.clone()],
+                    limits: c.limits,
+                    hooks,
+                    pressure,
+                };
+                routes.insert(c.key.clone(), route);
+            }
+            None => drop(routes.remove(&c.key)),
         }
+        drop(routes);
         let (end, ended) = mpsc::channel(1);
+        let (gone, gone_rx) = oneshot::channel();
         let stop = server.stop.child_token();
         let task = Task {
             end,
             stop: stop.clone(),
+            gone: gone_rx,
         };
         if let Some(before) = state.tasks.insert(c.key.clone(), task) {
             before.stop.cancel();
         }
         drop(state);
-        let _ = server.arm.send((b, delivered, ended, stop));
+        let ends = Ends {
+            end: ended,
+            stop,
+            gone,
+        };
+        let _ = server.arm.send((b, delivered, ends));
+    }
+
+    /// Takes binding `key`'s task out, and its route unless `route` keeps it.
+    fn take(&self, key: &str, route: Route) -> Option<Task> {
+        let mut state = self.state();
+        if route == Route::Drop {
+            let mut routes = self
+                .0
+                .routes
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            routes.remove(key);
+        }
+        state.tasks.remove(key)
     }
 
     /// Ends binding `key`'s task and its route: the task releases its webhook subscription
-    /// and forgets its cursor and secret, then answers on what this returns.
+    /// and forgets its cursor and secret, then answers on what this returns. `None` when
+    /// there is no task to do it (none, or one stopped already): the caller forgets.
     fn end(&self, key: &str) -> Option<oneshot::Receiver<()>> {
-        let mut state = self.state();
-        let mut routes = self
-            .0
-            .routes
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        routes.remove(key);
-        let task = state.tasks.remove(key)?;
+        let task = self.take(key, Route::Drop)?;
+        if task.stop.is_cancelled() {
+            return None;
+        }
         let (done, finished) = oneshot::channel();
         task.end.try_send(done).ok()?;
         Some(finished)
     }
 
-    /// Stops binding `key`'s task where it is, its cursor and secret kept, and takes its
-    /// route away.
-    fn stop(&self, key: &str) {
-        let mut state = self.state();
-        let mut routes = self
-            .0
-            .routes
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        routes.remove(key);
-        if let Some(task) = state.tasks.remove(key) {
-            task.stop.cancel();
-        }
+    /// Stops binding `key`'s task where it is, its cursor and secret kept; what resolves
+    /// once it is gone.
+    fn stop(&self, key: &str, route: Route) -> Option<oneshot::Receiver<()>> {
+        let task = self.take(key, route)?;
+        task.stop.cancel();
+        Some(task.gone)
     }
 
     /// Arms the subscriptions kept in the store again, but those whose lifetime ended, whose
@@ -577,12 +635,15 @@ impl Control {
                 let dirty = state.dirty || !state.unsaved.is_empty();
                 (ended, dirty, state.registry.next_expiry())
             };
-            for s in &ended {
-                // Its task releases it, and forgets its cursor, on its own time.
-                let _ = self.end(&s.id);
-            }
+            // Its task releases it, and forgets its cursor, on its own time; one without a
+            // task is forgotten here.
+            let released: Vec<String> = ended
+                .iter()
+                .filter(|s| self.end(&s.id).is_none())
+                .map(|s| s.id.clone())
+                .collect();
             if !ended.is_empty() || dirty {
-                self.flush().await;
+                self.save(released).await;
             }
             self.rearm().await;
             for s in &ended {
@@ -610,11 +671,21 @@ impl Control {
     /// writes the later one keeps the later index; once this start is closed, nothing is
     /// written (the next start has the store).
     async fn save(&self, released: Vec<String>) {
+        self.write(released, false).await;
+    }
+
+    /// [`save`](Self::save), or the last write when `closing`: the state is closed in the
+    /// same locked section that reads the index, so nothing changes after it.
+    async fn write(&self, released: Vec<String>, closing: bool) {
         let setup = self.setup();
         let store = &setup.ctx.store;
         let (forgotten, saved, audit, live) = {
             let mut state = self.state();
             if state.closed {
+                return;
+            }
+            state.closed = closing;
+            if closing && !state.dirty && state.unsaved.is_empty() && released.is_empty() {
                 return;
             }
             let live = state.registry.all().count();
@@ -653,14 +724,12 @@ impl Control {
     /// Stops MCP Events: an index not kept yet is written, and nothing after it (a write
     /// sent before is answered before the store closes); every task is stopped.
     pub(super) async fn close(&self) {
-        let dirty = {
-            let state = self.state();
-            state.dirty || !state.unsaved.is_empty()
-        };
-        if dirty {
-            self.save(Vec::new()).await;
-        }
-        self.state().closed = true;
+        self.cancel();
+        self.write(Vec::new(), true).await;
+    }
+
+    /// Stops every task of MCP Events.
+    pub(super) fn cancel(&self) {
         self.0.stop.cancel();
     }
 
@@ -705,11 +774,9 @@ impl Control {
     }
 
     async fn subscribe_here(self, owner: String, wanted: Wanted) -> Result<Subscription, Refused> {
-        let setup = self.setup();
-        let grant = match setup.grants.get(&owner) {
-            Some((grant, _)) => grant.clone(),
-            None => return Err(Refused::NoGrant { owner }),
-        };
+        if !self.setup().grants.contains_key(&owner) {
+            return Err(Refused::NoGrant { owner });
+        }
         let types = self.list_here(wanted.server.clone()).await?;
         let spec = config::Binding {
             server: wanted.server.clone(),
@@ -720,14 +787,25 @@ impl Control {
             max_per_minute: None,
         };
         self.check(&spec, &types)?;
-        if setup.configured.contains_key(&spec.key()) {
-            return Err(Refused::Exists);
-        }
+        // Checked again under the lock a reload swaps the setup under: the grant, the
+        // configured bindings and the bounds are the ones in force when it is made.
         let (made, record) = {
-            let on_server = setup.configured_on.get(&spec.server).copied();
             let mut state = self.state();
+            let setup = self.setup();
+            if state.closed {
+                return Err(Refused::Failed {
+                    err: "MCP Events is stopping".to_owned(),
+                });
+            }
+            let Some((grant, _)) = setup.grants.get(&owner) else {
+                return Err(Refused::NoGrant { owner });
+            };
+            if setup.configured.contains_key(&spec.key()) {
+                return Err(Refused::Exists);
+            }
+            let on_server = setup.configured_on.get(&spec.server).copied();
             let made = state.registry.subscribe(
-                &grant,
+                grant,
                 wanted,
                 on_server.unwrap_or(0),
                 setup.configured.len(),
@@ -772,14 +850,19 @@ impl Control {
             ended
         };
         // Released on the server before the call returns, so that the same subscription
-        // made again is not undone by it.
-        // (A server not connected now releases nothing: its binding has no task yet.)
-        let connected = self.connection(&ended.server).is_ok();
-        if let Some(done) = self.end(&ended.id).filter(|_| connected) {
-            // Its release is bounded at the same 30 s; the forget after it is quick.
-            let _ = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), done).await;
+        // made again is not undone by it. (A server not connected now releases nothing: its
+        // task, waiting for the connection, forgets the cursor and ends.) Without a task, it
+        // is forgotten here.
+        let mut released = Vec::new();
+        match self.end(&ended.id) {
+            Some(done) if self.connection(&ended.server).is_ok() => {
+                // Its release is bounded at the same 30 s; the forget after it is quick.
+                let _ = timeout(REQUEST_TIMEOUT + Duration::from_secs(5), done).await;
+            }
+            Some(_) => {}
+            None => released.push(ended.id.clone()),
         }
-        self.flush().await;
+        self.save(released).await;
         logs::unsubscribed(
             of(&self.setup(), &ended),
             &ended.owner,
@@ -840,12 +923,17 @@ fn of<'a>(setup: &'a Setup, s: &'a Subscription) -> Of<'a> {
     }
 }
 
-/// The runtime subscriptions `setup` ends: those whose lifetime ended, whose server or grant
-/// is gone, which a configured binding now is, or which a limit lowered since leaves no room
-/// for; each with its reason.
+/// The runtime subscriptions `setup` ends: those which a configured binding now is (first:
+/// their key names that binding's cursor, which nothing may forget), whose lifetime ended,
+/// whose server or grant is gone, or which a limit lowered since leaves no room for; each
+/// with its reason.
 fn lapse(registry: &mut Registry, setup: &Setup, now: i64) -> Vec<(Subscription, Reason)> {
     let mut ended = Vec::new();
     for (reason, gone) in [
+        (
+            Reason::Configured,
+            registry.end_where(|s| setup.configured.contains_key(&s.id)),
+        ),
         (Reason::Expired, registry.expire(now)),
         (
             Reason::ServerRemoved,
@@ -854,10 +942,6 @@ fn lapse(registry: &mut Registry, setup: &Setup, now: i64) -> Vec<(Subscription,
         (
             Reason::GrantRemoved,
             registry.end_where(|s| !setup.grants.contains_key(&s.owner)),
-        ),
-        (
-            Reason::Configured,
-            registry.end_where(|s| setup.configured.contains_key(&s.id)),
         ),
         (
             Reason::Limits,

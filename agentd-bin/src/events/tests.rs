@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::binding::{commit, live, pressure};
 use super::server::serve;
-use super::shared::{REQUEST_TIMEOUT, Shared, request};
+use super::shared::{Ends, REQUEST_TIMEOUT, Shared, request};
 use super::*;
 use crate::clock::{now, wall_ms};
 use crate::store::Store;
@@ -128,8 +128,13 @@ async fn a_connection_dialed_again_is_listed_again_and_the_binding_goes_on() {
     let b = Binding::new(BindingConfig::new("ref", "ticket.created", "t"), None);
     let (_queue, deliveries) = hooks::queue();
     let (_end, end) = mpsc::channel(1);
-    arm.send((b, deliveries, end, stopped.child_token()))
-        .unwrap();
+    let (gone, _gone) = oneshot::channel();
+    let ends = Ends {
+        end,
+        stop: stopped.child_token(),
+        gone,
+    };
+    arm.send((b, deliveries, ends)).unwrap();
     let count = |method: &str| server.methods().iter().filter(|m| *m == method).count();
     until(|| count("events/poll") >= 1).await;
     assert_eq!(count("events/list"), 1);
