@@ -698,6 +698,12 @@ impl Binding {
     /// the server declares the events extension. Decides afresh: a refusal of the last
     /// connection is lifted, and the binding waits for the listing.
     pub fn on_connection(&mut self, modern: bool, capability: bool) {
+        // A pause the log told ends here: every `paused` has its `resumed`.
+        if let State::Paused(cause, _) = self.state
+            && cause != Pause::Refusal
+        {
+            self.logs.push_back(Log::Resumed { cause });
+        }
         self.mode = None;
         self.left.clear();
         self.callback_failures = 0;

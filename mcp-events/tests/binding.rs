@@ -1272,3 +1272,19 @@ fn what_the_store_passed_over_counts_as_duplicate() {
         "never below zero"
     );
 }
+
+/// A binding decided afresh (a re-dial, a reload) while its intake is paused says the pause
+/// ended: every `paused` line has its `resumed`.
+#[test]
+fn a_pause_ends_with_a_resumed_when_the_binding_decides_afresh() {
+    let (mut b, _) = armed(Config::new("s", "ticket.created", "in"), Some("c0"));
+    b.pause(Pause::StoreDegraded, "disk full");
+    let _ = logs(&mut b);
+    b.on_connection(true, true);
+    assert_eq!(
+        logs(&mut b),
+        [Log::Resumed {
+            cause: Pause::StoreDegraded
+        }]
+    );
+}
