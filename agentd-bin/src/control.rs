@@ -1,19 +1,26 @@
 //! The control socket, `<store.path>/control/agentd.sock`: a Unix socket in a directory only
-//! the daemon's user may enter (mode 0700), where `agentd events call` reaches the running
-//! daemon's events tools. It is bound at start when `events.grants` are configured, and
-//! removed at exit. A socket left by an earlier run is replaced.
+//! the daemon's user may enter (mode 0700), where an operator reaches the running daemon's
+//! own tools (`agentd tool`) and its events tools (`agentd events call`). It is bound at
+//! every start of `agentd run`, and removed at exit. A socket left by an earlier run is
+//! replaced.
 //!
-//! One request per connection, one JSON line of at most 64 KiB:
-//! `{"tool", "arguments", "owner", "kind"}`; one answer line: `{"ok": true, "result": …}` or
-//! `{"ok": false, "error": "…"}`.
+//! One request per connection, one JSON line of at most 64 KiB, one of:
+//! - `{"tool", "arguments"?, "scope"?, "conversation"?, "run"?, "step"?, "subagent"?}`: an
+//!   own tool called by an operator acting as `scope` (default `root`) in the unit those ids
+//!   name;
+//! - `{"list": SCOPE}`: the own tools offered to that scope;
+//! - `{"tool", "arguments", "owner", "kind"}`: an events tool called for `owner`.
+//!
+//! One answer line: `{"ok": true, "result": …}` or `{"ok": false, "error": {"code",
+//! "message", …}}` (a tool's error as [`agentd_tools::Error::to_value`] says it).
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use agentd_tools::Grant;
-use agentd_tools::events::Caller;
+use agentd_tools::{Grant, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
@@ -23,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::events::Control;
+use crate::tools::Own;
 
 /// The socket's directory inside `store.path`, and its name there.
 pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
@@ -31,18 +39,67 @@ pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
 const REQUEST_MAX: u64 = 64 * 1024;
 
 /// How long a client waits for its answer: a subscription lists its server's types first,
-/// each page bounded at 30 s.
-const ANSWER_WITHIN: Duration = Duration::from_secs(120);
+/// each page bounded at 30 s; `sleep` and `await` wait up to an hour.
+const ANSWER_WITHIN: Duration = Duration::from_secs(3700);
 
-/// A tool call through the socket.
+/// What the socket serves: the daemon's own tools, and the events tools of the current
+/// start of MCP Events (none when it is not running).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Served {
+    /// The own tools.
+    pub(crate) tools: Option<Arc<Own>>,
+    /// The events tools.
+    pub(crate) events: Option<Control>,
+}
+
+/// A request through the socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Request {
+    /// An events tool.
+    Events(EventsCall),
+    /// An own tool.
+    Tool(ToolCall),
+    /// The own tools offered to a scope.
+    List(List),
+}
+
+/// An events tool called for `owner`, a caller of `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Request {
+pub(crate) struct EventsCall {
     pub(crate) tool: String,
     #[serde(default)]
     pub(crate) arguments: Value,
     pub(crate) owner: String,
     pub(crate) kind: String,
+}
+
+/// An own tool called by an operator acting as `scope` (`root` when not given), in the unit
+/// the ids name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolCall {
+    pub(crate) tool: String,
+    #[serde(default)]
+    pub(crate) arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) conversation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subagent: Option<String>,
+}
+
+/// The own tools offered to scope `list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct List {
+    pub(crate) list: String,
 }
 
 /// Where the socket of a store in `dir` is.
@@ -64,12 +121,12 @@ pub(crate) fn bind(dir: &Path) -> std::io::Result<UnixListener> {
     UnixListener::bind(&path)
 }
 
-/// Answers every connection with the events tools of the current start of MCP Events, each
-/// a task of `tasks`, until `shutdown`: then it accepts no more, a connection still waiting
-/// for its request is closed unanswered, and one whose request was read is answered.
+/// Answers every connection with what is [`Served`] when it is accepted, each a task of
+/// `tasks`, until `shutdown`: then it accepts no more, a connection still waiting for its
+/// request is closed unanswered, and one whose request was read is answered.
 pub(crate) fn serve(
     listener: UnixListener,
-    controls: watch::Receiver<Option<Control>>,
+    served: watch::Receiver<Served>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
@@ -84,15 +141,15 @@ pub(crate) fn serve(
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
-            let control = controls.borrow().clone();
-            tasks.spawn(answer(stream, control, shutdown.clone()));
+            let now = served.borrow().clone();
+            tasks.spawn(answer(stream, now, shutdown.clone()));
         }
     });
 }
 
 /// Reads one request and answers it; a connection still waiting for its request at
 /// `shutdown` is closed unanswered, one whose request was read is answered.
-async fn answer(stream: UnixStream, control: Option<Control>, shutdown: CancellationToken) {
+async fn answer(stream: UnixStream, served: Served, shutdown: CancellationToken) {
     let (read, mut write) = stream.into_split();
     let mut line = Vec::new();
     let mut reader = BufReader::new(read).take(REQUEST_MAX + 1);
@@ -105,28 +162,61 @@ async fn answer(stream: UnixStream, control: Option<Control>, shutdown: Cancella
         Ok(n) if n as u64 > REQUEST_MAX => Err(Refusal::TooLarge),
         Ok(_) => match serde_json::from_slice::<Request>(&line) {
             Err(e) => Err(Refusal::NotARequest(e)),
-            Ok(request) => call_tool(control, request).await,
+            Ok(request) => served.answer(request).await,
         },
     };
     let line = match answer {
         Ok(result) => json!({"ok": true, "result": result}),
-        Err(refusal) => json!({"ok": false, "error": refusal.to_string()}),
+        Err(refusal) => json!({"ok": false, "error": refusal.to_value()}),
     };
     let _ = write.write_all(format!("{line}\n").as_bytes()).await;
     let _ = write.shutdown().await;
 }
 
-async fn call_tool(control: Option<Control>, request: Request) -> Result<Value, Refusal> {
-    let control = control.ok_or(Refusal::NotRunning)?;
-    let kind = Grant::parse(&request.kind).ok_or(Refusal::Kind(request.kind))?;
-    let caller = Caller::new(kind, &request.owner);
-    let arguments = match request.arguments {
+impl Served {
+    /// The answer to `request`.
+    async fn answer(&self, request: Request) -> Result<Value, Refusal> {
+        match request {
+            Request::Events(call) => {
+                let control = self.events.as_ref().ok_or(Refusal::NotRunning)?;
+                let kind = Grant::parse(&call.kind).ok_or(Refusal::Kind(call.kind))?;
+                let caller = agentd_tools::events::Caller::new(kind, &call.owner);
+                agentd_tools::events::call(control, caller, &call.tool, object(call.arguments))
+                    .await
+                    .map_err(Refusal::Tool)
+            }
+            Request::Tool(call) => {
+                let tools = self.tools.as_ref().ok_or(Refusal::ShuttingDown)?;
+                let mut caller = agentd_tools::Caller::operator(scope(call.scope.as_deref())?);
+                caller.ids.conversation = call.conversation;
+                caller.ids.run = call.run;
+                caller.ids.step = call.step;
+                caller.ids.subagent = call.subagent;
+                tools
+                    .call(&caller, &call.tool, object(call.arguments))
+                    .await
+                    .map_err(Refusal::Tool)
+            }
+            Request::List(List { list }) => {
+                let tools = self.tools.as_ref().ok_or(Refusal::ShuttingDown)?;
+                Ok(Value::from(tools.offered(scope(Some(&list))?)))
+            }
+        }
+    }
+}
+
+/// Arguments not given are `{}`.
+fn object(arguments: Value) -> Value {
+    match arguments {
         Value::Null => json!({}),
         given => given,
-    };
-    agentd_tools::events::call(&control, caller, &request.tool, arguments)
-        .await
-        .map_err(Refusal::Tool)
+    }
+}
+
+/// The scope named `name` (`root` when none).
+fn scope(name: Option<&str>) -> Result<Scope, Refusal> {
+    let name = name.unwrap_or("root");
+    Scope::parse(name).ok_or_else(|| Refusal::Scope(name.to_owned()))
 }
 
 /// Why the daemon answered a request with an error (`{"ok": false, "error": …}`, the error
@@ -144,6 +234,10 @@ enum Refusal {
     NotRunning,
     /// The caller's kind is none of the grants'.
     Kind(String),
+    /// The scope is none of root, workflow, subagent.
+    Scope(String),
+    /// The daemon is shutting down: its tools take no more calls.
+    ShuttingDown,
     /// The tool refused, or failed.
     Tool(agentd_tools::Error),
 }
@@ -163,8 +257,26 @@ impl fmt::Display for Refusal {
                     "kind is root, workflow, subagent or everyone, not {kind:?}"
                 )
             }
+            Self::Scope(scope) => {
+                write!(f, "scope is root, workflow or subagent, not {scope:?}")
+            }
+            Self::ShuttingDown => f.write_str("shutting down"),
             Self::Tool(e) => e.fmt(f),
         }
+    }
+}
+
+impl Refusal {
+    /// The refusal as the answer says it: `{"code", "message", …}`.
+    fn to_value(&self) -> Value {
+        let code = match self {
+            Self::Tool(e) => return e.to_value(),
+            Self::Read(_) | Self::NotARequest(_) | Self::Kind(_) | Self::Scope(_) => "bad_request",
+            Self::TooLarge => "too_large",
+            Self::NotRunning => "not_running",
+            Self::ShuttingDown => "shutting_down",
+        };
+        json!({"code": code, "message": self.to_string()})
     }
 }
 
@@ -174,16 +286,20 @@ impl std::error::Error for Refusal {
             Self::Read(e) => Some(e),
             Self::NotARequest(e) => Some(e),
             Self::Tool(e) => Some(e),
-            Self::TooLarge | Self::NotRunning | Self::Kind(_) => None,
+            Self::TooLarge
+            | Self::NotRunning
+            | Self::Kind(_)
+            | Self::Scope(_)
+            | Self::ShuttingDown => None,
         }
     }
 }
 
-/// Why `agentd events call` has no result.
+/// Why `agentd tool` or `agentd events call` has no result.
 #[derive(Debug)]
 #[non_exhaustive]
 pub(crate) enum CallError {
-    /// The socket could not be reached: the daemon is not running, or has no grants.
+    /// The socket could not be reached: the daemon is not running.
     Connect(PathBuf, std::io::Error),
     /// The request could not be written as JSON.
     Encode(serde_json::Error),
@@ -193,23 +309,23 @@ pub(crate) enum CallError {
     NotAnAnswer(serde_json::Error),
     /// No answer within [`ANSWER_WITHIN`].
     Timeout,
-    /// The daemon answered with an error.
-    Refused(String),
+    /// The daemon answered with an error: `{"code", "message", …}`.
+    Refused(Value),
 }
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Connect(path, e) => write!(
-                f,
-                "{}: {e} (is `agentd run` up, with events.grants?)",
-                path.display()
-            ),
+            Self::Connect(path, e) => write!(f, "{}: {e} (is `agentd run` up?)", path.display()),
             Self::Encode(e) => write!(f, "cannot write the request: {e}"),
             Self::Io(e) => e.fmt(f),
             Self::NotAnAnswer(e) => write!(f, "not an answer: {e}"),
             Self::Timeout => write!(f, "no answer within {} s", ANSWER_WITHIN.as_secs()),
-            Self::Refused(error) => f.write_str(error),
+            Self::Refused(error) => {
+                let code = error["code"].as_str().unwrap_or("refused");
+                let message = error["message"].as_str().unwrap_or_default();
+                write!(f, "{code}: {message}")
+            }
         }
     }
 }
@@ -224,8 +340,7 @@ impl std::error::Error for CallError {
     }
 }
 
-/// `agentd events call`: sends `request` to the daemon whose store is in `dir`; the tool's
-/// result, or why there is none.
+/// Sends `request` to the daemon whose store is in `dir`; the result, or why there is none.
 pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallError> {
     let path = path(dir);
     let exchange = async {
@@ -248,8 +363,7 @@ pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallErr
     if answer["ok"] == true {
         Ok(answer["result"].clone())
     } else {
-        let error = answer["error"].as_str().unwrap_or("refused");
-        Err(CallError::Refused(error.to_owned()))
+        Err(CallError::Refused(answer["error"].clone()))
     }
 }
 
@@ -260,7 +374,7 @@ mod tests {
     /// What the daemon answers to `line`, without MCP Events running.
     async fn answered(line: Vec<u8>) -> Value {
         let (client, daemon) = UnixStream::pair().unwrap();
-        let answering = tokio::spawn(answer(daemon, None, CancellationToken::new()));
+        let answering = tokio::spawn(answer(daemon, Served::default(), CancellationToken::new()));
         let (mut read, mut write) = client.into_split();
         // The daemon may answer before it has read all of a line past the bound.
         let _ = write.write_all(&line).await;
@@ -286,19 +400,27 @@ mod tests {
         let at = answered(request_of(64 * 1024)).await;
         assert_eq!(
             at,
-            json!({"ok": false, "error": "MCP Events is not running (no bindings or grants configured)"})
+            json!({"ok": false, "error": {
+                "code": "not_running",
+                "message": "MCP Events is not running (no bindings or grants configured)",
+            }})
         );
         let past = answered(request_of(64 * 1024 + 1)).await;
         assert_eq!(
             past,
-            json!({"ok": false, "error": "a request is at most 64 KiB"})
+            json!({"ok": false, "error": {
+                "code": "too_large", "message": "a request is at most 64 KiB",
+            }})
         );
         let garbage = answered(b"{\"tool\": 1}\n".to_vec()).await;
+        assert_eq!(garbage["error"]["code"], "bad_request");
         assert!(
-            garbage["error"]
+            garbage["error"]["message"]
                 .as_str()
                 .unwrap()
                 .starts_with("not a request")
         );
+        let scope = answered(b"{\"list\": \"operator\"}\n".to_vec()).await;
+        assert_eq!(scope["error"]["code"], "shutting_down");
     }
 }

@@ -17,6 +17,7 @@ mod events;
 mod http;
 mod store;
 mod telemetry;
+mod tools;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -134,10 +135,67 @@ enum Command {
     },
     /// Print the MCP revisions agentd speaks.
     Revisions,
+    /// agentd's own tools (memory, artifacts, plans, messages, status, sleep, await,
+    /// finish) on the running daemon, through its control socket
+    /// (`<store.path>/control/agentd.sock`).
+    ///
+    /// Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad
+    /// usage, or arguments that are not a JSON object; 3 the daemon is not running; 4
+    /// unknown tool; 5 not granted to the scope; 6 invalid arguments.
+    Tool {
+        #[command(subcommand)]
+        command: ToolCommand,
+    },
     /// MCP Events: what arrived.
     Events {
         #[command(subcommand)]
         command: EventsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolCommand {
+    /// List the tools offered to a scope (as `[tools.grants]` narrows them).
+    List {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The scope: root, workflow or subagent.
+        #[arg(long, default_value = "root")]
+        scope: String,
+        /// The JSON array of the tools: {"name", "description", "inputSchema", "grants"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool as an operator acting as a scope, and print its result as JSON.
+    ///
+    /// Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad
+    /// usage, or arguments that are not a JSON object; 3 the daemon is not running; 4
+    /// unknown tool; 5 not granted to the scope; 6 invalid arguments (the message names
+    /// the JSON pointer and the rule).
+    Call {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The scope whose grants apply: root, workflow or subagent.
+        #[arg(long, default_value = "root")]
+        scope: String,
+        /// The conversation of the unit.
+        #[arg(long)]
+        conversation: Option<String>,
+        /// The workflow run of the unit.
+        #[arg(long)]
+        run: Option<String>,
+        /// The step of the run.
+        #[arg(long)]
+        step: Option<String>,
+        /// The subagent of the unit.
+        #[arg(long)]
+        subagent: Option<String>,
+        /// The tool.
+        tool: String,
+        /// The arguments, a JSON object.
+        arguments: Option<String>,
     },
 }
 
@@ -231,6 +289,40 @@ fn main() -> ExitCode {
         } => with_config(&config, level, |c| async move {
             cli::prompt(c, &server, &name, arguments.as_deref(), json).await
         }),
+        Command::Tool {
+            command:
+                ToolCommand::List {
+                    config,
+                    scope,
+                    json,
+                },
+        } => with_config(&config, level, |c| async move {
+            cli::tool_list(&c, scope, json).await
+        }),
+        Command::Tool {
+            command:
+                ToolCommand::Call {
+                    config,
+                    scope,
+                    conversation,
+                    run,
+                    step,
+                    subagent,
+                    tool,
+                    arguments,
+                },
+        } => {
+            let unit = cli::Unit {
+                scope: Some(scope),
+                conversation,
+                run,
+                step,
+                subagent,
+            };
+            with_config(&config, level, |c| async move {
+                cli::tool_call(&c, tool, arguments.as_deref(), unit).await
+            })
+        }
         Command::Events {
             command: EventsCommand::Tail { config, stream },
         } => with_config(&config, level, |c| async move {

@@ -3,13 +3,16 @@
 
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::json::object_arguments;
+use super::tool::{answered, ask};
 use crate::config::Config;
+use crate::control::{EventsCall, Request};
 use crate::store::{self, Limits, Store};
 
 /// `agentd events call`: one events tool called on the running daemon; its result printed
-/// as JSON.
+/// as JSON, the exit statuses those of `agentd tool call`.
 pub(crate) async fn events_call(
     config: &Config,
     owner: String,
@@ -17,30 +20,17 @@ pub(crate) async fn events_call(
     tool: String,
     arguments: Option<&str>,
 ) -> ExitCode {
-    let arguments = match arguments.map(serde_json::from_str::<Value>) {
-        None => json!({}),
-        Some(Ok(arguments @ Value::Object(_))) => arguments,
-        Some(_) => {
-            eprintln!("agentd: the arguments are a JSON object");
-            return ExitCode::from(2);
-        }
+    let arguments = match object_arguments(arguments) {
+        Ok(arguments) => arguments.map_or_else(|| Value::Object(Default::default()), Value::Object),
+        Err(code) => return code,
     };
-    let request = crate::control::Request {
+    let request = Request::Events(EventsCall {
         tool,
         arguments,
         owner,
         kind,
-    };
-    match crate::control::call(&config.store_path, &request).await {
-        Ok(result) => {
-            crate::say!("{result}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("agentd: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    });
+    answered(ask(config, &request).await)
 }
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.

@@ -1,6 +1,6 @@
 //! The one-shot commands that read a configuration and dial its servers once, a file each:
-//! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and `events call`
-//! (through the running daemon's control socket).
+//! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and through the
+//! running daemon's control socket `tool list`, `tool call` and `events call`.
 
 mod call;
 mod check;
@@ -9,6 +9,7 @@ mod json;
 mod prompts;
 mod resources;
 mod servers;
+mod tool;
 mod tools;
 
 use std::path::Path;
@@ -19,6 +20,7 @@ pub(crate) use check::check;
 pub(crate) use events::{events_call, events_tail};
 pub(crate) use prompts::{prompt, prompts};
 pub(crate) use resources::{read, resources};
+pub(crate) use tool::{Unit, tool_call, tool_list};
 pub(crate) use tools::tools;
 
 use crate::config::{self, Config};

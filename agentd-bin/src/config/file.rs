@@ -18,6 +18,8 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) events: Events,
     #[serde(default)]
+    pub(super) tools: ToolsFile,
+    #[serde(default)]
     pub(super) lifecycle: Lifecycle,
     #[serde(default)]
     pub(super) limits: Limits,
@@ -92,6 +94,23 @@ pub(super) struct BindingFile {
     pub(super) arguments: serde_json::Map<String, serde_json::Value>,
     pub(super) delivery: Option<Spanned<Vec<String>>>,
     pub(super) max_per_minute: Option<Spanned<u32>>,
+}
+
+/// `[tools]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolsFile {
+    #[serde(default)]
+    pub(super) grants: ToolGrants,
+}
+
+/// `[tools.grants]`: per scope, the patterns its tools are narrowed to.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolGrants {
+    pub(super) root: Option<Vec<Spanned<String>>>,
+    pub(super) workflow: Option<Vec<Spanned<String>>>,
+    pub(super) subagent: Option<Vec<Spanned<String>>>,
 }
 
 /// `[lifecycle]`.

@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
+use agentd_tools::Scope;
 use toml::Spanned;
 
 use self::file::File;
@@ -34,6 +35,8 @@ pub(crate) struct Config {
     pub(crate) bindings: Vec<Binding>,
     /// Who may make runtime MCP Events subscriptions (`events.grants`).
     pub(crate) grants: Vec<Grant>,
+    /// Which of agentd's own tools each scope is offered (`[tools.grants]`).
+    pub(crate) tool_grants: agentd_tools::Grants,
 }
 
 /// A grant of runtime MCP Events subscriptions to an owner.
@@ -345,8 +348,31 @@ pub(crate) fn parse(
             tools: g.tools,
         });
     }
+    let scoped = [
+        (Scope::Root, &raw.tools.grants.root),
+        (Scope::Workflow, &raw.tools.grants.workflow),
+        (Scope::Subagent, &raw.tools.grants.subagent),
+    ];
+    // Each pattern checked alone, so that an error names its key and position.
+    for (scope, patterns) in scoped {
+        for (i, pattern) in patterns.iter().flatten().enumerate() {
+            if let Err(e) = agentd_tools::Grants::new([(scope, [pattern.get_ref()])]) {
+                return Err(at(
+                    Some(pattern.span()),
+                    &format!("tools.grants.{scope}[{i}]"),
+                    e.to_string(),
+                ));
+            }
+        }
+    }
+    let tool_grants = agentd_tools::Grants::new(scoped.iter().filter_map(|(scope, patterns)| {
+        let patterns = patterns.as_ref()?;
+        Some((*scope, patterns.iter().map(|p| p.get_ref().as_str())))
+    }))
+    .map_err(|e| at(None, "tools.grants", e.to_string()))?;
     Ok(Config {
         grants,
+        tool_grants,
         listen,
         hooks_url,
         store_path: raw

@@ -250,6 +250,39 @@ fn grants_name_one_owner_each_and_allow_1_to_64() {
 }
 
 #[test]
+fn tool_grants_narrow_per_scope_and_a_bad_pattern_is_named() {
+    let c = parse(
+        "f",
+        "[tools.grants]\nsubagent = [\"memory.*\", \"status\"]\nworkflow = []\n",
+        &env,
+    )
+    .unwrap();
+    let g = &c.tool_grants;
+    assert!(g.offers(Scope::Subagent, "memory.shift"));
+    assert!(!g.offers(Scope::Subagent, "plan.get"));
+    assert!(
+        !g.offers(Scope::Workflow, "status"),
+        "an empty list offers nothing"
+    );
+    assert!(g.offers(Scope::Root, "plan.get"), "root keeps its defaults");
+    assert_eq!(
+        parse("f", "", &env).unwrap().tool_grants,
+        agentd_tools::Grants::default()
+    );
+    let e = err("[tools.grants]\nroot = [\"memory.get\",\n  \"memory.fetch\"]\n");
+    assert_eq!(
+        (e.key.as_str(), e.line, e.column),
+        ("tools.grants.root[1]", 3, 3)
+    );
+    assert!(e.message.contains("no tool is named"), "{e}");
+    let e = err("[tools.grants]\nsubagent = [\"subagent.*\"]\n");
+    assert_eq!(e.key, "tools.grants.subagent[0]");
+    assert!(e.message.contains("grants only narrow"), "{e}");
+    let e = err("[tools.grants]\noperator = []\n");
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
 fn headers_that_are_not_http_are_refused() {
     let e = err(
         "[[mcp.servers]]\nname = \"a\"\nurl = \"http://x/mcp\"\nheaders = { \"X Bad\" = \"v\" }\n",

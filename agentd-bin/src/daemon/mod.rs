@@ -14,6 +14,11 @@
 //! ones dialed (`mcp.connect`, reason `reload`), and the others list their tools again (the
 //! catalogue is rebuilt; a failed listing keeps the current one, `mcp.tools_refresh_failed`).
 //!
+//! The store (`store.path`) is opened at start and closed last; the control socket
+//! (`<store.path>/control/agentd.sock`, [`crate::control`]) serves agentd's own tools over it
+//! ([`crate::tools`]) and the events tools of MCP Events. A reload takes the new
+//! `[tools.grants]`; `store.path` changes at a restart only.
+//!
 //! With `webhooks.listen` set, the daemon's HTTP listener serves `GET /metrics` (bound once at
 //! start; a reload does not move it), and says where (`http.listening`, with the address).
 //!
@@ -42,11 +47,14 @@ use tokio_util::task::TaskTracker;
 use self::server::{Handle, Shared, Stop};
 use self::signals::{Signals, Wake};
 use crate::config::{self, Config};
+use crate::control::Served;
 use crate::events::hooks::Routes;
-use crate::events::{self, Control, Events, Feed};
+use crate::events::{self, Events, Feed};
+use crate::store::{self, Limits, Store};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
+use crate::tools::Own;
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -76,7 +84,9 @@ pub(crate) enum StartError {
     Listen(SocketAddr, std::io::Error),
     /// The control socket could not be bound in `store.path`.
     ControlSocket(PathBuf, std::io::Error),
-    /// MCP Events could not start (its store, its bindings).
+    /// The store could not be opened.
+    Store(store::Error),
+    /// MCP Events could not start (its bindings).
     Events(events::Error),
 }
 
@@ -91,6 +101,7 @@ impl std::fmt::Display for StartError {
                     dir.display()
                 )
             }
+            Self::Store(e) => write!(f, "cannot open the store: {e}"),
             Self::Events(e) => write!(f, "cannot start MCP Events: {e}"),
         }
     }
@@ -100,6 +111,7 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Listen(_, e) | Self::ControlSocket(_, e) => Some(e),
+            Self::Store(e) => Some(e),
             Self::Events(e) => Some(e),
         }
     }
@@ -119,10 +131,13 @@ struct Daemon {
     shared: Shared,
     servers: BTreeMap<String, Handle>,
     events: Option<Events>,
-    /// The events tools of the current MCP Events, for the control socket.
-    controls: watch::Sender<Option<Control>>,
+    /// The durable state, kept by the store's thread.
+    store: Store,
+    /// What the control socket serves: the own tools, the events tools of the current MCP
+    /// Events.
+    served: watch::Sender<Served>,
     /// The control socket's path, removed at exit.
-    socket: Option<PathBuf>,
+    socket: PathBuf,
     /// Stops the listeners from accepting.
     shutdown: CancellationToken,
     /// The listeners and their connections.
@@ -148,14 +163,16 @@ impl Daemon {
             ),
         };
         let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let store = Store::open(&config.store_path, Limits::from(&config))
+            .await
+            .map_err(StartError::Store)?;
         // Bound before any server is dialed, so that it is there once one is connected.
-        let socket = if config.grants.is_empty() {
-            None
-        } else {
-            Some(
-                crate::control::bind(&config.store_path)
-                    .map_err(|e| StartError::ControlSocket(config.store_path.clone(), e))?,
-            )
+        let socket = match crate::control::bind(&config.store_path) {
+            Ok(socket) => socket,
+            Err(e) => {
+                store.close().await;
+                return Err(StartError::ControlSocket(config.store_path.clone(), e));
+            }
         };
         let shared = Shared::new(&config.instance, metrics.clone());
         let servers: BTreeMap<String, Handle> = config
@@ -170,6 +187,7 @@ impl Daemon {
             true => Some(
                 Events::start(
                     &config,
+                    store.clone(),
                     listening,
                     &feeds(&servers),
                     metrics.clone(),
@@ -182,21 +200,21 @@ impl Daemon {
         let events = match started.transpose() {
             Ok(events) => events,
             Err(e) => {
-                if socket.is_some() {
-                    let _ = std::fs::remove_file(crate::control::path(&config.store_path));
-                }
+                let _ = std::fs::remove_file(crate::control::path(&config.store_path));
                 for handle in servers.into_values() {
                     handle.stop(Stop::Shutdown);
                 }
                 shared.drain(config.drain_timeout).await;
+                store.close().await;
                 return Err(StartError::Events(e));
             }
         };
-        let (controls, current) = watch::channel(events.as_ref().map(Events::control));
-        let socket = socket.map(|socket| {
-            crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
-            crate::control::path(&config.store_path)
+        let (served, current) = watch::channel(Served {
+            tools: Some(own_tools(&config, &store, &shutdown, &metrics)),
+            events: events.as_ref().map(Events::control),
         });
+        crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
+        let socket = crate::control::path(&config.store_path);
         if let (Some(listener), Some(bound)) = (listener, listening) {
             let instance: Arc<str> = config.instance.as_str().into();
             let prefix = events::hooks::route_prefix(config.hooks_url.as_deref());
@@ -220,7 +238,8 @@ impl Daemon {
             shared,
             servers,
             events,
-            controls,
+            store,
+            served,
             socket,
             shutdown,
             listeners,
@@ -237,9 +256,9 @@ impl Daemon {
                 return;
             }
         };
-        // The store MCP Events keeps is the one it started with, and the listener serves the
-        // webhook path it was started with.
-        let fixed = if self.events.is_some() && new.store_path != self.config.store_path {
+        // The store is the one the daemon started with, and the listener serves the webhook
+        // path it was started with.
+        let fixed = if new.store_path != self.config.store_path {
             Some("store.path changes at a restart, not a reload")
         } else if events::hooks::route_prefix(new.hooks_url.as_deref())
             != events::hooks::route_prefix(self.config.hooks_url.as_deref())
@@ -271,6 +290,7 @@ impl Daemon {
             }
             None if Events::wanted(&new) => match Events::start(
                 &new,
+                self.store.clone(),
                 self.listening,
                 &feeds(&self.servers),
                 self.metrics.clone(),
@@ -279,13 +299,17 @@ impl Daemon {
             .await
             {
                 Ok(started) => {
-                    self.controls.send_replace(Some(started.control()));
+                    let control = started.control();
+                    self.served
+                        .send_modify(|served| served.events = Some(control));
                     self.events = Some(started);
                 }
                 Err(e) => own::reload_refused(&new.instance, &format!("MCP Events: {e}")),
             },
             None => {}
         }
+        let tools = own_tools(&new, &self.store, &self.shutdown, &self.metrics);
+        self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
     }
 
@@ -320,19 +344,18 @@ impl Daemon {
     }
 
     /// Takes nothing new (the listeners stop accepting, open HTTP connections finish the
-    /// request they answer, control connections close), stops MCP Events, and closes every
-    /// connection, inside `lifecycle.drain_timeout`.
+    /// request they answer, control connections close, the tools' waits end), stops MCP
+    /// Events, and closes every connection, inside `lifecycle.drain_timeout`; then closes
+    /// the store.
     async fn drain(self) {
         let deadline = tokio::time::Instant::now() + self.config.drain_timeout;
         self.shutdown.cancel();
         self.listeners.close();
-        self.controls.send_replace(None);
+        self.served.send_replace(Served::default());
         for handle in self.servers.into_values() {
             handle.stop(Stop::Shutdown);
         }
-        if let Some(socket) = &self.socket {
-            let _ = std::fs::remove_file(socket);
-        }
+        let _ = std::fs::remove_file(&self.socket);
         let events = self.events.map(Events::stop);
         let (shared, listeners) = (self.shared, self.listeners);
         let _ = tokio::time::timeout_at(deadline, async {
@@ -348,7 +371,25 @@ impl Daemon {
             );
         })
         .await;
+        self.store.close().await;
     }
+}
+
+/// The own tools of `config` over `store`, their waits ending at `shutdown`.
+fn own_tools(
+    config: &Config,
+    store: &Store,
+    shutdown: &CancellationToken,
+    metrics: &Arc<Metrics>,
+) -> Arc<Own> {
+    Arc::new(Own::new(
+        store.clone(),
+        &config.instance,
+        config.tool_grants.clone(),
+        config.max_value_bytes,
+        shutdown.clone(),
+        metrics.clone(),
+    ))
 }
 
 /// What MCP Events reads of each server.

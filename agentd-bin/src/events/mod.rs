@@ -32,15 +32,15 @@ pub(crate) use self::shared::{Error, Feed};
 use self::shared::{Shared, limits};
 pub(crate) use self::subscriptions::Control;
 use crate::config::Config;
-use crate::store::{Limits, Store};
+use crate::store::Store;
 use crate::telemetry::metrics::Metrics;
 use hooks::Routes;
 
 /// `events/*` requests run on this many worker threads of their own.
 const WORKER_THREADS: usize = 4;
 
-/// MCP Events at work: its runtime (built once, kept until exit), its store, and the
-/// bindings and runtime subscriptions of the configuration in force.
+/// MCP Events at work: its runtime (built once, kept until exit), the daemon's store, and
+/// the bindings and runtime subscriptions of the configuration in force.
 #[derive(Debug)]
 pub(crate) struct Events {
     runtime: tokio::runtime::Runtime,
@@ -53,21 +53,21 @@ impl Events {
         !config.bindings.is_empty() || !config.grants.is_empty()
     }
 
-    /// Opens the store, builds the runtime, and starts the bindings of `config` and the
-    /// runtime subscriptions kept in the store, on the connections of `servers`. Fails when
-    /// the store cannot be opened or a binding cannot be read from it.
+    /// Builds the runtime, and starts the bindings of `config` and the runtime subscriptions
+    /// kept in `store` (the daemon's, which it keeps open), on the connections of `servers`.
+    /// Fails when a binding cannot be read from the store.
     ///
     /// Not to be dropped before it resolves: the runtime it builds must not be dropped on an
     /// async thread.
     pub(crate) async fn start(
         config: &Config,
+        store: Store,
         listening: Option<SocketAddr>,
         servers: &BTreeMap<String, Feed>,
         metrics: Arc<Metrics>,
         routes: &Routes,
     ) -> Result<Self, Error> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
-        let store = Store::open(&config.store_path, Limits::from(config)).await?;
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("agentd-events")
@@ -75,10 +75,7 @@ impl Events {
             .build()
         {
             Ok(runtime) => runtime,
-            Err(e) => {
-                store.close().await;
-                return Err(Error::Runtime(e));
-            }
+            Err(e) => return Err(Error::Runtime(e)),
         };
         let ctx = Shared {
             instance: config.instance.as_str().into(),
@@ -91,7 +88,6 @@ impl Events {
             control.close().await;
             // Not dropped here: the caller may be on an async thread.
             runtime.shutdown_background();
-            store.close().await;
             return Err(e);
         }
         runtime.spawn(control.clone().expire());
@@ -102,7 +98,7 @@ impl Events {
     /// forgotten with their records (`mcp.events.removed`, reason `reload`), the new ones
     /// start; a server dialed afresh has its bindings started again on its new connection;
     /// runtime subscriptions whose server or grant is gone, or that a configured binding now
-    /// is, end. `store.path` stays the one MCP Events started with.
+    /// is, end. `store.path` stays the one the daemon started with.
     pub(crate) async fn reload(
         &self,
         config: &Config,
@@ -117,9 +113,9 @@ impl Events {
         self.control.clone()
     }
 
-    /// Stops every binding and the runtime, then writes an index not kept yet and closes the
-    /// store. Subscriptions are not released: the next start goes on from the
-    /// stored cursors. A commit under way finishes (it is one transaction either way).
+    /// Stops every binding and the runtime, then writes an index not kept yet; the daemon
+    /// closes the store after. Subscriptions are not released: the next start goes on from
+    /// the stored cursors. A commit under way finishes (it is one transaction either way).
     ///
     /// The runtime is shut down before this returns, so the future it returns may be cut
     /// (a drain's bound) at any point.
@@ -127,11 +123,7 @@ impl Events {
         let Self { runtime, control } = self;
         control.cancel();
         runtime.shutdown_background();
-        async move {
-            let store = control.ctx().store;
-            control.close().await;
-            store.close().await;
-        }
+        async move { control.close().await }
     }
 }
 

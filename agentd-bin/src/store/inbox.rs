@@ -1,10 +1,10 @@
-//! The inboxes: each conversation's durable messages, numbered by one sequence across all of
-//! them (a message's id), each with its sender's unit and the time it was sent.
+//! The inboxes: each conversation's durable messages, numbered from 1 in each conversation (a
+//! message's id: its place in the inbox, never reused, as nothing is taken out of an inbox),
+//! each with its sender's unit and the time it was sent.
 
 use rusqlite::params;
 
 use super::{Db, Error, Store, check_len, check_size, from_sql, to_sql};
-use crate::clock;
 
 /// The most bytes of a conversation's id.
 pub(crate) const CONVERSATION_MAX: usize = 128;
@@ -12,7 +12,7 @@ pub(crate) const CONVERSATION_MAX: usize = 128;
 /// A message of an inbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Message {
-    /// Its id: its place in the sequence of every inbox's messages.
+    /// Its id: its place in its conversation's inbox, from 1.
     pub(crate) id: u64,
     /// The conversation it was sent to.
     pub(crate) conversation: String,
@@ -25,7 +25,13 @@ pub(crate) struct Message {
 }
 
 impl Db {
-    fn message_send(&mut self, conversation: &str, sender: &str, text: &str) -> Result<u64, Error> {
+    fn message_send(
+        &mut self,
+        conversation: &str,
+        sender: &str,
+        text: &str,
+        at_ms: i64,
+    ) -> Result<u64, Error> {
         check_len("/conversation", conversation, 1, CONVERSATION_MAX)?;
         if text.is_empty() {
             return Err(Error::invalid("/text", "at least 1 byte"));
@@ -35,8 +41,13 @@ impl Db {
             .prepare_cached(
                 "INSERT INTO inboxes (conversation, sender, text, at) VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute(params![conversation, sender, text, clock::wall_ms()])?;
-        Ok(from_sql(self.sql.last_insert_rowid()))
+            .execute(params![conversation, sender, text, at_ms])?;
+        // Requests are answered one at a time: the count is the new message's place.
+        let count: i64 = self
+            .sql
+            .prepare_cached("SELECT count(*) FROM inboxes WHERE conversation = ?1")?
+            .query_row(params![conversation], |r| r.get(0))?;
+        Ok(from_sql(count))
     }
 
     fn messages(
@@ -46,17 +57,19 @@ impl Db {
         limit: usize,
     ) -> Result<Vec<Message>, Error> {
         let mut query = self.sql.prepare_cached(
-            "SELECT seq, sender, text, at FROM inboxes WHERE conversation = ?1 AND seq > ?2
-             ORDER BY seq LIMIT ?3",
+            "SELECT sender, text, at FROM inboxes WHERE conversation = ?1
+             ORDER BY seq LIMIT ?2 OFFSET ?3",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = query.query_map(params![conversation, to_sql(after), limit], |r| {
+        let mut id = after;
+        let rows = query.query_map(params![conversation, limit, to_sql(after)], |r| {
+            id += 1;
             Ok(Message {
-                id: from_sql(r.get(0)?),
+                id,
                 conversation: conversation.to_owned(),
-                sender: r.get(1)?,
-                text: r.get(2)?,
-                at_ms: r.get(3)?,
+                sender: r.get(0)?,
+                text: r.get(1)?,
+                at_ms: r.get(2)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -65,16 +78,18 @@ impl Db {
 
 impl Store {
     /// `message.send`: appends `text` (1 byte..=`store.max_value_bytes`) from the unit
-    /// `sender` to `conversation`'s inbox (an id of 1..=128 bytes); the message's id.
+    /// `sender` at `at_ms` (Unix milliseconds) to `conversation`'s inbox (an id of 1..=128
+    /// bytes); the message's id, its place in that inbox.
     pub(crate) fn message_send(
         &self,
         conversation: &str,
         sender: &str,
         text: &str,
+        at_ms: i64,
     ) -> impl Future<Output = Result<u64, Error>> + Send + use<> {
         let (conversation, sender, text) =
             (conversation.to_owned(), sender.to_owned(), text.to_owned());
-        self.run(move |db| db.message_send(&conversation, &sender, &text))
+        self.run(move |db| db.message_send(&conversation, &sender, &text, at_ms))
     }
 
     /// Up to `limit` messages of `conversation`'s inbox with an id past `after`, oldest first.
@@ -97,13 +112,13 @@ mod tests {
     #[tokio::test]
     async fn send_and_read() {
         let (_dir, store) = scratch().await;
-        let one = store.message_send("c1", "operator", "hi").await.unwrap();
-        let two = store.message_send("c2", "run:r", "other").await.unwrap();
+        let one = store.message_send("c1", "operator", "hi", 5).await.unwrap();
+        let two = store.message_send("c2", "run:r", "other", 6).await.unwrap();
         let three = store
-            .message_send("c1", "subagent:s", "again")
+            .message_send("c1", "subagent:s", "again", 7)
             .await
             .unwrap();
-        assert!(one < two && two < three);
+        assert_eq!((one, two, three), (1, 1, 2), "ids count in each inbox");
         let inbox = store.messages("c1", 0, 10).await.unwrap();
         let got: Vec<_> = inbox
             .iter()
@@ -113,7 +128,8 @@ mod tests {
             got,
             [(one, "operator", "hi"), (three, "subagent:s", "again")]
         );
-        assert!(inbox.iter().all(|m| m.conversation == "c1" && m.at_ms > 0));
+        assert!(inbox.iter().all(|m| m.conversation == "c1"));
+        assert_eq!(inbox.iter().map(|m| m.at_ms).collect::<Vec<_>>(), [5, 7]);
         let after = store.messages("c1", one, 10).await.unwrap();
         assert_eq!(after.iter().map(|m| m.id).collect::<Vec<_>>(), [three]);
         assert_eq!(store.messages("c1", 0, 1).await.unwrap().len(), 1);
@@ -128,26 +144,26 @@ mod tests {
         };
         let store = Store::open(dir.path(), limits).await.unwrap();
         let at = "c".repeat(CONVERSATION_MAX);
-        store.message_send(&at, "u", "x").await.unwrap();
+        store.message_send(&at, "u", "x", 1).await.unwrap();
         let past = "c".repeat(CONVERSATION_MAX + 1);
         for bad in [past.as_str(), ""] {
-            let e = store.message_send(bad, "u", "x").await.unwrap_err();
+            let e = store.message_send(bad, "u", "x", 1).await.unwrap_err();
             assert!(
                 matches!(&e, Error::Invalid { pointer, .. } if pointer == "/conversation"),
                 "{e:?}"
             );
         }
-        let e = store.message_send("c", "u", "").await.unwrap_err();
+        let e = store.message_send("c", "u", "", 1).await.unwrap_err();
         assert!(
             matches!(&e, Error::Invalid { pointer, .. } if pointer == "/text"),
             "{e:?}"
         );
         store
-            .message_send("c", "u", &"t".repeat(1024))
+            .message_send("c", "u", &"t".repeat(1024), 1)
             .await
             .unwrap();
         let e = store
-            .message_send("c", "u", &"t".repeat(1025))
+            .message_send("c", "u", &"t".repeat(1025), 1)
             .await
             .unwrap_err();
         assert!(

@@ -24,18 +24,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
 
-// Until the agent's tools call them, the daemon uses none of these requests.
-#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
 pub(crate) mod artifacts;
 mod events;
-#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
 pub(crate) mod inbox;
-#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
 pub(crate) mod memory;
 mod migrations;
-#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
 pub(crate) mod plans;
-#[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call them"))]
 pub(crate) mod units;
 
 /// The database file, inside `store.path`.
@@ -140,7 +134,6 @@ pub(crate) enum Error {
 
 impl Error {
     /// The contract's stable code word for this error (`store` for the store's own failures).
-    #[cfg_attr(not(test), expect(dead_code, reason = "the agent's tools call it"))]
     pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::BadKey { .. } => "bad_key",

@@ -143,10 +143,10 @@ impl Db {
                 status,
                 title,
             } => {
-                let count = plan.steps.len();
-                let step = plan.steps.get_mut(index).ok_or_else(|| {
-                    Error::invalid("/step", format!("no step {index}: the plan has {count}"))
-                })?;
+                let step = plan
+                    .steps
+                    .get_mut(index)
+                    .ok_or(Error::NotFound { what: "step" })?;
                 if let Some(title) = title {
                     check_len("/title", &title, 1, TITLE_MAX)?;
                     step.title = title;
@@ -192,7 +192,7 @@ impl Store {
     }
 
     /// `plan.update`: `unit`'s plan changed, its version one more; [`Error::NotFound`] when
-    /// it has none.
+    /// it has none, or no step of that index.
     pub(crate) fn plan_update(
         &self,
         unit: &str,
@@ -277,10 +277,7 @@ mod tests {
             title: None,
         };
         let e = store.plan_update("u", change).await.unwrap_err();
-        assert!(
-            matches!(&e, Error::Invalid { pointer, .. } if pointer == "/step"),
-            "{e:?}"
-        );
+        assert!(matches!(e, Error::NotFound { what: "step" }), "{e:?}");
         assert_eq!(store.plan_get("u").await.unwrap().unwrap().version, 4);
 
         assert!(store.plan_clear("u").await.unwrap());

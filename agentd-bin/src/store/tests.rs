@@ -236,8 +236,11 @@ async fn durable_state_survives_a_reopen() {
         status: StepStatus::Pending,
     }];
     store.plan_create("run:r", steps.clone()).await.unwrap();
-    let id = store.message_send("c1", "operator", "hello").await.unwrap();
-    store.finish("run:r", Outcome::Done, "ok").await.unwrap();
+    let id = store
+        .message_send("c1", "operator", "hello", 1)
+        .await
+        .unwrap();
+    store.finish("run:r", Outcome::Done, "ok", 1).await.unwrap();
     store.close().await;
 
     let store = Store::open(dir.path(), Limits::default()).await.unwrap();
@@ -254,7 +257,7 @@ async fn durable_state_survives_a_reopen() {
     let finished = store.finished("run:r").await.unwrap().unwrap();
     assert_eq!(finished.status, Outcome::Done);
     assert!(matches!(
-        store.finish("run:r", Outcome::Failed, "").await,
+        store.finish("run:r", Outcome::Failed, "", 1).await,
         Err(Error::AlreadyFinished { .. })
     ));
     store.close().await;

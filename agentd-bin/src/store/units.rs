@@ -3,7 +3,6 @@
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{Db, Error, Store, check_size, from_sql};
-use crate::clock;
 
 /// The most bytes of a finish's summary.
 pub(crate) const SUMMARY_MAX: usize = 4096;
@@ -29,7 +28,8 @@ impl Outcome {
         }
     }
 
-    fn parse(word: &str) -> Option<Self> {
+    /// The outcome named `word` ([`as_str`](Self::as_str)), if it is one.
+    pub(crate) fn parse(word: &str) -> Option<Self> {
         [Self::Done, Self::Failed, Self::Cancelled]
             .into_iter()
             .find(|o| o.as_str() == word)
@@ -97,12 +97,17 @@ impl Db {
         }))
     }
 
-    fn finish(&mut self, unit: &str, status: Outcome, summary: &str) -> Result<Finished, Error> {
+    fn finish(
+        &mut self,
+        unit: &str,
+        status: Outcome,
+        summary: &str,
+        at_ms: i64,
+    ) -> Result<Finished, Error> {
         check_size("summary", summary.len(), SUMMARY_MAX)?;
         let tx = self
             .sql
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let at_ms = clock::wall_ms();
         let inserted = tx
             .prepare_cached(
                 "INSERT INTO finished_units (unit, status, summary, at) VALUES (?1, ?2, ?3, ?4)
@@ -150,19 +155,25 @@ impl Db {
 }
 
 impl Store {
-    /// `finish`: records `unit` finished with `status` and `summary` (at most 4096 bytes),
-    /// once: [`Error::AlreadyFinished`] after. Answers with the unit's artifacts' names.
+    /// `finish`: records `unit` finished with `status` and `summary` (at most 4096 bytes) at
+    /// `at_ms` (Unix milliseconds), once: [`Error::AlreadyFinished`] after. Answers with the
+    /// unit's artifacts' names.
     pub(crate) fn finish(
         &self,
         unit: &str,
         status: Outcome,
         summary: &str,
+        at_ms: i64,
     ) -> impl Future<Output = Result<Finished, Error>> + Send + use<> {
         let (unit, summary) = (unit.to_owned(), summary.to_owned());
-        self.run(move |db| db.finish(&unit, status, &summary))
+        self.run(move |db| db.finish(&unit, status, &summary, at_ms))
     }
 
     /// `unit`'s finish, if it finished.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "await of a run or a subagent reads it")
+    )]
     pub(crate) fn finished(
         &self,
         unit: &str,
@@ -193,7 +204,7 @@ mod tests {
                 .unwrap();
         }
         let finished = store
-            .finish("run:r", Outcome::Done, "all went well")
+            .finish("run:r", Outcome::Done, "all went well", 1)
             .await
             .unwrap();
         assert_eq!(
@@ -210,7 +221,7 @@ mod tests {
             Some(finished.clone())
         );
         let e = store
-            .finish("run:r", Outcome::Cancelled, "again")
+            .finish("run:r", Outcome::Cancelled, "again", 1)
             .await
             .unwrap_err();
         assert!(
@@ -221,7 +232,7 @@ mod tests {
         assert_eq!(store.finished("run:r").await.unwrap(), Some(finished));
         // Every outcome is kept as it was given.
         for (unit, outcome) in [("a", Outcome::Failed), ("b", Outcome::Cancelled)] {
-            store.finish(unit, outcome, "").await.unwrap();
+            store.finish(unit, outcome, "", 1).await.unwrap();
             assert_eq!(store.finished(unit).await.unwrap().unwrap().status, outcome);
         }
     }
@@ -230,7 +241,7 @@ mod tests {
     async fn summaries_are_bounded() {
         let (_dir, store) = scratch().await;
         let e = store
-            .finish("u", Outcome::Done, &"s".repeat(SUMMARY_MAX + 1))
+            .finish("u", Outcome::Done, &"s".repeat(SUMMARY_MAX + 1), 1)
             .await
             .unwrap_err();
         assert!(
@@ -245,7 +256,7 @@ mod tests {
         );
         assert_eq!(store.finished("u").await.unwrap(), None);
         let at = "s".repeat(SUMMARY_MAX);
-        let finished = store.finish("u", Outcome::Done, &at).await.unwrap();
+        let finished = store.finish("u", Outcome::Done, &at, 1).await.unwrap();
         assert_eq!(finished.summary, at);
     }
 
@@ -255,10 +266,10 @@ mod tests {
         let empty = store.status().await.unwrap();
         assert!(empty.bytes > 0);
         assert_eq!((empty.conversations.len(), empty.units_finished), (0, 0));
-        store.message_send("c2", "u", "a").await.unwrap();
-        store.message_send("c1", "u", "b").await.unwrap();
-        store.message_send("c2", "u", "c").await.unwrap();
-        store.finish("run:r", Outcome::Done, "").await.unwrap();
+        store.message_send("c2", "u", "a", 1).await.unwrap();
+        store.message_send("c1", "u", "b", 1).await.unwrap();
+        store.message_send("c2", "u", "c", 1).await.unwrap();
+        store.finish("run:r", Outcome::Done, "", 1).await.unwrap();
         let status = store.status().await.unwrap();
         assert_eq!(
             status.conversations,

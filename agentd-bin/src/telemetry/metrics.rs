@@ -123,6 +123,12 @@ struct GapLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ToolLabels {
+    tool: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ActiveLabels {
     kind: Kind,
     mode: Mode,
@@ -140,6 +146,7 @@ pub(crate) struct Metrics {
     dedup_evicted: Family<EventLabels, Counter>,
     lag: Family<EventLabels, Gauge>,
     active: Family<ActiveLabels, Gauge>,
+    tool_calls: Family<ToolLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -153,6 +160,7 @@ impl Default for Metrics {
             dedup_evicted: Family::default(),
             lag: Family::default(),
             active: Family::default(),
+            tool_calls: Family::default(),
         };
         // Help texts without a final period: the registry adds it.
         let r = &mut m.registry;
@@ -191,11 +199,22 @@ impl Default for Metrics {
             "Live subscriptions",
             m.active.clone(),
         );
+        r.register(
+            "agent_tool_calls",
+            "Calls of agentd's own tools, by tool and outcome",
+            m.tool_calls.clone(),
+        );
         m
     }
 }
 
 impl Metrics {
+    /// A call of agentd's own tool `tool` came to `outcome` (`ok`, or the error's code).
+    pub(crate) fn tool_call(&self, tool: &'static str, outcome: &'static str) {
+        let labels = ToolLabels { tool, outcome };
+        self.tool_calls.get_or_create(&labels).inc();
+    }
+
     /// A dial of `server` failed.
     pub(crate) fn connect_failed(&self, server: &str) {
         let labels = ServerLabels {

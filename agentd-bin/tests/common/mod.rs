@@ -41,8 +41,11 @@ impl TempFile {
 }
 
 /// `agentd run --config PATH` as a child process; SIGKILLed if still running when dropped.
+/// It runs in a directory of its own, so that a relative `store.path` (the default's) is
+/// kept apart from every other test's.
 pub struct Daemon {
     child: Child,
+    _cwd: tempfile::TempDir,
     lines: mpsc::Receiver<(Instant, Value)>,
     /// Every log line read so far, with when it was read.
     pub seen: Vec<(Instant, Value)>,
@@ -55,7 +58,9 @@ impl Daemon {
 
     /// `agentd run --config PATH` and `args`, whatever `RUST_LOG` the tests were given.
     pub fn run_with(config: &TempFile, args: &[&str]) -> Self {
+        let cwd = tempfile::tempdir().expect("a directory");
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .current_dir(cwd.path())
             .args(["run", "--config", config.to_str().unwrap()])
             .args(args)
             .env_remove("RUST_LOG")
@@ -74,6 +79,7 @@ impl Daemon {
         });
         Self {
             child,
+            _cwd: cwd,
             lines,
             seen: Vec::new(),
         }

@@ -144,6 +144,7 @@ fn samples() {
     events::index_failed(i, 1, "disk full");
     own::http_listening(i, "127.0.0.1:1".parse().unwrap());
     own::reload_refused(i, "bad file");
+    own::tool_call(i, "memory.get", "root", "operator", "ok");
 }
 
 /// The event names the catalogue's sources write.

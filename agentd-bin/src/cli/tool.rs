@@ -1,0 +1,109 @@
+//! `agentd tool list` and `agentd tool call`: agentd's own tools on the running daemon,
+//! through its control socket; `agentd events call` answers the same way.
+//!
+//! Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad usage, or
+//! arguments that are not a JSON object; 3 the daemon is not running; 4 unknown tool; 5 not
+//! granted to the scope; 6 invalid arguments.
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use super::json::{object_arguments, say_json};
+use crate::config::Config;
+use crate::control::{CallError, List, Request, ToolCall};
+
+/// The ids of the unit a call is made in, and the scope it acts as.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Unit {
+    /// The scope (`root` when not given).
+    pub(crate) scope: Option<String>,
+    pub(crate) conversation: Option<String>,
+    pub(crate) run: Option<String>,
+    pub(crate) step: Option<String>,
+    pub(crate) subagent: Option<String>,
+}
+
+/// `agentd tool list`: the tools offered to `scope`, a line each (`name  description`), or
+/// the JSON array of them.
+pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> ExitCode {
+    let request = Request::List(List { list: scope });
+    let tools = match ask(config, &request).await {
+        Ok(tools) => tools,
+        Err(code) => return code,
+    };
+    if json {
+        say_json(&tools);
+    } else {
+        for tool in tools.as_array().into_iter().flatten() {
+            let name = tool["name"].as_str().unwrap_or_default();
+            let description = tool["description"].as_str().unwrap_or_default();
+            crate::say!("{name:<22}{description}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `agentd tool call`: one own tool called by an operator acting as the unit's scope; its
+/// result printed as JSON.
+pub(crate) async fn tool_call(
+    config: &Config,
+    tool: String,
+    arguments: Option<&str>,
+    unit: Unit,
+) -> ExitCode {
+    let arguments = match object_arguments(arguments) {
+        Ok(arguments) => arguments.map_or_else(|| Value::Object(Default::default()), Value::Object),
+        Err(code) => return code,
+    };
+    let request = Request::Tool(ToolCall {
+        tool,
+        arguments,
+        scope: unit.scope,
+        conversation: unit.conversation,
+        run: unit.run,
+        step: unit.step,
+        subagent: unit.subagent,
+    });
+    answered(ask(config, &request).await)
+}
+
+/// Prints the result of a call, or says why there is none: the exit status.
+pub(super) fn answered(answer: Result<Value, ExitCode>) -> ExitCode {
+    match answer {
+        Ok(result) => {
+            crate::say!("{result}");
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Sends `request` to the running daemon: its result, or the exit status of why not (said
+/// on stderr).
+pub(super) async fn ask(config: &Config, request: &Request) -> Result<Value, ExitCode> {
+    crate::control::call(&config.store_path, request)
+        .await
+        .map_err(|e| {
+            eprintln!("agentd: {e}");
+            ExitCode::from(status(&e))
+        })
+}
+
+/// The exit status of `e`.
+fn status(e: &CallError) -> u8 {
+    match e {
+        CallError::Connect(..) => 3,
+        CallError::Refused(error) => match error["code"].as_str() {
+            Some("unknown_tool") => 4,
+            Some("not_granted") => 5,
+            Some("invalid_arguments") => 6,
+            Some("bad_request") => 2,
+            _ => 1,
+        },
+        CallError::Encode(_)
+        | CallError::Io(_)
+        | CallError::NotAnAnswer(_)
+        | CallError::Timeout => 1,
+    }
+}

@@ -1,0 +1,475 @@
+//! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
+//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), and a
+//! [`Clock`] on tokio's clock whose waits end at shutdown.
+//!
+//! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
+//! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
+//! its thread, and a check is one read there.
+//!
+//! Every call goes through [`Own::call`], which writes a `tool.call` line at debug (the tool,
+//! the scope, the unit and the outcome: `ok` or the error's code; never the arguments or the
+//! values) and counts it in `agent_tool_calls_total{tool, outcome}` (a name no tool has is
+//! `unknown` there).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agentd_tools::artifact::{Artifact, Artifacts, Listed};
+use agentd_tools::finish::{Outcome, Units};
+use agentd_tools::memory::{End, Entry, Memory, Page, Taken, Versioned};
+use agentd_tools::message::{Message, Messages};
+use agentd_tools::plan::{Plan, Plans, Step, Update};
+use agentd_tools::status::{Inbox, Report, Status};
+use agentd_tools::wait::{Clock as WaitClock, Record, Streams, Woke};
+use agentd_tools::{Caller, Error, Grants, Scope, Services, Tools};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{self, Store, plans, units};
+use crate::telemetry::catalogue::own;
+use crate::telemetry::metrics::Metrics;
+
+/// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
+/// counted.
+#[derive(Debug)]
+pub(crate) struct Own {
+    tools: Tools<Durable>,
+    metrics: Arc<Metrics>,
+}
+
+impl Own {
+    /// The tools over `store`, offered as `grants` say, for `instance` (whose `status` it
+    /// names); their waits end at `shutdown`.
+    pub(crate) fn new(
+        store: Store,
+        instance: &str,
+        grants: Grants,
+        max_value_bytes: usize,
+        shutdown: CancellationToken,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let durable = Durable {
+            store,
+            instance: instance.to_owned(),
+            max_value_bytes,
+            degraded: AtomicBool::new(false),
+            clock: Clock::new(shutdown),
+        };
+        Self {
+            tools: Tools::new(durable, grants),
+            metrics,
+        }
+    }
+
+    /// Calls `name` for `caller` with `arguments`; logs the call (`tool.call`) and counts it.
+    pub(crate) async fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, Error> {
+        let answer = self.tools.call(caller, name, arguments).await;
+        let outcome = match &answer {
+            Ok(_) => "ok",
+            Err(e) => e.code(),
+        };
+        // A name no tool has is counted under `unknown`: the series stay a known few.
+        let tool = agentd_tools::tool(name).map_or("unknown", |t| t.name);
+        let instance = &self.tools.services().instance;
+        own::tool_call(
+            instance,
+            tool,
+            caller.scope.as_str(),
+            &caller.unit(),
+            outcome,
+        );
+        self.metrics.tool_call(tool, outcome);
+        answer
+    }
+
+    /// The tools offered to `scope`: `{"name", "description", "inputSchema", "grants"}` each
+    /// (`grants`: who the tool is granted to by default).
+    pub(crate) fn offered(&self, scope: Scope) -> Vec<Value> {
+        self.tools
+            .offered(scope)
+            .map(|t| {
+                let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
+                json!({
+                    "name": t.name,
+                    "description": t.does,
+                    "inputSchema": t.input_schema,
+                    "grants": grants,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the
+/// wall clock when made; its waits end when `shutdown` is cancelled.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    shutdown: CancellationToken,
+    wall_ms: i64,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose waits end at `shutdown`.
+    pub(crate) fn new(shutdown: CancellationToken) -> Self {
+        Self {
+            shutdown,
+            wall_ms: crate::clock::wall_ms(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl WaitClock for Clock {
+    fn now_ms(&self) -> i64 {
+        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.wall_ms.saturating_add(since)
+    }
+
+    async fn sleep(&self, duration: Duration) -> Woke {
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Woke::Elapsed,
+            () = self.shutdown.cancelled() => Woke::ShuttingDown,
+        }
+    }
+}
+
+/// The services of the tools over the store: memory, artifacts, plans, inboxes, streams,
+/// finished units and the instance's status. The store is *degraded* while its last request
+/// failed of its own fault (a `store` error); the next that succeeds clears it.
+#[derive(Debug)]
+pub(crate) struct Durable {
+    store: Store,
+    instance: String,
+    max_value_bytes: usize,
+    degraded: AtomicBool,
+    clock: Clock,
+}
+
+/// What a store request was about, for the tools' errors that name it.
+#[derive(Clone, Copy)]
+struct About<'a> {
+    tool: &'static str,
+    key: &'a str,
+}
+
+impl Durable {
+    /// The store's answer `answer` to a request for `about`, its error as the tools say it.
+    fn answer<T>(&self, about: About<'_>, answer: Result<T, store::Error>) -> Result<T, Error> {
+        let degraded = matches!(&answer, Err(e) if e.code() == "store");
+        self.degraded.store(degraded, Ordering::Relaxed);
+        answer.map_err(|e| tool_error(about, e))
+    }
+}
+
+/// A store error as the tools' [`Error`]: every kind has its counterpart; a closed store
+/// means the daemon is shutting down.
+fn tool_error(about: About<'_>, e: store::Error) -> Error {
+    use store::Error as S;
+    match e {
+        S::Closed => Error::ShuttingDown,
+        S::Dir { .. }
+        | S::Thread(_)
+        | S::Sqlite(_)
+        | S::Version { .. }
+        | S::Store(_)
+        | S::Corrupt(_) => Error::Store {
+            detail: e.to_string(),
+        },
+        S::BadKey { rule } => Error::BadKey { reason: rule },
+        S::Invalid { pointer, rule } => Error::InvalidArguments {
+            tool: about.tool.to_owned(),
+            pointer,
+            message: rule.clone(),
+            rule,
+        },
+        S::TooLarge { what, bytes, limit } => Error::TooLarge {
+            what,
+            size: bytes,
+            max: limit,
+        },
+        S::VersionMismatch { current } => Error::VersionMismatch {
+            key: about.key.to_owned(),
+            current,
+        },
+        S::NotAnArray => Error::NotAnArray {
+            key: about.key.to_owned(),
+        },
+        S::Exists { what } => Error::Exists {
+            what: what.to_owned(),
+        },
+        S::NotFound { what } => Error::NotFound {
+            what: what.to_owned(),
+        },
+        S::AlreadyFinished { unit } => Error::AlreadyFinished { unit },
+    }
+}
+
+/// A request about `key`, for `tool`.
+fn about<'a>(tool: &'static str, key: &'a str) -> About<'a> {
+    About { tool, key }
+}
+
+/// `value` as `T`, through their common JSON shape (the store's plan types and the tools').
+fn reshape<T: serde::de::DeserializeOwned>(value: impl serde::Serialize) -> Result<T, Error> {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .map_err(|e| Error::Store {
+            detail: format!("a plan of another shape: {e}"),
+        })
+}
+
+fn size(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+impl Memory for Durable {
+    fn max_value_bytes(&self) -> usize {
+        self.max_value_bytes
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, Error> {
+        let got = self.store.memory_get(key).await;
+        let got = self.answer(about("memory.get", key), got)?;
+        Ok((got.version > 0).then(|| Versioned::new(got.value, got.version)))
+    }
+
+    async fn set(&self, key: &str, value: Value, expected: Option<u64>) -> Result<u64, Error> {
+        let set = self.store.memory_set(key, value, expected).await;
+        self.answer(about("memory.set", key), set)
+    }
+
+    async fn list(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Page, Error> {
+        let page = self.store.memory_list(prefix, after, Some(limit)).await;
+        let page = self.answer(about("memory.list", prefix), page)?;
+        let more = page.next.is_some();
+        let keys = page
+            .keys
+            .into_iter()
+            .map(|k| Entry::new(k.key, k.version, size(k.bytes)))
+            .collect();
+        Ok(Page::new(keys, more))
+    }
+
+    async fn push(&self, key: &str, value: Value) -> Result<(usize, u64), Error> {
+        let pushed = self.store.memory_push(key, value).await;
+        let pushed = self.answer(about("memory.push", key), pushed)?;
+        Ok((size(pushed.length), pushed.version))
+    }
+
+    async fn take(&self, key: &str, end: End) -> Result<Taken, Error> {
+        let (tool, taken) = match end {
+            End::First => ("memory.shift", self.store.memory_shift(key).await),
+            End::Last => ("memory.pop", self.store.memory_pop(key).await),
+        };
+        let taken = self.answer(about(tool, key), taken)?;
+        Ok(match taken.value {
+            Some(value) => Taken::Item(Versioned::new(value, taken.version)),
+            None => Taken::Empty {
+                version: taken.version,
+            },
+        })
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, Error> {
+        let deleted = self.store.memory_delete(key).await;
+        self.answer(about("memory.delete", key), deleted)
+    }
+}
+
+impl Artifacts for Durable {
+    async fn create(&self, unit: &str, artifact: Artifact) -> Result<(), Error> {
+        let made = self
+            .store
+            .artifact_create(unit, &artifact.name, &artifact.media_type, artifact.content)
+            .await;
+        self.answer(about("artifact.create", &artifact.name), made)
+            .map(drop)
+    }
+
+    async fn get(&self, unit: &str, name: &str) -> Result<Option<Artifact>, Error> {
+        match self.store.artifact_get(unit, name).await {
+            Err(store::Error::NotFound { .. }) => Ok(None),
+            got => {
+                let a = self.answer(about("artifact.get", name), got)?;
+                Ok(Some(Artifact::new(&a.name, &a.media_type, a.content)))
+            }
+        }
+    }
+
+    async fn delete(&self, unit: &str, name: &str) -> Result<bool, Error> {
+        let deleted = self.store.artifact_delete(unit, name).await;
+        self.answer(about("artifact.delete", name), deleted)
+    }
+
+    async fn list(&self, unit: &str) -> Result<Vec<Listed>, Error> {
+        let listed = self.store.artifact_list(unit).await;
+        let listed = self.answer(about("artifact.list", unit), listed)?;
+        Ok(listed
+            .iter()
+            .map(|a| Listed::new(&a.name, &a.media_type, size(a.bytes)))
+            .collect())
+    }
+}
+
+impl Plans for Durable {
+    async fn get(&self, unit: &str) -> Result<Option<Plan>, Error> {
+        let plan = self.store.plan_get(unit).await;
+        self.answer(about("plan.get", unit), plan)?
+            .map(reshape)
+            .transpose()
+    }
+
+    async fn create(&self, unit: &str, steps: Vec<Step>) -> Result<Plan, Error> {
+        let made = self.store.plan_create(unit, reshape(steps)?).await;
+        reshape(self.answer(about("plan.create", unit), made)?)
+    }
+
+    async fn update(&self, unit: &str, update: Update) -> Result<Plan, Error> {
+        let change = match update {
+            Update::Steps(steps) => plans::Change::Steps(reshape(steps)?),
+            Update::Step {
+                index,
+                status,
+                title,
+            } => plans::Change::Step {
+                index,
+                status: status.map(reshape).transpose()?,
+                title,
+            },
+            other => {
+                return Err(Error::Store {
+                    detail: format!("an update the store does not make: {other:?}"),
+                });
+            }
+        };
+        let updated = self.store.plan_update(unit, change).await;
+        reshape(self.answer(about("plan.update", unit), updated)?)
+    }
+
+    async fn clear(&self, unit: &str) -> Result<bool, Error> {
+        let cleared = self.store.plan_clear(unit).await;
+        self.answer(about("plan.clear", unit), cleared)
+    }
+}
+
+impl Messages for Durable {
+    async fn send(
+        &self,
+        conversation: &str,
+        from: &str,
+        text: &str,
+        at_ms: i64,
+    ) -> Result<u64, Error> {
+        let sent = self
+            .store
+            .message_send(conversation, from, text, at_ms)
+            .await;
+        self.answer(about("message.send", conversation), sent)
+    }
+
+    async fn after(&self, conversation: &str, after: u64) -> Result<Option<Message>, Error> {
+        let read = self.store.messages(conversation, after, 1).await;
+        let read = self.answer(about("await", conversation), read)?;
+        Ok(read
+            .first()
+            .map(|m| Message::new(m.id, &m.sender, &m.text, m.at_ms)))
+    }
+}
+
+impl Streams for Durable {
+    async fn after(&self, name: &str, after: u64) -> Result<Option<Record>, Error> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let read = self.store.read(name, after, 1).await;
+        let read = self.answer(about("await", name), read)?;
+        let Some(entry) = read.into_iter().next() else {
+            return Ok(None);
+        };
+        let data = serde_json::from_slice(&entry.bytes).map_err(|e| Error::Store {
+            detail: format!("a record of {name:?} is not JSON: {e}"),
+        })?;
+        Ok(Some(Record::new(
+            u64::try_from(entry.seq).unwrap_or(0),
+            data,
+        )))
+    }
+}
+
+impl Units for Durable {
+    async fn finish(
+        &self,
+        unit: &str,
+        outcome: Outcome,
+        summary: &str,
+        at_ms: i64,
+    ) -> Result<(), Error> {
+        let outcome = units::Outcome::parse(outcome.as_str()).ok_or_else(|| Error::Store {
+            detail: format!("the store keeps no finish {:?}", outcome.as_str()),
+        })?;
+        let finished = self.store.finish(unit, outcome, summary, at_ms).await;
+        self.answer(about("finish", unit), finished).map(drop)
+    }
+}
+
+impl Status for Durable {
+    async fn report(&self) -> Result<Report, Error> {
+        let status = self.store.status().await;
+        let status = self.answer(about("status", ""), status)?;
+        let mut report = Report::default();
+        report.instance.clone_from(&self.instance);
+        report.conversations = status
+            .conversations
+            .iter()
+            .map(|c| Inbox::new(&c.id, c.inbox))
+            .collect();
+        report.units_finished = status.units_finished;
+        report.store_bytes = status.bytes;
+        report.degraded = self.degraded.load(Ordering::Relaxed);
+        Ok(report)
+    }
+}
+
+impl Services for Durable {
+    type Memory = Self;
+    type Artifacts = Self;
+    type Plans = Self;
+    type Messages = Self;
+    type Streams = Self;
+    type Units = Self;
+    type Status = Self;
+    type Clock = Clock;
+
+    fn memory(&self) -> &Self {
+        self
+    }
+    fn artifacts(&self) -> &Self {
+        self
+    }
+    fn plans(&self) -> &Self {
+        self
+    }
+    fn messages(&self) -> &Self {
+        self
+    }
+    fn streams(&self) -> &Self {
+        self
+    }
+    fn units(&self) -> &Self {
+        self
+    }
+    fn status(&self) -> &Self {
+        self
+    }
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentd_tools::wait::{Clock as _, Woke};
+use agentd_tools::{Caller, Grants, Scope, testing};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::store::Limits;
+
+async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) {
+    let limits = Limits {
+        max_value_bytes: 1024,
+    };
+    let store = Store::open(dir, limits).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let metrics = Arc::new(Metrics::default());
+    let own = Own::new(store, "t", grants, 1024, shutdown.clone(), metrics);
+    (own, shutdown)
+}
+
+#[tokio::test]
+async fn the_durable_services_keep_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, _) = own(dir.path(), Grants::default()).await;
+    let services = own.tools.services();
+    testing::check_memory(services).await;
+    testing::check_artifacts(services).await;
+    testing::check_plans(services).await;
+    testing::check_messages(services).await;
+    testing::check_units(services).await;
+}
+
+#[tokio::test]
+async fn calls_are_counted_and_status_names_the_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, _) = own(dir.path(), Grants::default()).await;
+    let caller = Caller::operator(Scope::Root);
+    let sent = own
+        .call(
+            &caller,
+            "message.send",
+            json!({"conversation": "c", "text": "hi"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent, json!({"id": 1}));
+    let status = own.call(&caller, "status", json!({})).await.unwrap();
+    assert_eq!(status["instance"], "t");
+    assert_eq!(status["conversations"], json!([{"id": "c", "inbox": 1}]));
+    assert_eq!(status["store"]["degraded"], false);
+    let e = own.call(&caller, "no.such", json!({})).await.unwrap_err();
+    assert_eq!(e.code(), "unknown_tool");
+    let text = own.metrics.render();
+    assert!(
+        text.contains("agent_tool_calls_total{tool=\"message.send\",outcome=\"ok\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agent_tool_calls_total{tool=\"unknown\",outcome=\"unknown_tool\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_store_is_shutting_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, _) = own(dir.path(), Grants::default()).await;
+    own.tools.services().store.close().await;
+    let caller = Caller::operator(Scope::Root);
+    let e = own
+        .call(&caller, "memory.get", json!({"key": "k"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "shutting_down");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_clock_sleeps_until_shutdown() {
+    let shutdown = CancellationToken::new();
+    let clock = Clock::new(shutdown.clone());
+    let before = clock.now_ms();
+    assert_eq!(clock.sleep(Duration::from_secs(5)).await, Woke::Elapsed);
+    assert_eq!(clock.now_ms() - before, 5000);
+    shutdown.cancel();
+    assert_eq!(
+        clock.sleep(Duration::from_secs(3600)).await,
+        Woke::ShuttingDown
+    );
+}
