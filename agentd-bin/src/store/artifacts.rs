@@ -3,7 +3,9 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Db, Error, Store, check_size, from_sql};
+use super::db::{Db, check_size, from_sql};
+use super::error::Error;
+use super::handle::Store;
 use crate::clock;
 
 /// The most bytes of an artifact's name.
@@ -35,7 +37,7 @@ pub(crate) struct Artifact {
 
 /// `Invalid` unless `name` is 1..=128 bytes without `/` or control characters.
 fn check_name(name: &str) -> Result<(), Error> {
-    super::check_len("/name", name, 1, NAME_MAX)?;
+    super::db::check_len("/name", name, 1, NAME_MAX)?;
     if name.chars().any(|c| c == '/' || c.is_control()) {
         return Err(Error::invalid(
             "/name",

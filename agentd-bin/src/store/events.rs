@@ -5,7 +5,8 @@ use std::sync::Arc;
 use mcp_events::binding::Batch;
 use mcp_events::store::{Entry, Store as _, Stored};
 
-use super::{Error, Store};
+use super::error::Error;
+use super::handle::Store;
 
 impl Store {
     /// What is kept of `binding`, if anything.

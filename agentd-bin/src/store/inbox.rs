@@ -4,7 +4,9 @@
 
 use rusqlite::params;
 
-use super::{Db, Error, Store, check_len, check_size, from_sql, to_sql};
+use super::db::{Db, check_len, check_size, from_sql, to_sql};
+use super::error::Error;
+use super::handle::Store;
 
 /// The most bytes of a conversation's id.
 pub(crate) const CONVERSATION_MAX: usize = 128;

@@ -5,7 +5,9 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::{Db, Error, Store, check_size, from_sql, to_sql};
+use super::db::{Db, check_size, from_sql, to_sql};
+use super::error::Error;
+use super::handle::Store;
 
 /// The most bytes of a key.
 pub(crate) const KEY_MAX: usize = 256;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mcp_events::sqlite::SCHEMA;
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::Error;
+use super::error::Error;
 
 /// The schema's migrations, oldest first: entry `n - 1` takes the database from version
 /// `n - 1` to `n`. A change of the schema is one more entry at the end; an entry, once

@@ -4,7 +4,9 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Db, Error, Store, check_len, from_sql, to_sql};
+use super::db::{Db, check_len, from_sql, to_sql};
+use super::error::Error;
+use super::handle::Store;
 
 /// The most steps of a plan.
 pub(crate) const STEPS_MAX: usize = 100;

@@ -2,7 +2,9 @@
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Db, Error, Store, check_size, from_sql};
+use super::db::{Db, check_size, from_sql};
+use super::error::Error;
+use super::handle::Store;
 
 /// The most bytes of a finish's summary.
 pub(crate) const SUMMARY_MAX: usize = 4096;
