@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::tools::parse;
+use crate::schema::parse;
 
 /// A name's largest size, in bytes.
 pub const NAME_MAX: usize = 128;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::artifact::Artifacts;
-use crate::tools::parse;
+use crate::schema::parse;
 
 /// A summary's largest size, in bytes.
 pub const SUMMARY_MAX: usize = 4096;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::tools::parse;
+use crate::schema::parse;
 
 /// A key's largest size, in bytes.
 pub const KEY_MAX: usize = 256;

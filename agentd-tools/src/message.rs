@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::tools::parse;
+use crate::schema::parse;
 
 /// A conversation id's largest size, in bytes.
 pub const CONVERSATION_MAX: usize = 128;

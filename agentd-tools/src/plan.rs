@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Error;
-use crate::tools::parse;
+use crate::schema::parse;
 
 /// The most steps a plan holds.
 pub const STEPS_MAX: usize = 100;

@@ -4,7 +4,10 @@
 //! size decoded) the tool checks itself, with the same `invalid_arguments` error or the
 //! contract's own code (`bad_key`, `too_large`).
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::Error;
 
 /// The largest duration of `sleep` and `await`, in milliseconds (1 h).
 pub const DURATION_MAX_MS: u64 = 3_600_000;
@@ -276,4 +279,14 @@ pub(crate) fn output(tool: &str) -> &'static str {
         "events.subscriptions" => r#"{"subscriptions": [subscription]}"#,
         _ => "",
     }
+}
+
+/// The arguments of a tool that takes none.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Empty {}
+
+/// The arguments of `tool`, already checked against its schema, as `T`.
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Error> {
+    serde_json::from_value(arguments).map_err(|e| Error::invalid(tool, "", "type", e.to_string()))
 }

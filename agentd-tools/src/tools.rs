@@ -1,7 +1,6 @@
 //! The runtime: [`Tools`] checks who calls and with what, then runs the tool against the
 //! daemon's [`Services`].
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::artifact::{self, Artifacts};
@@ -9,6 +8,7 @@ use crate::finish::{self, Units};
 use crate::memory::{self, Memory};
 use crate::message::{self, Messages};
 use crate::plan::{self, Plans};
+use crate::schema::{Empty, parse};
 use crate::status::Status;
 use crate::wait::{self, Clock, Streams};
 use crate::{Caller, Error, Grants, Scope, Tool, catalogue, tool};
@@ -127,7 +127,10 @@ impl<S: Services> Tools<S> {
                 Ok(s.status().report().await?.to_value())
             }
             "sleep" => wait::sleep(s.clock(), arguments).await,
-            "await" => wait::wait(s, arguments).await,
+            "await" => {
+                let sources = (s.memory(), s.messages(), s.streams());
+                wait::wait(s.clock(), sources, arguments).await
+            }
             "finish" => {
                 let now = s.clock().now_ms();
                 finish::call(s.units(), s.artifacts(), &caller.unit(), now, arguments).await
@@ -141,13 +144,4 @@ impl<S: Services> Tools<S> {
 
 fn is_events(name: &str) -> bool {
     name.starts_with("events.")
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Empty {}
-
-/// The arguments of `tool`, already checked against its schema, as `T`.
-pub(crate) fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Error> {
-    serde_json::from_value(arguments).map_err(|e| Error::invalid(tool, "", "type", e.to_string()))
 }

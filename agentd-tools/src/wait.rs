@@ -6,11 +6,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::Error;
 use crate::memory::{Memory, check_key};
 use crate::message::{Messages, check_conversation};
 use crate::schema::DURATION_MAX_MS;
-use crate::tools::parse;
-use crate::{Error, Services};
+use crate::schema::parse;
 
 /// `await`'s timeout when the call says nothing (60 s).
 pub const AWAIT_DEFAULT: Duration = Duration::from_secs(60);
@@ -142,7 +142,11 @@ enum Until {
 
 /// Runs `await`: checks the condition, then again each time the clock says something may
 /// have changed, until it holds or the timeout passes.
-pub(crate) async fn wait<S: Services>(services: &S, arguments: Value) -> Result<Value, Error> {
+pub(crate) async fn wait(
+    clock: &impl Clock,
+    sources: (&impl Memory, &impl Messages, &impl Streams),
+    arguments: Value,
+) -> Result<Value, Error> {
     let tool = "await";
     let args: Await = parse(tool, arguments)?;
     let timeout = match &args.timeout {
@@ -163,10 +167,9 @@ pub(crate) async fn wait<S: Services>(services: &S, arguments: Value) -> Result<
         }
         Until::Stream { .. } => {}
     }
-    let clock = services.clock();
     let deadline = clock.now_ms().saturating_add(millis(timeout));
     loop {
-        if let Some(met) = met(services, &args.until).await? {
+        if let Some(met) = met(sources, &args.until).await? {
             return Ok(met);
         }
         let left = deadline.saturating_sub(clock.now_ms());
@@ -181,10 +184,12 @@ pub(crate) async fn wait<S: Services>(services: &S, arguments: Value) -> Result<
 }
 
 /// The answer when `until` holds.
-async fn met<S: Services>(services: &S, until: &Until) -> Result<Option<Value>, Error> {
+async fn met(
+    (memory, messages, streams): (&impl Memory, &impl Messages, &impl Streams),
+    until: &Until,
+) -> Result<Option<Value>, Error> {
     Ok(match until {
-        Until::Memory { key, equals } => services
-            .memory()
+        Until::Memory { key, equals } => memory
             .get(key)
             .await?
             .filter(|v| equals.as_ref().is_none_or(|e| *e == v.value))
@@ -194,8 +199,7 @@ async fn met<S: Services>(services: &S, until: &Until) -> Result<Option<Value>, 
         Until::Message {
             conversation,
             after,
-        } => services
-            .messages()
+        } => messages
             .after(conversation, *after)
             .await?
             .map(|m| {
@@ -204,8 +208,7 @@ async fn met<S: Services>(services: &S, until: &Until) -> Result<Option<Value>, 
                     "text": m.text, "at_ms": m.at_ms,
                 }})
             }),
-        Until::Stream { name, after } => services
-            .streams()
+        Until::Stream { name, after } => streams
             .after(name, *after)
             .await?
             .map(|r| json!({"met": true, "stream": {"name": name, "seq": r.seq, "data": r.data}})),

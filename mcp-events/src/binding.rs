@@ -55,6 +55,7 @@ use serde_json::{Map, Value};
 
 use sha2::{Digest, Sha256};
 
+pub use crate::error::Rejection;
 use crate::occurrence::{Target, check, check_cursor, stream_event};
 use crate::schedule::{Retry, later};
 use crate::webhook::Secret;
@@ -289,29 +290,6 @@ impl Gap {
             Self::Truncated => "truncated",
             Self::NoReplay => "no_replay",
             Self::SchemaChanged => "schema_changed",
-        }
-    }
-}
-
-/// Why an occurrence or a cursor was rejected (`mcp.events.rejected`, `cause`). A rejected
-/// occurrence is not appended and the cursor moves past it; a rejected cursor is not stored,
-/// and the binding goes on from now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum Rejection {
-    /// Past a bound of the [`Limits`]: the whole occurrence, or its `eventId`. (A cursor
-    /// past its bound is not stored; the occurrence that carried it is appended.)
-    Oversize,
-    /// Not an occurrence.
-    Malformed,
-}
-
-impl Rejection {
-    /// Its `cause`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Oversize => "oversize",
-            Self::Malformed => "malformed",
         }
     }
 }

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::binding::Rejection;
-
 /// A size the [`Limits`](crate::Limits) bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -103,3 +101,25 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Why an occurrence was rejected (`mcp.events.rejected`, `cause`): it is not appended, and
+/// the cursor moves past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// Past a bound of the [`Limits`]: the whole occurrence, or its `eventId`. (A cursor
+    /// past its bound is not stored; the occurrence that carried it is appended.)
+    Oversize,
+    /// Not an occurrence.
+    Malformed,
+}
+
+impl Rejection {
+    /// Its `cause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Oversize => "oversize",
+            Self::Malformed => "malformed",
+        }
+    }
+}

@@ -174,7 +174,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::binding::Rejection;
+    use crate::error::Rejection;
 
     fn occurrence(event_id: &str, data: &str) -> EventOccurrence {
         EventOccurrence::new(
