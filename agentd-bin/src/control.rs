@@ -9,11 +9,14 @@
 //!   own tool called by an operator acting as `scope` (default `root`) in the unit those ids
 //!   name;
 //! - `{"list": SCOPE}`: the own tools offered to that scope;
+//! - `{"catalogue": true}`: the supervisor's tool catalogue, each held server's tools as last
+//!   listed (at its dial, a re-dial or a reload);
 //! - `{"tool", "arguments", "owner", "kind"}`: an events tool called for `owner`.
 //!
 //! One answer line: `{"ok": true, "result": …}` or `{"ok": false, "error": {"code",
 //! "message", …}}` (a tool's error as [`agentd_tools::Error::to_value`] says it).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tools::{Grant, Scope};
+use mcp_negotiate::Catalog;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
@@ -50,6 +54,8 @@ pub(crate) struct Served {
     pub(crate) tools: Option<Arc<Own>>,
     /// The events tools.
     pub(crate) events: Option<Control>,
+    /// The supervisor's tool catalogue: each held server's tools as last listed.
+    pub(crate) catalogue: Arc<BTreeMap<String, Arc<Catalog>>>,
 }
 
 /// A request through the socket.
@@ -62,6 +68,15 @@ pub(crate) enum Request {
     Tool(ToolCall),
     /// The own tools offered to a scope.
     List(List),
+    /// The supervisor's tool catalogue.
+    Catalogue(Catalogue),
+}
+
+/// The supervisor's tool catalogue, asked for as `{"catalogue": true}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Catalogue {
+    pub(crate) catalogue: bool,
 }
 
 /// An events tool called for `owner`, a caller of `kind`.
@@ -201,7 +216,27 @@ impl Served {
                 let tools = self.tools.as_ref().ok_or(Refusal::ShuttingDown)?;
                 Ok(Value::from(tools.offered(scope(Some(&list))?)))
             }
+            Request::Catalogue(_) => Ok(self.catalogue_value()),
         }
+    }
+
+    /// The catalogue as `[{"server", "tools": [{"name", "description"}], "dropped":
+    /// [{"tool", "reason"}]}]`, by server name.
+    fn catalogue_value(&self) -> Value {
+        let servers = self.catalogue.iter().map(|(server, catalog)| {
+            let tools: Vec<Value> = catalog
+                .tools()
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description}))
+                .collect();
+            let dropped: Vec<Value> = catalog
+                .dropped()
+                .iter()
+                .map(|d| json!({"tool": d.tool, "reason": d.reason.to_string()}))
+                .collect();
+            json!({"server": server, "tools": tools, "dropped": dropped})
+        });
+        Value::Array(servers.collect())
     }
 }
 

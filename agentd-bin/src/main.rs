@@ -68,11 +68,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List every configured server's tools.
+    /// List every configured server's tools, each dialed once; with `--running`, the
+    /// supervisor's tool catalogue of the running daemon instead (each held server's tools
+    /// as last listed: at its dial, a re-dial or a reload), exit 3 when it is not running.
     Tools {
         /// The configuration file.
         #[arg(long, default_value = "agentd.toml")]
         config: PathBuf,
+        /// Ask the running daemon, through its control socket.
+        #[arg(long)]
+        running: bool,
     },
     /// Call one tool and print its result as JSON. Exits 1 when the tool ran and failed
     /// (`isError`; the result is printed all the same) or the call failed.
@@ -259,7 +264,9 @@ fn main() -> ExitCode {
             with_config(&config, level, |c| daemon::run(c, path))
         }
         Command::Check { config, json } => with_config(&config, level, |c| cli::check(c, json)),
-        Command::Tools { config } => with_config(&config, level, cli::tools),
+        Command::Tools { config, running } => {
+            with_config(&config, level, |c| cli::tools(c, running))
+        }
         Command::Call {
             config,
             server,

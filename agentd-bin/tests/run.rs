@@ -294,10 +294,20 @@ async fn lost_sessions_are_dialed_again_one_server_at_a_time() {
 async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     let a = ReferenceServer::start(Options::default()).await;
     let b = ReferenceServer::start(Options::default()).await;
-    let head = "instance = \"reload\"\n[lifecycle]\ndrain_timeout = \"5s\"\n";
+    let store = tempfile::tempdir().unwrap();
+    let head = format!(
+        "instance = \"reload\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n",
+        store.path().display()
+    );
+    let head = head.as_str();
     let file = TempFile::new(&config(head, &[("a", a.url())]));
     let mut agentd = Daemon::run(&file);
     agentd.wait_for("mcp.connect", Some("a"));
+    // The supervisor's catalogue holds a's tools once it has listed them.
+    until("a's tools in the catalogue", || {
+        held_tools(&file).contains("a/add\t")
+    })
+    .await;
 
     file.write(&config(head, &[("b", b.url())]));
     agentd.signal("HUP");
@@ -306,6 +316,12 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
     assert_eq!(gone["level"], "info");
     let added = agentd.wait_for("mcp.connect", Some("b"));
     assert_eq!(added["reason"], "reload");
+    // Rebuilt at the reload: b's tools, not a's.
+    until("b's tools, and not a's, in the catalogue", || {
+        let tools = held_tools(&file);
+        tools.contains("b/add\t") && !tools.contains("a/")
+    })
+    .await;
 
     // The same name at another address: closed and dialed again, both for the reload.
     let c = ReferenceServer::start(Options::default()).await;
@@ -345,6 +361,27 @@ async fn a_reload_adds_and_removes_servers_and_an_invalid_one_is_refused() {
         1,
         "b was kept through the refused reload"
     );
+    // No daemon: `agentd tools --running` says so, exit 3.
+    file.write(&config(head, &[]));
+    let out = tools_running(&file);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}
+
+/// `agentd tools --running`: what the running daemon's catalogue holds.
+fn tools_running(file: &TempFile) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["tools", "--running", "--config", file.to_str().unwrap()])
+        .output()
+        .expect("agentd runs")
+}
+
+/// The lines of `agentd tools --running`, empty when it failed.
+fn held_tools(file: &TempFile) -> String {
+    let out = tools_running(file);
+    match out.status.success() {
+        true => String::from_utf8_lossy(&out.stdout).into_owned(),
+        false => String::new(),
+    }
 }
 
 /// The Python SDK's server, stateful and stateless: each held at 2026-07-28 with its four

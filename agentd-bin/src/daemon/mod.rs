@@ -25,9 +25,11 @@
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 //!
-//! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]); what it holds is a
-//! [`Daemon`]: started once, reloaded as a diff, drained once. Each server is an actor
-//! ([`server::Handle`]) taking typed orders; MCP Events runs on a runtime of its own.
+//! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]): a signal, or a
+//! server actor's [`Report`]. What it holds is a [`Daemon`]: started once, reloaded as a
+//! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
+//! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
+//! control socket); MCP Events runs on a runtime of its own.
 
 pub(crate) mod schedule;
 pub(crate) mod server;
@@ -40,12 +42,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use mcp_negotiate::Catalog;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::server::{Handle, Shared, Stop};
-use self::signals::{Signals, Wake};
+use self::server::{Handle, Report, Shared, Stop};
+use self::signals::{Signal, Signals};
 use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
@@ -69,11 +72,24 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    while signals.next().await == Wake::Reload {
-        daemon.reload().await;
+    loop {
+        match daemon.next(&mut signals).await {
+            Wake::Signal(Signal::Reload) => daemon.reload().await,
+            Wake::Signal(Signal::Shutdown) => break,
+            Wake::Server(report) => daemon.on_report(report),
+        }
     }
     daemon.drain().await;
     ExitCode::SUCCESS
+}
+
+/// What wakes the supervisor.
+#[derive(Debug)]
+enum Wake {
+    /// SIGHUP, SIGINT or SIGTERM.
+    Signal(Signal),
+    /// A server's actor reported.
+    Server(Report),
 }
 
 /// Why the daemon could not start.
@@ -130,6 +146,11 @@ struct Daemon {
     /// What every server's actor shares, their tasks included.
     shared: Shared,
     servers: BTreeMap<String, Handle>,
+    /// What the actors report.
+    reports: mpsc::UnboundedReceiver<Report>,
+    /// The supervisor's tool catalogue: each held server's tools as last listed (at its
+    /// dial, a re-dial or a reload, never at its list_changed).
+    catalogue: BTreeMap<String, (u64, Arc<Catalog>)>,
     events: Option<Events>,
     /// The durable state, kept by the store's thread.
     store: Store,
@@ -174,7 +195,7 @@ impl Daemon {
                 return Err(StartError::ControlSocket(config.store_path.clone(), e));
             }
         };
-        let shared = Shared::new(&config.instance, metrics.clone());
+        let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
         let servers: BTreeMap<String, Handle> = config
             .servers
             .iter()
@@ -212,6 +233,7 @@ impl Daemon {
         let (served, current) = watch::channel(Served {
             tools: Some(own_tools(&config, &store, &shutdown, &metrics)),
             events: events.as_ref().map(Events::control),
+            catalogue: Arc::default(),
         });
         crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
         let socket = crate::control::path(&config.store_path);
@@ -237,6 +259,8 @@ impl Daemon {
             listening,
             shared,
             servers,
+            reports,
+            catalogue: BTreeMap::new(),
             events,
             store,
             served,
@@ -244,6 +268,46 @@ impl Daemon {
             shutdown,
             listeners,
         })
+    }
+
+    /// What wakes the supervisor next: a signal, or an actor's report.
+    async fn next(&mut self, signals: &mut Signals) -> Wake {
+        tokio::select! {
+            signal = signals.next() => Wake::Signal(signal),
+            Some(report) = self.reports.recv() => Wake::Server(report),
+        }
+    }
+
+    /// Takes an actor's report: a listing of a server held now enters the catalogue.
+    fn on_report(&mut self, report: Report) {
+        match report {
+            Report::Listed {
+                server,
+                id,
+                catalog,
+            } => {
+                if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.catalogue.insert(server, (id, catalog));
+                    self.publish_catalogue();
+                }
+            }
+        }
+    }
+
+    /// What the control socket serves of the catalogue, from now on: the listings of the
+    /// actors held now (one let go, or dialed afresh and not listed yet, is left out).
+    fn publish_catalogue(&mut self) {
+        let servers = &self.servers;
+        self.catalogue
+            .retain(|name, (id, _)| servers.get(name).is_some_and(|h| h.id == *id));
+        let catalogue: BTreeMap<String, Arc<Catalog>> = self
+            .catalogue
+            .iter()
+            .map(|(name, (_, catalog))| (name.clone(), catalog.clone()))
+            .collect();
+        let catalogue = Arc::new(catalogue);
+        self.served
+            .send_modify(|served| served.catalogue = catalogue);
     }
 
     /// Reads the configuration file again: an invalid one is refused (`reload.refused`) and
@@ -341,6 +405,7 @@ impl Daemon {
                 }
             }
         }
+        self.publish_catalogue();
     }
 
     /// Takes nothing new (the listeners stop accepting, open HTTP connections finish the

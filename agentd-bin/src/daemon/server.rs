@@ -8,6 +8,7 @@
 //! The re-dial handshake and each subscribe are bounded at [`MANAGEMENT`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_negotiate::listen::{self, EndReason, ListenEvent, idle_limit};
@@ -52,11 +53,30 @@ pub(crate) struct Update {
     pub(crate) uri: String,
 }
 
+/// What a server's actor tells the supervisor.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum Report {
+    /// The server's tools as listed now: at its dial, a re-dial, or a reload's re-list.
+    Listed {
+        /// The server, by its configured name.
+        server: String,
+        /// Which actor of that name ([`Handle::id`]): a report of one let go is stale.
+        id: u64,
+        /// Its catalogue.
+        catalog: Arc<Catalog>,
+    },
+}
+
 /// What every held server shares.
 #[derive(Debug, Clone)]
 pub(crate) struct Shared {
     instance: Arc<str>,
     metrics: Arc<Metrics>,
+    /// Where the actors report; nobody may listen.
+    reports: mpsc::UnboundedSender<Report>,
+    /// The last actor's id.
+    ids: Arc<AtomicU64>,
     /// Whose turn it is to re-dial a lost session (FIFO).
     turn: Arc<Mutex<()>>,
     updates: broadcast::Sender<Update>,
@@ -65,14 +85,28 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Actors whose reports nobody reads.
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) fn new(instance: &str, metrics: Arc<Metrics>) -> Self {
-        Self {
+        Self::reporting(instance, metrics).0
+    }
+
+    /// Actors that report to what this returns.
+    pub(crate) fn reporting(
+        instance: &str,
+        metrics: Arc<Metrics>,
+    ) -> (Self, mpsc::UnboundedReceiver<Report>) {
+        let (reports, reported) = mpsc::unbounded_channel();
+        let shared = Self {
             instance: instance.into(),
             metrics,
+            reports,
+            ids: Arc::default(),
             turn: Arc::default(),
             updates: broadcast::channel(256).0,
             tasks: TaskTracker::new(),
-        }
+        };
+        (shared, reported)
     }
 
     /// The same, but saying it is `instance` from now on: a server started after this is
@@ -133,6 +167,8 @@ pub(crate) struct Handle {
     connection: watch::Receiver<Option<Arc<Client>>>,
     /// Counts the server's `notifications/events/list_changed`.
     events_changed: watch::Receiver<u64>,
+    /// This actor, among every actor of the process.
+    pub(crate) id: u64,
 }
 
 impl Handle {
@@ -143,9 +179,11 @@ impl Handle {
         let (connected, connection) = watch::channel(None);
         let (orders, ordered) = mpsc::channel(16);
         let (events_changed_tx, events_changed) = watch::channel(0);
+        let id = shared.ids.fetch_add(1, Ordering::Relaxed) + 1;
         shared.tasks.spawn(
             Task {
                 shared: shared.clone(),
+                id,
                 server: server.clone(),
                 stop: stopped,
                 orders: ordered,
@@ -160,6 +198,7 @@ impl Handle {
             orders,
             connection,
             events_changed,
+            id,
         }
     }
 
@@ -231,6 +270,7 @@ impl Handle {
 /// The task holding one server.
 struct Task {
     shared: Shared,
+    id: u64,
     server: Server,
     stop: watch::Receiver<Stop>,
     orders: mpsc::Receiver<Order>,
@@ -256,6 +296,7 @@ impl Task {
             return;
         };
         self.connected.send_replace(Some(connection.clone()));
+        self.listed(&connection);
         self.watch(&connection).await;
         if *self.stop.borrow() == Stop::Reload {
             let instance = &self.shared.instance;
@@ -404,6 +445,7 @@ impl Task {
                         }
                     }
                     dial::connected(&instance, &name, connection, Some(Dial::SessionLost));
+                    self.listed(connection);
                     return true;
                 }
                 Ok(Err(e)) => e.to_string(),
@@ -424,7 +466,17 @@ impl Task {
     async fn relist(&self, connection: &Client) {
         if let Some(catalog) = self.refresh(connection).await {
             dial::dropped(&self.shared.instance, &self.server.name, &catalog);
+            self.listed(connection);
         }
+    }
+
+    /// Tells the supervisor the server's tools as listed now.
+    fn listed(&self, connection: &Client) {
+        let _ = self.shared.reports.send(Report::Listed {
+            server: self.server.name.clone(),
+            id: self.id,
+            catalog: connection.catalog(),
+        });
     }
 
     /// Lists the tools again, or keeps the current catalogue when that fails

@@ -1,10 +1,10 @@
-//! What wakes the supervisor: the process's signals, as one stream of [`Wake`]s.
+//! The process's signals the supervisor takes, as one stream of [`Signal`]s.
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::signal::unix::{self, SignalKind, signal};
 
-/// What the supervisor is woken for.
+/// What a signal asks of the supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wake {
+pub(super) enum Signal {
     /// SIGINT or SIGTERM: drain and exit.
     Shutdown,
     /// SIGHUP: read the configuration again.
@@ -14,9 +14,9 @@ pub(super) enum Wake {
 /// SIGTERM, SIGINT and SIGHUP, listened for from start to exit.
 #[derive(Debug)]
 pub(super) struct Signals {
-    terminate: Signal,
-    interrupt: Signal,
-    hangup: Signal,
+    terminate: unix::Signal,
+    interrupt: unix::Signal,
+    hangup: unix::Signal,
 }
 
 impl Signals {
@@ -29,12 +29,12 @@ impl Signals {
         })
     }
 
-    /// The next signal, as what it wakes the supervisor for.
-    pub(super) async fn next(&mut self) -> Wake {
+    /// The next signal, as what it asks of the supervisor.
+    pub(super) async fn next(&mut self) -> Signal {
         tokio::select! {
-            _ = self.terminate.recv() => Wake::Shutdown,
-            _ = self.interrupt.recv() => Wake::Shutdown,
-            _ = self.hangup.recv() => Wake::Reload,
+            _ = self.terminate.recv() => Signal::Shutdown,
+            _ = self.interrupt.recv() => Signal::Shutdown,
+            _ = self.hangup.recv() => Signal::Reload,
         }
     }
 }
