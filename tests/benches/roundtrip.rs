@@ -1,134 +1,194 @@
-//! `tools/call` round trips on loopback: agentd's transport against a bare hyper client (the
-//! floor), at concurrency 1 and 64, against the same minimal server.
+//! The performance harness: agentd's client against a bare hyper loop (the anchor), side by
+//! side in one run, each measure printed with its ratio to the anchor.
 //!
-//! The bare client POSTs the same request (the same bytes, with the same 2026-07-28 headers),
-//! pre-encoded once, through hyper-util's pooled client (TCP_NODELAY set), and collects the
-//! body. The transport does what a real call does: encodes the request
-//! with its `_meta`, sets the 2026-07-28 headers, reads the answer and decodes the result
-//! into `CallToolResult`. Both run three rounds, alternating; the medians are printed with
-//! their ratio.
+//! Run with `cargo bench -p agentd-tests --bench roundtrip`
+//! (`ROUNDTRIP_QUICK=1` for a short check: 2 rounds, few calls).
 //!
-//! Run with `cargo bench -p agentd-tests --bench roundtrip`.
+//! The server is `bench-server` (`src/bin/bench_server.rs`), a plain hyper http1 MCP server
+//! answering JSON, in its own process: the bench's `getrusage(RUSAGE_SELF)` is the client's
+//! CPU alone. Three clients call `tools/call` on it:
+//!
+//! - `Client`: what a user of the library calls, `mcp_negotiate::Client` connected with
+//!   `Client::builder(..).connect(url)` (2026-07-28: `server/discover`, then `tools/list`),
+//!   then `client.call_tool("add", json!({"a": 2, "b": 3}))`;
+//! - `ModernTransport`: the transport alone, as the negotiate layer drives it (the request
+//!   encoded with its `_meta`, the answer decoded into `CallToolResult`): the difference to
+//!   `Client` is what the negotiate layer costs;
+//! - the anchor: hyper-util's pooled legacy client (`TCP_NODELAY`), the same request body
+//!   pre-serialized once with the same headers, the answer parsed as `serde_json::Value`.
+//!
+//! The rounds interleave (`Client`, anchor, `ModernTransport`, …), 7 of each; the medians
+//! over rounds are printed. At concurrency 1 every call's latency is kept and p50/p99 are
+//! over all the calls of the rounds; at concurrency 64 the throughput and the CPU time
+//! (user + sys) per call. Then the typed decode of a 100-tool `tools/list` answer (the one
+//! the server sends) with `mcp_wire::decode_response::<ListToolsResult>`, against
+//! `serde_json::from_slice::<Value>` of the same bytes. A summary table closes the run, then
+//! the process's peak RSS.
+//!
+//! `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side at concurrency 64 for a
+//! profiler (`perf record -g`).
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::hint::black_box;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
+use mcp_negotiate::Client;
 use mcp_transport::driver::{Config, HttpClient, ModernTransport, Routing};
 use mcp_wire::{
-    CallToolParams, CallToolResult, ClientCapabilities, Implementation, ModernMeta, Outcome,
-    RenderedMeta, RequestId, RequestMeta, Revision, WithMeta, encode_request,
+    CallToolParams, CallToolResult, ClientCapabilities, Implementation, ListToolsResult,
+    ModernMeta, Outcome, RenderedMeta, RequestId, RequestMeta, Revision, WithMeta, encode_request,
 };
-use tokio::net::TcpListener;
+use nix::sys::resource::{UsageWho, getrusage};
+use serde_json::{Value, json};
 
-const RESULT: &str = r#"{"resultType":"complete","content":[{"type":"text","text":"5"}],"structuredContent":{"result":5},"isError":false}"#;
-
-/// The answer to the request in `body`, with its id.
-fn answer(body: &[u8]) -> Bytes {
-    let id = match mcp_wire::decode(body, usize::MAX) {
-        Ok(mcp_wire::Message::Request(r)) => r.id,
-        _ => RequestId::Number(0),
-    };
-    let raw = serde_json::value::RawValue::from_string(RESULT.to_owned()).expect("JSON");
-    let mut out = Vec::with_capacity(192);
-    mcp_wire::encode_result(&mut out, &id, &raw).expect("encodes");
-    Bytes::from(out)
+/// Rounds of each side, calls a round, and decode iterations.
+struct Plan {
+    rounds: usize,
+    latency_calls: usize,
+    throughput_calls: usize,
+    decode_batches: usize,
+    decode_batch: usize,
 }
 
-/// Connections the server accepted: a pooled client opens few.
-static ACCEPTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// A server that answers every POST with one `tools/call` result, on its own thread.
-fn serve() -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            tx.send(listener.local_addr().expect("addr")).expect("send");
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tcp.set_nodelay(true).expect("nodelay");
-                tokio::spawn(async move {
-                    let service =
-                        service_fn(|req: http::Request<hyper::body::Incoming>| async move {
-                            let body = req.into_body().collect().await.expect("a body").to_bytes();
-                            Ok::<_, Infallible>(
-                                http::Response::builder()
-                                    .header("content-type", "application/json")
-                                    .body(Full::new(answer(&body)))
-                                    .expect("a response"),
-                            )
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), service)
-                        .await;
-                });
+impl Plan {
+    fn from_env() -> Self {
+        if std::env::var_os("ROUNDTRIP_QUICK").is_some() {
+            Self {
+                rounds: 2,
+                latency_calls: 500,
+                throughput_calls: 6_400,
+                decode_batches: 5,
+                decode_batch: 20,
             }
-        });
-    });
-    rx.recv().expect("the server's address")
+        } else {
+            Self {
+                rounds: 7,
+                latency_calls: 10_000,
+                throughput_calls: 64_000,
+                decode_batches: 31,
+                decode_batch: 200,
+            }
+        }
+    }
+}
+
+const CONCURRENCY: usize = 64;
+
+/// The bench server's process; it ends when its stdin closes, with this value.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bench-server"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("bench-server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("its port");
+        let port: u16 = line.trim().parse().expect("a port");
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// User + system CPU time of this process so far, and its peak RSS in KiB.
+fn usage() -> (Duration, i64) {
+    let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let time = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().unsigned_abs())
+            + Duration::from_micros(t.tv_usec().unsigned_abs())
+    };
+    (
+        time(usage.user_time()) + time(usage.system_time()),
+        usage.max_rss(),
+    )
+}
+
+fn cpu() -> Duration {
+    usage().0
 }
 
 trait Caller: Send + Sync + 'static {
     fn call(&self, n: i64) -> impl Future<Output = ()> + Send;
 }
 
+/// The anchor: a bare hyper POST loop.
 struct Bare {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HyperClient<HttpConnector, Full<Bytes>>,
     url: http::Uri,
     body: Bytes,
 }
 
-impl Caller for Bare {
-    async fn call(&self, _n: i64) {
-        let request = http::Request::post(self.url.clone())
+impl Bare {
+    /// POSTs `body` as `method`; the answer's bytes.
+    async fn post(&self, method: &str, name: Option<&str>, body: Bytes) -> Bytes {
+        let mut request = http::Request::post(self.url.clone())
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "add")
-            .body(Full::new(self.body.clone()))
-            .expect("a request");
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let request = request.body(Full::new(body)).expect("a request");
         let response = self.client.request(request).await.expect("an answer");
-        let body = response
+        response
             .into_body()
             .collect()
             .await
             .expect("a body")
-            .to_bytes();
-        assert!(body.ends_with(b"}}"));
+            .to_bytes()
     }
 }
 
+impl Caller for Bare {
+    async fn call(&self, _n: i64) {
+        let body = self
+            .post("tools/call", Some("add"), self.body.clone())
+            .await;
+        let answer: Value = serde_json::from_slice(&body).expect("JSON");
+        assert!(answer["result"].is_object());
+    }
+}
+
+/// The transport alone.
 struct Transport {
     transport: ModernTransport,
     meta: RenderedMeta,
 }
 
 impl Transport {
-    /// The request of call `n`, encoded.
+    /// The request of call `n`, encoded as the client does (`_meta` with the progress token).
     fn request(&self, n: i64) -> Vec<u8> {
         let mut params = CallToolParams::new("add");
-        params.arguments = serde_json::json!({"a": 2, "b": 3}).as_object().cloned();
+        params.arguments = json!({"a": 2, "b": 3}).as_object().cloned();
+        let id = RequestId::Number(n);
         let mut meta = RequestMeta::default();
         meta.modern = Some(&self.meta);
+        meta.progress_token = Some(&id);
         let mut body = Vec::with_capacity(256);
-        let id = RequestId::Number(n);
         let params = WithMeta {
             params: &params,
             meta,
@@ -157,14 +217,70 @@ impl Caller for Transport {
     }
 }
 
-/// Runs `total` calls over `concurrency` tasks; the time per call.
-async fn run<C: Caller>(caller: Arc<C>, total: usize, concurrency: usize) -> Duration {
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..concurrency)
+/// The library's client, as a user calls it.
+struct Negotiated {
+    client: Client,
+}
+
+impl Caller for Negotiated {
+    async fn call(&self, _n: i64) {
+        let result = self
+            .client
+            .call_tool("add", json!({"a": 2, "b": 3}))
+            .await
+            .expect("a call");
+        assert_eq!(result.is_error, Some(false));
+    }
+}
+
+/// One throughput round: its wall time and the process's CPU time.
+#[derive(Clone, Copy)]
+struct Round {
+    wall: Duration,
+    cpu: Duration,
+    calls: usize,
+}
+
+impl Round {
+    fn calls_per_second(&self) -> f64 {
+        self.calls as f64 / self.wall.as_secs_f64()
+    }
+
+    fn cpu_per_call(&self) -> Duration {
+        self.cpu / u32::try_from(self.calls).expect("fits")
+    }
+}
+
+/// `calls` calls one after the other on one task; each call's latency, and the round.
+async fn latencies<C: Caller>(caller: Arc<C>, calls: usize) -> (Vec<Duration>, Round) {
+    let (started, cpu_before) = (Instant::now(), cpu());
+    let latencies = tokio::spawn(async move {
+        let mut latencies = Vec::with_capacity(calls);
+        for n in 0..calls {
+            let sent = Instant::now();
+            caller.call(n as i64).await;
+            latencies.push(sent.elapsed());
+        }
+        latencies
+    })
+    .await
+    .expect("a task");
+    let round = Round {
+        wall: started.elapsed(),
+        cpu: cpu() - cpu_before,
+        calls,
+    };
+    (latencies, round)
+}
+
+/// `total` calls over `CONCURRENCY` tasks.
+async fn throughput<C: Caller>(caller: Arc<C>, total: usize) -> Round {
+    let (started, cpu_before) = (Instant::now(), cpu());
+    let tasks: Vec<_> = (0..CONCURRENCY)
         .map(|t| {
             let caller = caller.clone();
             tokio::spawn(async move {
-                for i in 0..total / concurrency {
+                for i in 0..total / CONCURRENCY {
                     caller.call((t * total + i) as i64).await;
                 }
             })
@@ -173,73 +289,266 @@ async fn run<C: Caller>(caller: Arc<C>, total: usize, concurrency: usize) -> Dur
     for task in tasks {
         task.await.expect("a task");
     }
-    started.elapsed() / u32::try_from(total).expect("fits")
+    Round {
+        wall: started.elapsed(),
+        cpu: cpu() - cpu_before,
+        calls: total / CONCURRENCY * CONCURRENCY,
+    }
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
+fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
     v[v.len() / 2]
 }
 
+/// The `q` quantile (0..=1) of `v`.
+fn quantile(v: &mut [Duration], q: f64) -> Duration {
+    v.sort_unstable();
+    let at = ((v.len() - 1) as f64 * q).round() as usize;
+    v[at]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// What one side measured.
+#[derive(Default)]
+struct Side {
+    latencies: Vec<Duration>,
+    serial: Vec<Round>,
+    parallel: Vec<Round>,
+}
+
+impl Side {
+    fn p(&mut self, q: f64) -> Duration {
+        quantile(&mut self.latencies, q)
+    }
+
+    fn serial_cpu(&self) -> Duration {
+        median(self.serial.iter().map(Round::cpu_per_call).collect())
+    }
+
+    fn calls_per_second(&self) -> f64 {
+        median(self.parallel.iter().map(Round::calls_per_second).collect())
+    }
+
+    fn parallel_cpu(&self) -> Duration {
+        median(self.parallel.iter().map(Round::cpu_per_call).collect())
+    }
+}
+
+/// Median time of one decode of `bytes`, typed and as a `Value`, batches interleaved.
+fn decode_row(bytes: &[u8], plan: &Plan) -> (Duration, Duration) {
+    let (mut typed, mut tree) = (Vec::new(), Vec::new());
+    let batch = u32::try_from(plan.decode_batch).expect("fits");
+    for _ in 0..plan.decode_batches {
+        let started = Instant::now();
+        for _ in 0..plan.decode_batch {
+            let page = mcp_wire::decode_response::<ListToolsResult>(black_box(bytes), usize::MAX)
+                .expect("a tools/list answer");
+            black_box(page);
+        }
+        typed.push(started.elapsed() / batch);
+        let started = Instant::now();
+        for _ in 0..plan.decode_batch {
+            let value: Value = serde_json::from_slice(black_box(bytes)).expect("JSON");
+            black_box(value);
+        }
+        tree.push(started.elapsed() / batch);
+    }
+    (median(typed), median(tree))
+}
+
+/// What a ratio to the anchor must be.
+#[derive(Clone, Copy)]
+enum Goal {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+/// A line of the summary: the measure, ours, the anchor, the ratio, the goal and whether it
+/// was met.
+fn summary_row(measure: &str, ours: f64, anchor: f64, unit: &str, goal: Goal) {
+    let ratio = ours / anchor;
+    let (goal, met) = match goal {
+        Goal::AtMost(max) => (format!("≤ {max:.2}×"), ratio <= max),
+        Goal::AtLeast(min) => (format!("≥ {min:.2}×"), ratio >= min),
+    };
+    let value = |v: f64| match unit {
+        "/s" => format!("{v:.0} {unit}"),
+        _ => format!("{v:.2} {unit}"),
+    };
+    println!(
+        "| {measure:<54} | {:>12} | {:>12} | {ratio:>6.3}× | {goal:<7} | {:<7} |",
+        value(ours),
+        value(anchor),
+        if met { "met" } else { "not met" },
+    );
+}
+
 fn main() {
-    let addr = serve();
-    let url = format!("http://{addr}/mcp");
+    let plan = Plan::from_env();
+    let server = Server::start();
+    let url = server.url.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let mut http = HttpConnector::new();
-        http.set_nodelay(true);
-        let ours = Arc::new(Transport {
+        let client = Client::builder("agentd-bench", "0.1.0")
+            .connect(&url)
+            .await
+            .expect("the client connects");
+        assert_eq!(client.revision(), Revision::V2026_07_28);
+        let client = Arc::new(Negotiated { client });
+        let transport = Arc::new(Transport {
             transport: ModernTransport::new(
-                HttpClient::new(&url, Config::default()).expect("a client"),
+                HttpClient::new(&url, Config::default()).expect("a transport"),
                 Revision::V2026_07_28,
             ),
             meta: ModernMeta {
                 revision: Revision::V2026_07_28,
-                client_info: &Implementation::new("agentd", "0.1.0"),
+                client_info: &Implementation::new("agentd-bench", "0.1.0"),
                 client_capabilities: &ClientCapabilities::none(),
             }
             .render()
             .expect("renders"),
         });
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
         let bare = Arc::new(Bare {
-            client: Client::builder(TokioExecutor::new()).build(http),
+            client: HyperClient::builder(TokioExecutor::new()).build(http),
             url: url.parse().expect("a URL"),
-            body: Bytes::from(ours.request(1)),
+            body: Bytes::from(transport.request(1)),
         });
-        // Warm both pools.
-        run(bare.clone(), 2_000, 64).await;
-        run(ours.clone(), 2_000, 64).await;
-        // `ROUNDTRIP_PROFILE=bare|transport` runs only that side, at concurrency 64, for a
-        // profiler.
+        // Warm the three pools.
+        throughput(client.clone(), 6_400).await;
+        throughput(bare.clone(), 6_400).await;
+        throughput(transport.clone(), 6_400).await;
+
         if let Ok(side) = std::env::var("ROUNDTRIP_PROFILE") {
-            let per_call = match side.as_str() {
-                "bare" => run(bare.clone(), 256_000, 64).await,
-                _ => run(ours.clone(), 256_000, 64).await,
+            let round = match side.as_str() {
+                "bare" => throughput(bare.clone(), 256_000).await,
+                "transport" => throughput(transport.clone(), 256_000).await,
+                _ => throughput(client.clone(), 256_000).await,
             };
-            println!("{side}: {:.2} µs/call", per_call.as_secs_f64() * 1e6);
+            println!(
+                "{side}: {:.0} calls/s, {:.2} µs CPU/call",
+                round.calls_per_second(),
+                micros(round.cpu_per_call()),
+            );
             return;
         }
-        println!("tools/call round trips on loopback (median of 3 rounds)");
-        for (concurrency, total) in [(1, 20_000), (64, 64_000)] {
-            let (mut b, mut o) = (Vec::new(), Vec::new());
-            for _ in 0..3 {
-                b.push(run(bare.clone(), total, concurrency).await);
-                o.push(run(ours.clone(), total, concurrency).await);
-            }
-            let (b, o) = (median(b), median(o));
-            let accepted = ACCEPTED.load(std::sync::atomic::Ordering::Relaxed);
+
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "tools/call on loopback, bench-server in its own process; {} cores, load {}",
+            std::thread::available_parallelism().map_or(0, usize::from),
+            load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        );
+        println!(
+            "{} interleaved rounds a side: {} calls at concurrency 1, {} at concurrency {CONCURRENCY}",
+            plan.rounds, plan.latency_calls, plan.throughput_calls,
+        );
+
+        let (mut ours, mut layer, mut anchor) = (Side::default(), Side::default(), Side::default());
+        for _ in 0..plan.rounds {
+            let (l, r) = latencies(client.clone(), plan.latency_calls).await;
+            ours.latencies.extend(l);
+            ours.serial.push(r);
+            let (l, r) = latencies(bare.clone(), plan.latency_calls).await;
+            anchor.latencies.extend(l);
+            anchor.serial.push(r);
+            let (l, r) = latencies(transport.clone(), plan.latency_calls).await;
+            layer.latencies.extend(l);
+            layer.serial.push(r);
+        }
+        for _ in 0..plan.rounds {
+            ours.parallel.push(throughput(client.clone(), plan.throughput_calls).await);
+            anchor.parallel.push(throughput(bare.clone(), plan.throughput_calls).await);
+            layer.parallel.push(throughput(transport.clone(), plan.throughput_calls).await);
+        }
+
+        println!("\nconcurrency 1 (latency over every call; CPU/call median of rounds)");
+        println!("  {:<16} {:>9} {:>9} {:>12} {:>10}", "side", "p50 µs", "p99 µs", "CPU µs/call", "p50 ratio");
+        let anchor_p50 = anchor.p(0.5);
+        for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer), ("bare hyper", &mut anchor)] {
+            let p50 = side.p(0.5);
             println!(
-                "concurrency {concurrency:>2}: bare hyper {:>7.2} µs/call ({:>6.0} calls/s), transport {:>7.2} µs/call ({:>6.0} calls/s), transport/bare time ratio {:.3}; connections so far {accepted}",
-                b.as_secs_f64() * 1e6,
-                1.0 / b.as_secs_f64(),
-                o.as_secs_f64() * 1e6,
-                1.0 / o.as_secs_f64(),
-                o.as_secs_f64() / b.as_secs_f64(),
+                "  {name:<16} {:>9.2} {:>9.2} {:>12.2} {:>9.3}×",
+                micros(p50),
+                micros(side.p(0.99)),
+                micros(side.serial_cpu()),
+                p50.as_secs_f64() / anchor_p50.as_secs_f64(),
             );
         }
+        println!("\nconcurrency {CONCURRENCY} (medians of rounds)");
+        println!("  {:<16} {:>10} {:>12} {:>12} {:>10}", "side", "calls/s", "CPU µs/call", "calls/s ratio", "CPU ratio");
+        for (name, side) in [("Client", &ours), ("ModernTransport", &layer), ("bare hyper", &anchor)] {
+            println!(
+                "  {name:<16} {:>10.0} {:>12.2} {:>12.3}× {:>9.3}×",
+                side.calls_per_second(),
+                micros(side.parallel_cpu()),
+                side.calls_per_second() / anchor.calls_per_second(),
+                side.parallel_cpu().as_secs_f64() / anchor.parallel_cpu().as_secs_f64(),
+            );
+        }
+
+        let listing = bare
+            .post(
+                "tools/list",
+                None,
+                Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#),
+            )
+            .await;
+        let page = mcp_wire::decode_response::<ListToolsResult>(&listing, usize::MAX)
+            .expect("a tools/list answer");
+        assert_eq!(page.outcome.expect("a result").items.len(), 100);
+        let (typed, tree) = decode_row(&listing, &plan);
+        println!(
+            "\ntools/list of 100 tools ({} bytes): decode_response::<ListToolsResult> {:.2} µs, from_slice::<Value> {:.2} µs, ratio {:.3}×",
+            listing.len(),
+            micros(typed),
+            micros(tree),
+            typed.as_secs_f64() / tree.as_secs_f64(),
+        );
+
+        println!("\n| {:<54} | {:>12} | {:>12} | {:>7} | {:<7} | {:<7} |", "measure", "ours", "anchor", "ratio", "goal", "met");
+        println!("|{:-<56}|{:-<14}|{:-<14}|{:-<9}|{:-<9}|{:-<9}|", "", "", "", "", "", "");
+        for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer)] {
+            summary_row(
+                &format!("{name}: tools/call p50 latency, concurrency 1"),
+                micros(side.p(0.5)),
+                micros(anchor_p50),
+                "µs",
+                Goal::AtMost(1.05),
+            );
+            summary_row(
+                &format!("{name}: tools/call throughput, concurrency {CONCURRENCY}"),
+                side.calls_per_second(),
+                anchor.calls_per_second(),
+                "/s",
+                Goal::AtLeast(0.95),
+            );
+            summary_row(
+                &format!("{name}: CPU per call, concurrency {CONCURRENCY}"),
+                micros(side.parallel_cpu()),
+                micros(anchor.parallel_cpu()),
+                "µs",
+                Goal::AtMost(1.15),
+            );
+        }
+        summary_row(
+            "typed decode of a 100-tool tools/list (time)",
+            micros(typed),
+            micros(tree),
+            "µs",
+            Goal::AtMost(1.0),
+        );
     });
+    drop(runtime);
+    drop(server);
+    println!("\npeak RSS of the bench process: {} KiB", usage().1);
 }
