@@ -26,7 +26,8 @@
 //! the process's peak RSS.
 //!
 //! `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side at concurrency 64 for a
-//! profiler (`perf record -g`).
+//! profiler (`perf record -g`), 256 000 calls or `ROUNDTRIP_CALLS`, and prints its CPU per
+//! call, user and system apart.
 
 use std::hint::black_box;
 use std::io::{BufRead, BufReader};
@@ -113,21 +114,27 @@ impl Drop for Server {
     }
 }
 
-/// User + system CPU time of this process so far, and its peak RSS in KiB.
-fn usage() -> (Duration, i64) {
+/// This process's user and system CPU time so far.
+fn cpu_split() -> (Duration, Duration) {
     let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
     let time = |t: nix::sys::time::TimeVal| {
         Duration::from_secs(t.tv_sec().unsigned_abs())
             + Duration::from_micros(t.tv_usec().unsigned_abs())
     };
-    (
-        time(usage.user_time()) + time(usage.system_time()),
-        usage.max_rss(),
-    )
+    (time(usage.user_time()), time(usage.system_time()))
 }
 
+/// This process's user + system CPU time so far.
 fn cpu() -> Duration {
-    usage().0
+    let (user, system) = cpu_split();
+    user + system
+}
+
+/// This process's peak RSS, in KiB.
+fn peak_rss() -> i64 {
+    getrusage(UsageWho::RUSAGE_SELF)
+        .expect("getrusage")
+        .max_rss()
 }
 
 trait Caller: Send + Sync + 'static {
@@ -360,6 +367,24 @@ fn decode_row(bytes: &[u8], plan: &Plan) -> (Duration, Duration) {
     (median(typed), median(tree))
 }
 
+/// One side alone at concurrency 64, warmed first: its throughput and CPU per call, user and
+/// system apart.
+async fn profile<C: Caller>(side: &str, caller: Arc<C>, calls: usize) {
+    throughput(caller.clone(), 6_400).await;
+    let before = cpu_split();
+    let round = throughput(caller, calls).await;
+    let after = cpu_split();
+    let per_call = |d: Duration| micros(d) / round.calls as f64;
+    println!(
+        "{side}: {} calls, {:.0} calls/s, CPU {:.2} µs/call (user {:.2}, system {:.2})",
+        round.calls,
+        round.calls_per_second(),
+        micros(round.cpu_per_call()),
+        per_call(after.0 - before.0),
+        per_call(after.1 - before.1),
+    );
+}
+
 /// What a ratio to the anchor must be.
 #[derive(Clone, Copy)]
 enum Goal {
@@ -423,24 +448,23 @@ fn main() {
             url: url.parse().expect("a URL"),
             body: Bytes::from(transport.request(1)),
         });
+        // `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side, for a profiler.
+        if let Ok(side) = std::env::var("ROUNDTRIP_PROFILE") {
+            let calls = std::env::var("ROUNDTRIP_CALLS")
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(256_000);
+            match side.as_str() {
+                "bare" => profile(&side, bare, calls).await,
+                "transport" => profile(&side, transport, calls).await,
+                _ => profile(&side, client, calls).await,
+            }
+            return;
+        }
         // Warm the three pools.
         throughput(client.clone(), 6_400).await;
         throughput(bare.clone(), 6_400).await;
         throughput(transport.clone(), 6_400).await;
-
-        if let Ok(side) = std::env::var("ROUNDTRIP_PROFILE") {
-            let round = match side.as_str() {
-                "bare" => throughput(bare.clone(), 256_000).await,
-                "transport" => throughput(transport.clone(), 256_000).await,
-                _ => throughput(client.clone(), 256_000).await,
-            };
-            println!(
-                "{side}: {:.0} calls/s, {:.2} µs CPU/call",
-                round.calls_per_second(),
-                micros(round.cpu_per_call()),
-            );
-            return;
-        }
 
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         println!(
@@ -550,5 +574,5 @@ fn main() {
     });
     drop(runtime);
     drop(server);
-    println!("\npeak RSS of the bench process: {} KiB", usage().1);
+    println!("\npeak RSS of the bench process: {} KiB", peak_rss());
 }
