@@ -107,7 +107,7 @@ impl std::error::Error for Error {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Rejection {
-    /// Past a bound of the [`Limits`]: the whole occurrence, or its `eventId`. (A cursor
+    /// Past a bound of the [`Limits`](crate::Limits): the whole occurrence, or its `eventId`. (A cursor
     /// past its bound is not stored; the occurrence that carried it is appended.)
     Oversize,
     /// Not an occurrence.
