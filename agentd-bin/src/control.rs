@@ -1,17 +1,19 @@
 //! The control socket, `<store.path>/control/agentd.sock`: a Unix socket in a directory only
 //! the daemon's user may enter (mode 0700), where an operator reaches the running daemon's
-//! own tools (`agentd tool`) and its events tools (`agentd events call`). It is bound at
-//! every start of `agentd run`, and removed at exit. A socket left by an earlier run is
-//! replaced.
+//! own tools, the events tools among them (`agentd tool`, and `agentd events call` for the
+//! events tools). It is bound at every start of `agentd run`, and removed at exit. A socket
+//! left by an earlier run is replaced.
 //!
 //! One request per connection, one JSON line of at most 64 KiB, one of:
-//! - `{"tool", "arguments"?, "scope"?, "conversation"?, "run"?, "step"?, "subagent"?}`: an
-//!   own tool called by an operator acting as `scope` (default `root`) in the unit those ids
-//!   name;
+//! - `{"tool", "arguments"?, "scope"?, "owner"?, "conversation"?, "run"?, "step"?,
+//!   "subagent"?}`: an own tool called by an operator acting as `scope` (default `root`) in
+//!   the unit those ids name. An events tool (`events.*`) is called for `owner` (needed for
+//!   them, unused by the others), a caller of the grant of `scope`, over the events tools of
+//!   the running MCP Events; every call is logged and counted the same way
+//!   ([`Own::call`]);
 //! - `{"list": SCOPE}`: the own tools offered to that scope;
 //! - `{"catalogue": true}`: the supervisor's tool catalogue, each held server's tools as last
-//!   listed (at its dial, a re-dial or a reload);
-//! - `{"tool", "arguments", "owner", "kind"}`: an events tool called for `owner`.
+//!   listed (at its dial, a re-dial or a reload).
 //!
 //! One answer line: `{"ok": true, "result": …}` or `{"ok": false, "error": {"code",
 //! "message", …}}` (a tool's error as [`agentd_tools::Error::to_value`] says it).
@@ -23,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentd_tools::{Grant, Scope};
+use agentd_tools::Scope;
 use mcp_negotiate::Catalog;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -34,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::events::Control;
-use crate::tools::Own;
+use crate::tools::{Events, Own};
 
 /// The socket's directory inside `store.path`, and its name there.
 pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
@@ -62,9 +64,7 @@ pub(crate) struct Served {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum Request {
-    /// An events tool.
-    Events(EventsCall),
-    /// An own tool.
+    /// An own tool, or an events tool.
     Tool(ToolCall),
     /// The own tools offered to a scope.
     List(List),
@@ -79,19 +79,8 @@ pub(crate) struct Catalogue {
     pub(crate) catalogue: bool,
 }
 
-/// An events tool called for `owner`, a caller of `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct EventsCall {
-    pub(crate) tool: String,
-    #[serde(default)]
-    pub(crate) arguments: Value,
-    pub(crate) owner: String,
-    pub(crate) kind: String,
-}
-
 /// An own tool called by an operator acting as `scope` (`root` when not given), in the unit
-/// the ids name.
+/// the ids name; an events tool called for `owner`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolCall {
@@ -100,6 +89,8 @@ pub(crate) struct ToolCall {
     pub(crate) arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) conversation: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,14 +183,6 @@ impl Served {
     /// The answer to `request`.
     async fn answer(&self, request: Request) -> Result<Value, Refusal> {
         match request {
-            Request::Events(call) => {
-                let control = self.events.as_ref().ok_or(Refusal::NotRunning)?;
-                let kind = Grant::parse(&call.kind).ok_or(Refusal::Kind(call.kind))?;
-                let caller = agentd_tools::events::Caller::new(kind, &call.owner);
-                agentd_tools::events::call(control, caller, &call.tool, object(call.arguments))
-                    .await
-                    .map_err(Refusal::Tool)
-            }
             Request::Tool(call) => {
                 let tools = self.tools.as_ref().ok_or(Refusal::ShuttingDown)?;
                 let mut caller = agentd_tools::Caller::operator(scope(call.scope.as_deref())?);
@@ -207,8 +190,15 @@ impl Served {
                 caller.ids.run = call.run;
                 caller.ids.step = call.step;
                 caller.ids.subagent = call.subagent;
+                let events = if agentd_tools::events::TOOLS.contains(&call.tool.as_str()) {
+                    let owner = call.owner.as_deref().ok_or(Refusal::NoOwner)?;
+                    let control = self.events.as_ref().ok_or(Refusal::NotRunning)?;
+                    Some(Events { control, owner })
+                } else {
+                    None
+                };
                 tools
-                    .call(&caller, &call.tool, object(call.arguments))
+                    .call(&caller, &call.tool, object(call.arguments), events)
                     .await
                     .map_err(Refusal::Tool)
             }
@@ -267,8 +257,8 @@ enum Refusal {
     NotARequest(serde_json::Error),
     /// MCP Events is not running: nothing to call.
     NotRunning,
-    /// The caller's kind is none of the grants'.
-    Kind(String),
+    /// An events tool called for no owner.
+    NoOwner,
     /// The scope is none of root, workflow, subagent.
     Scope(String),
     /// The daemon is shutting down: its tools take no more calls.
@@ -286,11 +276,8 @@ impl fmt::Display for Refusal {
             Self::NotRunning => {
                 f.write_str("MCP Events is not running (no bindings or grants configured)")
             }
-            Self::Kind(kind) => {
-                write!(
-                    f,
-                    "kind is root, workflow, subagent or everyone, not {kind:?}"
-                )
+            Self::NoOwner => {
+                f.write_str("an events tool is called for an owner (`owner`, `--owner`)")
             }
             Self::Scope(scope) => {
                 write!(f, "scope is root, workflow or subagent, not {scope:?}")
@@ -306,7 +293,7 @@ impl Refusal {
     fn to_value(&self) -> Value {
         let code = match self {
             Self::Tool(e) => return e.to_value(),
-            Self::Read(_) | Self::NotARequest(_) | Self::Kind(_) | Self::Scope(_) => "bad_request",
+            Self::Read(_) | Self::NotARequest(_) | Self::NoOwner | Self::Scope(_) => "bad_request",
             Self::TooLarge => "too_large",
             Self::NotRunning => "not_running",
             Self::ShuttingDown => "shutting_down",
@@ -323,7 +310,7 @@ impl std::error::Error for Refusal {
             Self::Tool(e) => Some(e),
             Self::TooLarge
             | Self::NotRunning
-            | Self::Kind(_)
+            | Self::NoOwner
             | Self::Scope(_)
             | Self::ShuttingDown => None,
         }
@@ -404,12 +391,16 @@ pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallErr
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use agentd_tools::Grants;
 
-    /// What the daemon answers to `line`, without MCP Events running.
-    async fn answered(line: Vec<u8>) -> Value {
+    use super::*;
+    use crate::store::{Limits, Store};
+    use crate::telemetry::metrics::Metrics;
+
+    /// What a daemon serving `served` answers to `line`.
+    async fn answered_by(served: Served, line: Vec<u8>) -> Value {
         let (client, daemon) = UnixStream::pair().unwrap();
-        let answering = tokio::spawn(answer(daemon, Served::default(), CancellationToken::new()));
+        let answering = tokio::spawn(answer(daemon, served, CancellationToken::new()));
         let (mut read, mut write) = client.into_split();
         // The daemon may answer before it has read all of a line past the bound.
         let _ = write.write_all(&line).await;
@@ -419,12 +410,19 @@ mod tests {
         serde_json::from_slice(&answer).unwrap()
     }
 
+    /// What a daemon shutting down (its tools gone) answers to `line`.
+    async fn answered(line: Vec<u8>) -> Value {
+        answered_by(Served::default(), line).await
+    }
+
+    /// `request` as a line.
+    fn line(request: Value) -> Vec<u8> {
+        format!("{request}\n").into_bytes()
+    }
+
     /// A request line of exactly `len` bytes, newline included.
     fn request_of(len: usize) -> Vec<u8> {
-        let mut line = serde_json::to_vec(&json!({
-            "tool": "events.subscriptions", "owner": "root", "kind": "root",
-        }))
-        .unwrap();
+        let mut line = serde_json::to_vec(&json!({"list": "root"})).unwrap();
         line.resize(len - 1, b' ');
         line.push(b'\n');
         line
@@ -436,8 +434,7 @@ mod tests {
         assert_eq!(
             at,
             json!({"ok": false, "error": {
-                "code": "not_running",
-                "message": "MCP Events is not running (no bindings or grants configured)",
+                "code": "shutting_down", "message": "shutting down",
             }})
         );
         let past = answered(request_of(64 * 1024 + 1)).await;
@@ -457,5 +454,41 @@ mod tests {
         );
         let scope = answered(b"{\"list\": \"operator\"}\n".to_vec()).await;
         assert_eq!(scope["error"]["code"], "shutting_down");
+    }
+
+    #[tokio::test]
+    async fn an_events_tool_is_called_for_an_owner_on_mcp_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_value_bytes: 1024,
+        };
+        let store = Store::open(dir.path(), limits).await.unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let shutdown = CancellationToken::new();
+        let own = Own::new(store, "t", Grants::default(), 1024, shutdown, metrics);
+        let served = Served {
+            tools: Some(Arc::new(own)),
+            ..Served::default()
+        };
+        let ask = |request: Value| answered_by(served.clone(), line(request));
+
+        let unowned = ask(json!({"tool": "events.subscriptions"})).await;
+        assert_eq!(
+            unowned["error"],
+            json!({
+                "code": "bad_request",
+                "message": "an events tool is called for an owner (`owner`, `--owner`)",
+            })
+        );
+        let off = ask(json!({"tool": "events.subscriptions", "owner": "root"})).await;
+        assert_eq!(off["error"]["code"], "not_running", "{off}");
+        let kind = json!({"tool": "events.subscriptions", "owner": "root", "kind": "root"});
+        assert_eq!(ask(kind).await["error"]["code"], "bad_request");
+        // The other tools take no owner into account.
+        let got = json!({"tool": "memory.get", "arguments": {"key": "k"}, "owner": "x"});
+        assert_eq!(
+            ask(got).await,
+            json!({"ok": true, "result": {"value": null, "version": 0}})
+        );
     }
 }

@@ -141,8 +141,8 @@ enum Command {
     /// Print the MCP revisions agentd speaks.
     Revisions,
     /// agentd's own tools (memory, artifacts, plans, messages, status, sleep, await,
-    /// finish) on the running daemon, through its control socket
-    /// (`<store.path>/control/agentd.sock`).
+    /// finish, and the events tools for an owner) on the running daemon, through its
+    /// control socket (`<store.path>/control/agentd.sock`).
     ///
     /// Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad
     /// usage, or arguments that are not a JSON object; 3 the daemon is not running; 4
@@ -185,6 +185,11 @@ enum ToolCommand {
         /// The scope whose grants apply: root, workflow or subagent.
         #[arg(long, default_value = "root")]
         scope: String,
+        /// Whose call an events tool's is: the owner of the subscriptions it makes (an
+        /// `[[events.grants]]` owner). Needed by events.list, events.subscribe,
+        /// events.unsubscribe and events.subscriptions; the other tools take no owner.
+        #[arg(long, required_if_eq_any = agentd_tools::events::TOOLS.map(|t| ("tool", t)))]
+        owner: Option<String>,
         /// The conversation of the unit.
         #[arg(long)]
         conversation: Option<String>,
@@ -215,21 +220,21 @@ enum EventsCommand {
         /// The stream.
         stream: String,
     },
-    /// Call one of the events tools (events.list, events.subscribe, events.unsubscribe,
-    /// events.subscriptions) on the running daemon, through its control socket
-    /// (`<store.path>/control/agentd.sock`), and print its result as JSON.
+    /// Call one of the events tools on the running daemon and print its result as JSON:
+    /// `agentd tool call --owner OWNER --scope SCOPE TOOL [ARGUMENTS]`, its exit statuses.
     Call {
         /// The configuration file (its `store.path` is read).
         #[arg(long, default_value = "agentd.toml")]
         config: PathBuf,
-        /// Whose call it is: the owner of the subscriptions it makes (an `events.grants`
-        /// owner).
+        /// Whose call it is: the owner of the subscriptions it makes (an
+        /// `[[events.grants]]` owner).
         #[arg(long, default_value = "root")]
         owner: String,
-        /// What kind of caller it is: root, workflow, subagent or everyone.
-        #[arg(long, default_value = "root")]
-        kind: String,
+        /// The scope whose grant applies: root, workflow or subagent.
+        #[arg(long, visible_alias = "kind", default_value = "root")]
+        scope: String,
         /// The tool.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(agentd_tools::events::TOOLS))]
         tool: String,
         /// The arguments, a JSON object.
         arguments: Option<String>,
@@ -311,6 +316,7 @@ fn main() -> ExitCode {
                 ToolCommand::Call {
                     config,
                     scope,
+                    owner,
                     conversation,
                     run,
                     step,
@@ -321,6 +327,7 @@ fn main() -> ExitCode {
         } => {
             let unit = cli::Unit {
                 scope: Some(scope),
+                owner,
                 conversation,
                 run,
                 step,
@@ -340,13 +347,20 @@ fn main() -> ExitCode {
                 EventsCommand::Call {
                     config,
                     owner,
-                    kind,
+                    scope,
                     tool,
                     arguments,
                 },
-        } => with_config(&config, level, |c| async move {
-            cli::events_call(&c, owner, kind, tool, arguments.as_deref()).await
-        }),
+        } => {
+            let unit = cli::Unit {
+                scope: Some(scope),
+                owner: Some(owner),
+                ..cli::Unit::default()
+            };
+            with_config(&config, level, |c| async move {
+                cli::tool_call(&c, tool, arguments.as_deref(), unit).await
+            })
+        }
         #[cfg(feature = "demo")]
         Command::Demo => {
             telemetry::log::install(level, demo::INSTANCE);

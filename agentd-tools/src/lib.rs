@@ -197,6 +197,17 @@ impl Grant {
     }
 }
 
+/// The grant of a scope: the kind of caller it is.
+impl From<Scope> for Grant {
+    fn from(scope: Scope) -> Self {
+        match scope {
+            Scope::Root => Self::Root,
+            Scope::Workflow => Self::Workflow,
+            Scope::Subagent => Self::Subagent,
+        }
+    }
+}
+
 impl fmt::Display for Grant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -558,6 +569,10 @@ mod tests {
         assert_eq!(Caller::operator(Scope::Root).unit(), "operator");
         assert!(Grant::Everyone.covers(Scope::Subagent));
         assert!(!Grant::Root.covers(Scope::Workflow));
+        for scope in Scope::ALL {
+            assert!(Grant::from(scope).covers(scope));
+            assert_eq!(Grant::from(scope).as_str(), scope.as_str());
+        }
         assert_eq!(Scope::parse("subagent"), Some(Scope::Subagent));
         assert_eq!(Scope::parse("operator"), None);
     }

@@ -1,37 +1,10 @@
-//! `agentd events tail` (a stream of the store, printed) and `agentd events call` (one events
-//! tool called on the running daemon).
+//! `agentd events tail`: a stream of the store, printed. (`agentd events call` is
+//! `agentd tool call` of an events tool: [`super::tool_call`].)
 
 use std::process::ExitCode;
 
-use serde_json::Value;
-
-use super::json::object_arguments;
-use super::tool::{answered, ask};
 use crate::config::Config;
-use crate::control::{EventsCall, Request};
 use crate::store::{self, Limits, Store};
-
-/// `agentd events call`: one events tool called on the running daemon; its result printed
-/// as JSON, the exit statuses those of `agentd tool call`.
-pub(crate) async fn events_call(
-    config: &Config,
-    owner: String,
-    kind: String,
-    tool: String,
-    arguments: Option<&str>,
-) -> ExitCode {
-    let arguments = match object_arguments(arguments) {
-        Ok(arguments) => arguments.map_or_else(|| Value::Object(Default::default()), Value::Object),
-        Err(code) => return code,
-    };
-    let request = Request::Events(EventsCall {
-        tool,
-        arguments,
-        owner,
-        kind,
-    });
-    answered(ask(config, &request).await)
-}
 
 /// `agentd events tail`: every record of `stream`, oldest first, one JSON line each.
 pub(crate) async fn events_tail(config: &Config, stream: &str) -> ExitCode {

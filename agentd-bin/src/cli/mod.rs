@@ -1,6 +1,7 @@
 //! The one-shot commands that read a configuration and dial its servers once, a file each:
 //! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and through the
-//! running daemon's control socket `tool list`, `tool call` and `events call`.
+//! running daemon's control socket `tool list` and `tool call` (`events call` is `tool call`
+//! of an events tool).
 
 mod call;
 mod check;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 pub(crate) use call::call;
 pub(crate) use check::check;
-pub(crate) use events::{events_call, events_tail};
+pub(crate) use events::events_tail;
 pub(crate) use prompts::{prompt, prompts};
 pub(crate) use resources::{read, resources};
 pub(crate) use tool::{Unit, tool_call, tool_list};

@@ -1,5 +1,6 @@
 //! `agentd tool list` and `agentd tool call`: agentd's own tools on the running daemon,
-//! through its control socket; `agentd events call` answers the same way.
+//! through its control socket, the events tools among them (called for an owner; `agentd
+//! events call` is the same call).
 //!
 //! Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad usage, or
 //! arguments that are not a JSON object; 3 the daemon is not running; 4 unknown tool; 5 not
@@ -13,11 +14,14 @@ use super::json::{object_arguments, say_json};
 use crate::config::Config;
 use crate::control::{CallError, List, Request, ToolCall};
 
-/// The ids of the unit a call is made in, and the scope it acts as.
+/// The ids of the unit a call is made in, the scope it acts as, and the owner an events
+/// tool is called for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Unit {
     /// The scope (`root` when not given).
     pub(crate) scope: Option<String>,
+    /// The owner (of an events tool's call).
+    pub(crate) owner: Option<String>,
     pub(crate) conversation: Option<String>,
     pub(crate) run: Option<String>,
     pub(crate) step: Option<String>,
@@ -60,6 +64,7 @@ pub(crate) async fn tool_call(
         tool,
         arguments,
         scope: unit.scope,
+        owner: unit.owner,
         conversation: unit.conversation,
         run: unit.run,
         step: unit.step,
@@ -69,7 +74,7 @@ pub(crate) async fn tool_call(
 }
 
 /// Prints the result of a call, or says why there is none: the exit status.
-pub(super) fn answered(answer: Result<Value, ExitCode>) -> ExitCode {
+fn answered(answer: Result<Value, ExitCode>) -> ExitCode {
     match answer {
         Ok(result) => {
             crate::say!("{result}");

@@ -6,10 +6,11 @@
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
 //! its thread, and a check is one read there.
 //!
-//! Every call goes through [`Own::call`], which writes a `tool.call` line at debug (the tool,
-//! the scope, the unit and the outcome: `ok` or the error's code; never the arguments or the
-//! values) and counts it in `agent_tool_calls_total{tool, outcome}` (a name no tool has is
-//! `unknown` there).
+//! Every call goes through [`Own::call`], the events tools' too (made over the [`Control`]
+//! of the running MCP Events, for an owner: [`Events`]), which writes a `tool.call` line at
+//! debug (the tool, the scope, the unit and the outcome: `ok` or the error's code; never the
+//! arguments or the values) and counts it in `agent_tool_calls_total{tool, outcome}` (a
+//! name no tool has is `unknown` there).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,7 @@ use agentd_tools::{Caller, Error, Grants, Scope, Services, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::events::Control;
 use crate::store::{self, Store, plans, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
@@ -62,14 +64,23 @@ impl Own {
         }
     }
 
-    /// Calls `name` for `caller` with `arguments`; logs the call (`tool.call`) and counts it.
+    /// Calls `name` for `caller` with `arguments`, an events tool when `events` is given
+    /// (called as its owner, a caller of the grant of `caller`'s scope); logs the call
+    /// (`tool.call`) and counts it.
     pub(crate) async fn call(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
+        events: Option<Events<'_>>,
     ) -> Result<Value, Error> {
-        let answer = self.tools.call(caller, name, arguments).await;
+        let answer = match events {
+            Some(Events { control, owner }) => {
+                let who = agentd_tools::events::Caller::new(caller.scope.into(), owner);
+                agentd_tools::events::call(control, who, name, arguments).await
+            }
+            None => self.tools.call(caller, name, arguments).await,
+        };
         let outcome = match &answer {
             Ok(_) => "ok",
             Err(e) => e.code(),
@@ -104,6 +115,16 @@ impl Own {
             })
             .collect()
     }
+}
+
+/// Where an events tool's call goes: the events tools of the running MCP Events, called
+/// for `owner` (whose `[[events.grants]]` entry says whether they are offered).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Events<'a> {
+    /// The events tools.
+    pub(crate) control: &'a Control,
+    /// Whose call it is.
+    pub(crate) owner: &'a str,
 }
 
 /// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the

@@ -42,15 +42,19 @@ async fn calls_are_counted_and_status_names_the_instance() {
             &caller,
             "message.send",
             json!({"conversation": "c", "text": "hi"}),
+            None,
         )
         .await
         .unwrap();
     assert_eq!(sent, json!({"id": 1}));
-    let status = own.call(&caller, "status", json!({})).await.unwrap();
+    let status = own.call(&caller, "status", json!({}), None).await.unwrap();
     assert_eq!(status["instance"], "t");
     assert_eq!(status["conversations"], json!([{"id": "c", "inbox": 1}]));
     assert_eq!(status["store"]["degraded"], false);
-    let e = own.call(&caller, "no.such", json!({})).await.unwrap_err();
+    let e = own
+        .call(&caller, "no.such", json!({}), None)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "unknown_tool");
     let text = own.metrics.render();
     assert!(
@@ -70,7 +74,7 @@ async fn a_closed_store_is_shutting_down() {
     own.tools.services().store.close().await;
     let caller = Caller::operator(Scope::Root);
     let e = own
-        .call(&caller, "memory.get", json!({"key": "k"}))
+        .call(&caller, "memory.get", json!({"key": "k"}), None)
         .await
         .unwrap_err();
     assert_eq!(e.code(), "shutting_down");
