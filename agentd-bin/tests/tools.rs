@@ -1,17 +1,19 @@
 //! agentd's own tools in the running daemon, through `agentd tool`: every built tool called
 //! and its effect read back, every exit status, grants narrowing, concurrent shifts of one
-//! queue, and the state kept across a SIGKILL.
+//! queue, the state kept across a SIGKILL, each call's `tool.call` line and count, and the
+//! events tools called for an owner.
 
 mod common;
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, TempFile};
+use common::{Daemon, TempFile, get};
 use serde_json::{Value, json};
 
 /// A daemon's configuration: its store in `dir`, subagents narrowed to memory and status.
-fn config(dir: &std::path::Path) -> TempFile {
+fn config(dir: &Path) -> TempFile {
     TempFile::new(&format!(
         "instance = \"tools\"\n[store]\npath = \"{}\"\n\
          [tools.grants]\nsubagent = [\"memory.*\", \"status\"]\n",
@@ -19,14 +21,19 @@ fn config(dir: &std::path::Path) -> TempFile {
     ))
 }
 
-/// What `agentd tool ARGS` came to: its exit status, its result (JSON, or null) and stderr.
-fn tool(file: &TempFile, args: &[&str]) -> (i32, Value, String) {
+/// `agentd COMMAND VERB --config F ARGS`, run to its end.
+fn agentd(file: &TempFile, command: &str, args: &[&str]) -> Output {
     let (verb, rest) = args.split_first().expect("a verb");
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["tool", verb, "--config", file.to_str().unwrap()])
+    Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args([command, verb, "--config", file.to_str().unwrap()])
         .args(rest)
         .output()
-        .expect("agentd runs");
+        .expect("agentd runs")
+}
+
+/// What `agentd tool ARGS` came to: its exit status, its result (JSON, or null) and stderr.
+fn tool(file: &TempFile, args: &[&str]) -> (i32, Value, String) {
+    let out = agentd(file, "tool", args);
     let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), result, stderr)
@@ -257,6 +264,179 @@ fn every_tool_is_called_and_its_state_outlives_a_kill() {
     assert_eq!(status["units_finished"], 1);
     let (code, _) = refused(&file, "finish", again, C1);
     assert_eq!(code, 1);
+    // What was deleted, listed and cleared before the kill, as it was left.
+    let gone = call(&file, "memory.get", json!({"key": "gone"}), &[]);
+    assert_eq!(gone, json!({"value": null, "version": 0}));
+    let page = call(&file, "memory.list", json!({"limit": 2}), &[]);
+    assert_eq!(
+        page,
+        json!({"keys": [
+            {"key": "k1", "version": 1, "bytes": 7},
+            {"key": "q", "version": 5, "bytes": 3},
+        ], "next": "q"})
+    );
+    let rest = call(&file, "memory.list", json!({"after": "q"}), &[]);
+    assert_eq!(
+        rest,
+        json!({"keys": [{"key": "signal", "version": 1, "bytes": 4}], "next": null})
+    );
+    let listed = call(&file, "artifact.list", json!({}), C1);
+    assert_eq!(
+        listed,
+        json!({"artifacts": [{"name": "a.txt", "media_type": "text/plain", "bytes": 5}]})
+    );
+    let plan = call(&file, "plan.get", json!({}), &["--run", "r1"]);
+    assert_eq!(plan, json!({"plan": null}));
+}
+
+/// `agentd run --config F --log-level debug`, its stderr written to a file; SIGKILLed when
+/// dropped.
+struct Logged {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Logged {
+    fn run(file: &TempFile, stderr: &Path) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args([
+                "run",
+                "--config",
+                file.to_str().unwrap(),
+                "--log-level",
+                "debug",
+            ])
+            .env_remove("RUST_LOG")
+            .stderr(Stdio::from(std::fs::File::create(stderr).unwrap()))
+            .spawn()
+            .expect("agentd starts");
+        Self {
+            child,
+            stderr: stderr.to_owned(),
+        }
+    }
+
+    /// Everything written on stderr so far.
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+
+    /// The first line of stderr that has every one of `parts`, waiting up to 15 s for it.
+    fn line(&self, parts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let stderr = self.stderr();
+            if let Some(line) = stderr.lines().find(|l| parts.iter().all(|p| l.contains(p))) {
+                return line.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no line {parts:?} in\n{stderr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Logged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_call_is_logged_without_its_values_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = TempFile::new(&format!(
+        "instance = \"tools\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n\
+         [store]\npath = \"{}\"\n[[events.grants]]\nowner = \"ops\"\ntools = true\n",
+        dir.path().join("store").display()
+    ));
+    let daemon = Logged::run(&file, &dir.path().join("stderr"));
+    until_up(&file);
+
+    // Neither what was given nor what came back is written.
+    let (key, value) = ("key-7c1e0a", "value-5e7a93");
+    let set = call(
+        &file,
+        "memory.set",
+        json!({"key": key, "value": value}),
+        &[],
+    );
+    assert_eq!(set, json!({"version": 1}));
+    let got = call(&file, "memory.get", json!({"key": key}), &[]);
+    assert_eq!(got["value"], value);
+    let line = daemon.line(&["\"tool.call\"", "\"memory.set\""]);
+    let parsed: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(parsed["level"], "debug", "{line}");
+    assert_eq!(
+        [&parsed["scope"], &parsed["unit"], &parsed["outcome"]],
+        ["root", "operator", "ok"],
+        "{line}"
+    );
+    let at = |field: &str| line.find(&format!("\"{field}\":")).expect(field);
+    let fields = ["event", "tool", "scope", "unit", "outcome"].map(at);
+    assert!(fields.is_sorted(), "{line}");
+    daemon.line(&["\"tool.call\"", "\"memory.get\""]);
+    let stderr = daemon.stderr();
+    assert!(!stderr.contains(key) && !stderr.contains(value), "{stderr}");
+
+    // The events tools, for an owner: through `agentd tool call` and `agentd events call`.
+    let ops = ["--owner", "ops"];
+    let none = call(&file, "events.subscriptions", json!({}), &ops);
+    assert_eq!(none, json!({"subscriptions": []}));
+    let out = agentd(
+        &file,
+        "events",
+        &["call", "--owner", "ops", "events.subscriptions"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), none);
+    let (code, stderr) = refused(&file, "events.subscriptions", "{}", &["--owner", "nobody"]);
+    assert_eq!(code, 5, "{stderr}");
+    let (code, stderr) = refused(&file, "events.subscriptions", "{}", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--owner"), "{stderr}");
+    daemon.line(&[
+        "\"tool.call\"",
+        "\"events.subscriptions\"",
+        "\"not_granted\"",
+    ]);
+
+    // Counted by tool and outcome, on /metrics.
+    let addr = daemon.line(&["\"http.listening\""]);
+    let addr: Value = serde_json::from_str(&addr).unwrap();
+    let metrics = get(addr["addr"].as_str().unwrap(), "/metrics");
+    for series in [
+        "agent_tool_calls_total{tool=\"memory.set\",outcome=\"ok\"} 1",
+        "agent_tool_calls_total{tool=\"events.subscriptions\",outcome=\"ok\"} 2",
+        "agent_tool_calls_total{tool=\"events.subscriptions\",outcome=\"not_granted\"} 1",
+    ] {
+        assert!(metrics.contains(series), "{series} in\n{metrics}");
+    }
+
+    // Arguments that are not JSON: bad usage.
+    let (code, stderr) = refused(&file, "memory.get", r#"{"key": "#, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("JSON object"), "{stderr}");
+
+    // The plain list: a line per tool offered, its name then its description.
+    let (_, offered, _) = tool(&file, &["list", "--json"]);
+    let offered = offered.as_array().unwrap();
+    let out = agentd(&file, "tool", &["list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), offered.len(), "{text}");
+    for (line, tool) in lines.iter().zip(offered) {
+        let name = tool["name"].as_str().unwrap();
+        let description = tool["description"].as_str().unwrap();
+        let between = line
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_suffix(description));
+        assert!(
+            between.is_some_and(|b| !b.is_empty() && b.trim().is_empty()),
+            "{line}"
+        );
+    }
 }
 
 #[test]
