@@ -174,6 +174,34 @@ impl Watch {
         Ok(())
     }
 
+    /// The owner could not keep up with what the watch gave it: changes it passed on were
+    /// lost before they were used.
+    ///
+    /// On 2026-07-28 the listen held now is dropped and ended as
+    /// [`Ended::FellBehind`](crate::listen::Ended::FellBehind): [`Watch::next`] gives
+    /// [`ListenEvent::Ended`] with [`EndReason::Behind`](crate::listen::EndReason::Behind),
+    /// opens the listen again on the listen schedule, and then gives every held URI again
+    /// ([`Change::ResourceUpdated`]), as after any gap. Nothing happens when no listen is
+    /// held (it is being opened again already).
+    ///
+    /// On 2025-11-25 it does nothing: the listen rules are 2026-07-28's. There, changes ride
+    /// the session's GET stream and its per-URI subscriptions, which hold whatever the owner
+    /// reads; there is no listen to end, and no acknowledgment after which the held URIs
+    /// could be given again.
+    pub fn fell_behind(&mut self) {
+        if let Era::Modern {
+            listener,
+            listen,
+            acknowledged,
+            ..
+        } = &mut self.era
+            && listen.take().is_some()
+        {
+            *acknowledged = false;
+            listener.on_ended(Ended::FellBehind, now());
+        }
+    }
+
     /// Opens the push channel now, when it is a legacy GET stream, so that what the server
     /// sends there from this moment is not lost; `false` when the server offers none (405).
     /// A 2026-07-28 listen opens with the first [`Watch::next`].

@@ -127,6 +127,81 @@ async fn a_listen_ended_by_the_server_is_held_again_and_its_uris_read_again() {
     assert_eq!(listens, 2, "opened again once");
 }
 
+/// An owner that fell behind drops the listen: it is ended (`behind`), opened again on the
+/// listen schedule, and its URIs are read again. On a legacy connection it changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_the_owner_fell_behind_on_is_held_again_and_its_uris_read_again() {
+    let server = Arc::new(ReferenceServer::start(Options::default()).await);
+    let connection = connect(&server, false).await;
+    let mut watch = Watch::new(connection);
+    watch.subscribe("demo://greeting").await.unwrap();
+    // Turn the watch until the server holds the listen.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while server.listening("demo://greeting") == 0 {
+            let _ = tokio::time::timeout(Duration::from_millis(20), watch.next()).await;
+        }
+    })
+    .await
+    .expect("a listen open in time");
+    watch.fell_behind();
+    let mut seen = Vec::new();
+    let read_again = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.next().await.expect("the watch stands") {
+                Some(Change::ResourceUpdated { uri }) => return uri,
+                Some(Change::Listen(event)) => seen.push(event),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("held again in time");
+    assert_eq!(read_again, "demo://greeting");
+    assert_eq!(
+        seen.first(),
+        Some(&ListenEvent::Ended {
+            reason: EndReason::Behind,
+            retry_ms: 250,
+        }),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&ListenEvent::Resumed), "{seen:?}");
+    let listens = server
+        .methods()
+        .iter()
+        .filter(|m| *m == "subscriptions/listen")
+        .count();
+    assert_eq!(listens, 2, "opened again once");
+
+    let server = Arc::new(ReferenceServer::start(Options::default()).await);
+    let connection = connect(&server, true).await;
+    let mut watch = Watch::new(connection);
+    watch.subscribe("demo://counter").await.unwrap();
+    assert!(watch.open().await.unwrap());
+    let gets = || {
+        let log = server.log();
+        log.iter().filter(|l| l.http == http::Method::GET).count()
+    };
+    assert_eq!(gets(), 1);
+    watch.fell_behind();
+    let toucher = server.clone();
+    let touch = tokio::spawn(async move {
+        while toucher.reaching("demo://counter") == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        toucher.touch("demo://counter").await;
+    });
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(Change::ResourceUpdated {
+            uri: "demo://counter".into()
+        }),
+        "the GET stream kept"
+    );
+    touch.await.unwrap();
+    assert_eq!(gets(), 1, "not opened again");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_refused_outright_is_reported_and_not_asked_for_again() {
     let server = ReferenceServer::start(Options::default()).await;
@@ -257,7 +332,7 @@ async fn an_owner_redials_a_lost_session_when_it_chooses() {
         1
     );
 
-    tokio::time::timeout(Duration::from_secs(1), connection.session_lost())
+    tokio::time::timeout(Duration::from_secs(15), connection.session_lost())
         .await
         .expect("the loss is signalled");
     connection.redial().await.expect("dialed again");
