@@ -255,8 +255,8 @@ impl ReferenceServer {
         self.state.events.delivered()
     }
 
-    /// Makes `method` answer with `fault`, `times` times. `"DELETE"` scripts the legacy
-    /// session's DELETE (`Silence` and `Status` apply).
+    /// Makes `method` answer with `fault`, `times` times. `"GET"` and `"DELETE"` script the
+    /// legacy GET stream and the session's DELETE (`Silence` and `Status` apply).
     pub fn script(&self, method: &str, fault: Fault, times: Times) {
         self.state.script.add(method, fault, times);
     }
@@ -438,19 +438,20 @@ async fn serve(state: Arc<State>, request: http::Request<Incoming>) -> Response<
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         at: tokio::time::Instant::now(),
     });
+    // `GET` and `DELETE` can be scripted like a method: held back, or answered a status.
+    if parts.method == Method::GET || parts.method == Method::DELETE {
+        match state.script.take(parts.method.as_str()) {
+            Some(Fault::Silence(d)) => {
+                tokio::time::sleep(d).await;
+                return status(504);
+            }
+            Some(Fault::Status(code, _)) => return status(code),
+            _ => {}
+        }
+    }
     match parts.method {
         Method::GET => return legacy::get(&state, &parts.headers).await,
-        Method::DELETE => {
-            // `DELETE` can be scripted like a method: held back, or answered a status.
-            match state.script.take("DELETE") {
-                Some(Fault::Silence(d)) => {
-                    tokio::time::sleep(d).await;
-                    return status(504);
-                }
-                Some(Fault::Status(code, _)) => return status(code),
-                _ => return legacy::delete(&state, &parts.headers),
-            }
-        }
+        Method::DELETE => return legacy::delete(&state, &parts.headers),
         Method::POST => {}
         _ => return status(405),
     }
