@@ -34,6 +34,11 @@ const REDIAL: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs
 /// doubling to 30 s.
 const STREAM: Backoff = Backoff::new(listen::RETRY_FIRST, listen::RETRY_MAX);
 
+/// How many resource updates wait for the slowest owner; a send that fills the channel
+/// drops the listen (`mcp.listen.ended`, reason `behind`), whose URIs are read again once it
+/// is held again.
+const UPDATES: usize = 256;
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -103,7 +108,7 @@ impl Shared {
             reports,
             ids: Arc::default(),
             turn: Arc::default(),
-            updates: broadcast::channel(256).0,
+            updates: broadcast::channel(UPDATES).0,
             tasks: TaskTracker::new(),
         };
         (shared, reported)
@@ -353,6 +358,8 @@ impl Task {
         let mut stream_logged = false;
         // When the failed stream is opened again: meanwhile the task takes orders.
         let mut reopen_at: Option<Instant> = None;
+        // The updates channel filled: the listen was dropped, not again until it has room.
+        let mut behind = false;
         let mut owned = Owned::new(&self.shared.instance, &self.server.name);
         while self.running() {
             let retry_at = owned.retry_at();
@@ -362,6 +369,12 @@ impl Task {
                         stream.reset();
                         stream_logged = false;
                         self.on_change(change);
+                        // The slowest owner is about to lose updates.
+                        match self.shared.updates.len() >= UPDATES {
+                            true if !std::mem::replace(&mut behind, true) => watch.fell_behind(),
+                            true => {}
+                            false => behind = false,
+                        }
                     }
                     Ok(None) => pushing = false,
                     // Met by the stream; `session_lost` below takes it.
@@ -693,6 +706,113 @@ mod tests {
             MANAGEMENT + Duration::from_secs(2),
             "cut at the bound, then the next step"
         );
+        held.stop(Stop::Shutdown);
+    }
+
+    /// Polls `until` on tokio's clock, in 1 ms steps, for at most a (virtual) minute.
+    async fn wait_for(what: &str, mut until: impl FnMut() -> bool) {
+        let waited = timeout(Duration::from_secs(60), async {
+            while !until() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        waited.await.unwrap_or_else(|_| panic!("{what}"));
+    }
+
+    /// agentd's `mcp.` lines captured so far, as JSON.
+    fn mcp_lines(written: &std::sync::Mutex<Vec<String>>) -> Vec<serde_json::Value> {
+        let written = written.lock().unwrap();
+        let lines = written.iter().map(|l| serde_json::from_str(l).unwrap());
+        lines
+            .filter(|l: &serde_json::Value| {
+                l["event"].as_str().is_some_and(|e| e.starts_with("mcp."))
+            })
+            .collect()
+    }
+
+    /// In virtual time: resource updates nobody reads fill the channel; the listen is
+    /// dropped once (`mcp.listen.ended`, reason `behind`) and opened again.
+    #[tokio::test(start_paused = true)]
+    async fn an_owner_that_falls_behind_drops_the_listen_once() {
+        let server = ReferenceServer::start(Options::default()).await;
+        // A test on one thread: the actor's lines are this thread's.
+        let (_guard, written) = crate::telemetry::log::tests::capture();
+        let shared = Shared::new("t", Arc::default());
+        let _unread = shared.updates();
+        let held = Handle::start(&shared, server_config(server.url()), None);
+        held.connection().await.expect("connected");
+        assert!(held.subscribe("demo://counter", "a").await.is_ok());
+        wait_for("listening", || server.listening("demo://counter") > 0).await;
+        let listens = || received(&server, "subscriptions/listen").len();
+        let opened = listens();
+        for _ in 0..UPDATES + 8 {
+            server.touch("demo://counter").await;
+        }
+        wait_for("ended", || {
+            let lines = mcp_lines(&written);
+            lines.iter().any(|l| l["event"] == "mcp.listen.ended")
+        })
+        .await;
+        wait_for("opened again", || {
+            listens() > opened && server.listening("demo://counter") > 0
+        })
+        .await;
+        // Held again: the URI read again meets a channel still full, and ends nothing more.
+        wait_for("resumed", || {
+            let lines = mcp_lines(&written);
+            lines.iter().any(|l| l["event"] == "mcp.listen.resumed")
+        })
+        .await;
+        let lines = mcp_lines(&written);
+        let ended: Vec<&serde_json::Value> = lines
+            .iter()
+            .filter(|l| l["event"] == "mcp.listen.ended")
+            .collect();
+        assert_eq!(ended.len(), 1, "{lines:?}");
+        assert_eq!(ended[0]["level"], "warn");
+        assert_eq!(ended[0]["reason"], "behind");
+        assert_eq!(ended[0]["server"], "old");
+        assert_eq!(ended[0]["retry_ms"], 250);
+        held.stop(Stop::Shutdown);
+    }
+
+    /// In virtual time: while the failed GET stream waits to be opened again, a subscribe is
+    /// answered at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_get_stream_waits_its_reopen_without_holding_orders() {
+        let mut options = Options::default();
+        options.modern = false;
+        let server = ReferenceServer::start(options).await;
+        server.script("GET", Fault::Status(503, None), Times::Always);
+        let (_guard, written) = crate::telemetry::log::tests::capture();
+        let shared = Shared::new("t", Arc::default());
+        let held = Handle::start(&shared, server_config(server.url()), None);
+        held.connection().await.expect("connected");
+        let unavailable = || {
+            let lines = mcp_lines(&written);
+            lines
+                .into_iter()
+                .find(|l| l["event"] == "mcp.listen.unavailable")
+        };
+        wait_for("the stream failed", || unavailable().is_some()).await;
+        let gets = || {
+            let log = server.log();
+            let gets = log.iter().filter(|l| l.http == http::Method::GET);
+            gets.map(|l| l.at).collect::<Vec<_>>()
+        };
+        let failed = gets();
+        let retry = Duration::from_millis(unavailable().unwrap()["retry_ms"].as_u64().unwrap());
+        assert_eq!(retry, listen::RETRY_FIRST);
+        assert!(held.subscribe("demo://counter", "a").await.is_ok());
+        let subscribed = received(&server, "resources/subscribe");
+        assert_eq!(subscribed.len(), 1);
+        assert!(
+            subscribed[0] < failed[0] + retry,
+            "answered before the reopen"
+        );
+        assert_eq!(gets(), failed, "the reopen still waits");
+        wait_for("opened again", || gets().len() > failed.len()).await;
+        assert!(gets()[1] - failed[0] >= retry, "on its schedule");
         held.stop(Stop::Shutdown);
     }
 
