@@ -932,11 +932,20 @@ async fn a_subscription_replaced_by_a_configured_binding_keeps_its_cursor() {
     drop(dir);
 }
 
-/// SIGTERM with a server that never answers its close, a webhook sender stalled half-way
-/// through its headers and a control connection that never sends its request: while the
-/// drain still waits for the server, the listener has closed both connections.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_drain_closes_stalled_connections() {
+/// A daemon under SIGTERM with all three stalls: a server that never answers its close, a
+/// webhook sender stalled half-way through its headers and a control connection that never
+/// sends its request.
+struct Stalled {
+    agentd: Daemon,
+    server: ReferenceServer,
+    /// The HTTP listener's address.
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts a daemon whose drain is bounded at `drain_timeout`, stalls it three ways, sends
+/// SIGTERM, and checks that the listener closed both stalled connections.
+async fn stalled_at_sigterm(drain_timeout: &str) -> Stalled {
     use std::io::{Read, Write};
 
     let mut legacy = Options::default();
@@ -950,8 +959,8 @@ async fn the_drain_closes_stalled_connections() {
     let dir = store_dir("drain");
     let text = format!(
         "instance = \"drain\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
-         [lifecycle]\ndrain_timeout = \"120s\"\n[[mcp.servers]]\nname = \"slow\"\nurl = \"{}\"\n\
-         [[events.grants]]\nowner = \"root\"\n",
+         [lifecycle]\ndrain_timeout = \"{drain_timeout}\"\n[[mcp.servers]]\nname = \"slow\"\n\
+         url = \"{}\"\n[[events.grants]]\nowner = \"root\"\n",
         dir.path().display(),
         server.url()
     );
@@ -972,14 +981,6 @@ async fn the_drain_closes_stalled_connections() {
     let bound = Some(Duration::from_secs(30));
     sender.set_read_timeout(bound).unwrap();
     control.set_read_timeout(bound).unwrap();
-    // Ended: closed (EOF) or reset; a read that times out is a connection left open.
-    let ended = |read: std::io::Result<usize>| match read {
-        Ok(_) => true,
-        Err(e) => !matches!(
-            e.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ),
-    };
     let mut rest = Vec::new();
     assert!(
         ended(control.read_to_end(&mut rest)),
@@ -993,10 +994,70 @@ async fn the_drain_closes_stalled_connections() {
         server.log().iter().any(|l| l.http == http::Method::DELETE)
     })
     .await;
+    Stalled {
+        agentd,
+        server,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// Whether a read met the end of a connection: closed (EOF) or reset; a read that times out
+/// is a connection left open.
+fn ended(read: std::io::Result<usize>) -> bool {
+    match read {
+        Ok(_) => true,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// SIGTERM with all three stalls: while the drain still waits for the server, the listener
+/// has closed both stalled connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_closes_stalled_connections() {
+    let mut stalled = stalled_at_sigterm("120s").await;
     assert!(
-        agentd.is_running(),
+        stalled.agentd.is_running(),
         "still draining: the server has not answered"
     );
-    agentd.kill();
-    drop(dir);
+    stalled.agentd.kill();
+    drop(stalled.server);
+}
+
+/// SIGTERM with all three stalls inside a 2 s `lifecycle.drain_timeout`: the listener takes
+/// no new connection, and the process exits 0 on its own though the server never answers
+/// its close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_ends_on_its_own_inside_its_bound() {
+    use std::io::{Read, Write};
+
+    let mut stalled = stalled_at_sigterm("2s").await;
+    // Refused, or taken by a listener that no longer serves and closed unanswered.
+    if let Ok(mut late) = std::net::TcpStream::connect(&stalled.addr) {
+        let _ = late.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        late.set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut answer = Vec::new();
+        assert!(
+            ended(late.read_to_end(&mut answer)),
+            "the late connection ended"
+        );
+        assert!(
+            answer.is_empty(),
+            "unanswered: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    let bound = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = stalled.agentd.exited() {
+            break status;
+        }
+        assert!(Instant::now() < bound, "agentd did not exit on its own");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}");
 }

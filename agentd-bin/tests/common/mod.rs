@@ -162,6 +162,11 @@ impl Daemon {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// How the process exited, if it has.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
     /// Sends SIGTERM and waits up to ten seconds for the process to exit; the lines it
     /// wrote until then are read.
     pub fn terminate(&mut self) -> ExitStatus {
