@@ -218,7 +218,9 @@ async fn request(
             Ok(json!({}))
         }
         "tools/call" if params["name"] == "slow" => return slow(state, session, id, params).await,
-        "tools/call" if params["name"] == "ask" => return ask(state, session, id).await,
+        "tools/call" if params["name"] == "ask" => {
+            return ask(state, id, &params["arguments"]).await;
+        }
         other => match common(state, other, params) {
             Some(result) => result,
             None => Err(ErrorObject::new(
@@ -276,8 +278,11 @@ async fn slow(
     stream_response(body, None)
 }
 
-/// The `ask` tool: `elicitation/create` on the request's stream, then a greeting.
-async fn ask(state: &Arc<State>, session: &str, id: &RequestId) -> Response<AnyBody> {
+/// The `ask` tool: `elicitation/create` on the request's stream, then a greeting. The
+/// arguments `method` and `params` send another request instead, and `wait_ms` bounds the
+/// wait for the answer (30 s); the result then says `no answer`, or the greeting (`invalid
+/// answer` to anything but an elicitation's answer).
+async fn ask(state: &Arc<State>, id: &RequestId, arguments: &Value) -> Response<AnyBody> {
     let (events, body) = body::stream();
     let ask_id = RequestId::String(format!("e-{}", state.next()));
     let (tx, rx) = oneshot::channel();
@@ -288,14 +293,19 @@ async fn ask(state: &Arc<State>, session: &str, id: &RequestId) -> Response<AnyB
         .expect("waiting")
         .insert(ask_id.clone(), tx);
     let id = id.clone();
-    let _ = session;
-    tokio::spawn(async move {
-        let request = json!({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create", "params": {
+    let method = arguments["method"].as_str().unwrap_or("elicitation/create");
+    let params = match &arguments["params"] {
+        Value::Null => json!({
             "message": "What is your name?",
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        }});
+        }),
+        params => params.clone(),
+    };
+    let request = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "params": params});
+    let wait = Duration::from_millis(arguments["wait_ms"].as_u64().unwrap_or(30_000));
+    tokio::spawn(async move {
         events.send(None, None, &request.to_string()).await;
-        let answer = tokio::time::timeout(Duration::from_secs(30), rx).await;
+        let answer = tokio::time::timeout(wait, rx).await;
         let text = match answer {
             Ok(Ok(answer)) => greeting(&answer),
             _ => "no answer".to_owned(),
