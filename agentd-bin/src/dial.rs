@@ -132,7 +132,9 @@ pub(crate) fn failed(
 
 #[cfg(test)]
 mod tests {
+    use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
     use mcp_wire::{ElicitAction, ElicitRequestParams, ElicitResult};
+    use serde_json::json;
 
     use super::*;
 
@@ -171,5 +173,83 @@ mod tests {
         assert_eq!(dialer.features().unserved(), Unserved::Drop);
         assert_eq!(dialer.timeout(), WORKER_TIMEOUT);
         assert_eq!(WORKER_TIMEOUT, Duration::from_secs(60));
+    }
+
+    /// The server requests agentd declares nothing for.
+    const UNDECLARED: [(&str, &str); 3] = [
+        (
+            "sampling/createMessage",
+            r#"{"messages": [], "maxTokens": 10}"#,
+        ),
+        ("roots/list", "{}"),
+        ("tasks/get", r#"{"taskId": "t-1"}"#),
+    ];
+
+    /// Both presets: the supervisor's and a worker's.
+    fn presets() -> [(&'static str, ClientBuilder); 2] {
+        let decline = |_: ElicitRequestParams| async { ElicitResult::new(ElicitAction::Decline) };
+        [
+            ("supervisor", supervisor("t", &server(), Recovery::ByOwner)),
+            ("worker", worker(&server(), decline)),
+        ]
+    }
+
+    /// In virtual time: at 2025-11-25 a server's sampling, roots and tasks requests, on the
+    /// stream of a call, are dropped, not answered -32601; the call goes on.
+    #[tokio::test(start_paused = true)]
+    async fn undeclared_server_requests_are_dropped_on_a_legacy_connection() {
+        let mut options = Options::default();
+        options.modern = false;
+        let server = ReferenceServer::start(options).await;
+        for (preset, builder) in presets() {
+            let client = builder.connect(&server.url()).await.expect("connected");
+            for (method, params) in UNDECLARED {
+                let params: serde_json::Value = serde_json::from_str(params).unwrap();
+                let arguments = json!({"method": method, "params": params, "wait_ms": 1000});
+                let result = client.call_tool("ask", arguments).await;
+                let result = result.unwrap_or_else(|e| panic!("{preset} {method}: {e}"));
+                let text = serde_json::to_value(&result).unwrap()["content"][0]["text"].clone();
+                assert_eq!(text, "no answer", "{preset} {method}");
+            }
+        }
+        let log = server.log();
+        let mut answers = log
+            .iter()
+            .filter(|l| l.body.get("id").is_some() && l.method.is_none());
+        assert!(answers.next().is_none(), "{log:?}");
+    }
+
+    /// At 2026-07-28 the same requests in an `input_required` round cannot be answered: the
+    /// call fails, naming the method, and is not retried.
+    #[tokio::test(start_paused = true)]
+    async fn undeclared_input_requests_are_unanswerable_on_a_modern_connection() {
+        let server = ReferenceServer::start(Options::default()).await;
+        for (preset, builder) in presets() {
+            let client = builder.connect(&server.url()).await.expect("connected");
+            assert_eq!(client.revision().era(), mcp_wire::Era::Modern);
+            for (method, params) in UNDECLARED {
+                let params: serde_json::Value = serde_json::from_str(params).unwrap();
+                let asked = json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"q": {"method": method, "params": params}},
+                    "requestState": "s",
+                });
+                server.script("tools/call", Fault::Result(asked), Times::Once);
+                let calls = || {
+                    let methods = server.methods();
+                    methods.iter().filter(|m| *m == "tools/call").count()
+                };
+                let before = calls();
+                let result = client.call_tool("ask", json!({})).await;
+                assert_eq!(
+                    result.map(|_| ()),
+                    Err(Error::Unanswerable {
+                        method: method.into()
+                    }),
+                    "{preset} {method}"
+                );
+                assert_eq!(calls(), before + 1, "{preset} {method}: not retried");
+            }
+        }
     }
 }
