@@ -1,5 +1,6 @@
-//! `mcp-reference-server [--events]`: the reference MCP server on 127.0.0.1, port 0 (with
-//! `--events`, MCP Events declared and served at 2026-07-28). Prints its `/mcp` endpoint on
+//! `mcp-reference-server [--events] [--legacy | --modern]`: the reference MCP server on
+//! 127.0.0.1, port 0 (with `--events`, MCP Events declared and served at 2026-07-28; with
+//! `--legacy` or `--modern`, that era alone, else both). Prints its `/mcp` endpoint on
 //! one line of stdout, then serves until its stdin closes, taking one command a line:
 //!
 //! - `touch URI`: once a subscription reaches `URI` (within 10 s), the resource changes;
@@ -26,7 +27,10 @@ fn say(line: &str) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let mut options = Options::default();
-    options.events = std::env::args().skip(1).any(|a| a == "--events");
+    let given = |flag: &str| std::env::args().skip(1).any(|a| a == flag);
+    options.events = given("--events");
+    options.modern = !given("--legacy");
+    options.legacy = !given("--modern");
     let server = ReferenceServer::start(options).await;
     say(&server.url());
     // Serve until stdin reaches its end (or fails): never outlive the parent.
