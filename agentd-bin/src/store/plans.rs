@@ -4,6 +4,10 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+use agentd_tools::plan::Status as StepStatus;
+pub(crate) use agentd_tools::plan::{Plan, Step, Update};
+
 use super::db::{Db, check_len, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
@@ -12,56 +16,6 @@ use super::handle::Store;
 pub(crate) const STEPS_MAX: usize = 100;
 /// The most bytes of a step's title.
 pub(crate) const TITLE_MAX: usize = 500;
-
-/// Where a step is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StepStatus {
-    /// Not begun.
-    Pending,
-    /// Under way.
-    InProgress,
-    /// Done.
-    Done,
-    /// Passed over.
-    Skipped,
-    /// Failed.
-    Failed,
-}
-
-/// A step of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Step {
-    /// What it is, 1..=500 bytes.
-    pub(crate) title: String,
-    /// Where it is.
-    pub(crate) status: StepStatus,
-}
-
-/// A unit's plan, as `plan.get` tells it (`{"steps": [...], "version": n}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Plan {
-    /// Its steps.
-    pub(crate) steps: Vec<Step>,
-    /// Its version.
-    pub(crate) version: u64,
-}
-
-/// A change of a plan (`plan.update`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Change {
-    /// Every step replaced.
-    Steps(Vec<Step>),
-    /// One step's status or title (or both) changed.
-    Step {
-        /// Its index.
-        index: usize,
-        /// Its new status.
-        status: Option<StepStatus>,
-        /// Its new title.
-        title: Option<String>,
-    },
-}
 
 /// The plan as kept in its row (the version has a column of its own).
 #[derive(Serialize, Deserialize)]
@@ -91,10 +45,7 @@ fn current(db: &Connection, unit: &str) -> Result<Option<Plan>, Error> {
         .optional()?;
     row.map(|(text, version)| {
         let kept: Kept = serde_json::from_str(&text).map_err(Error::Corrupt)?;
-        Ok(Plan {
-            steps: kept.steps,
-            version: from_sql(version),
-        })
+        Ok(Plan::new(kept.steps, from_sql(version)))
     })
     .transpose()
 }
@@ -108,10 +59,7 @@ fn write(db: &Connection, unit: &str, plan: Plan) -> Result<Plan, Error> {
          ON CONFLICT (unit) DO UPDATE SET plan = ?2, version = ?3",
     )?
     .execute(params![unit, text, to_sql(plan.version)])?;
-    Ok(Plan {
-        steps: kept.steps,
-        version: plan.version,
-    })
+    Ok(Plan::new(kept.steps, plan.version))
 }
 
 const NO_PLAN: Error = Error::NotFound { what: "plan" };
@@ -125,13 +73,13 @@ impl Db {
         if current(&tx, unit)?.is_some() {
             return Err(Error::Exists { what: "plan" });
         }
-        let plan = write(&tx, unit, Plan { steps, version: 1 })?;
+        let plan = write(&tx, unit, Plan::new(steps, 1))?;
         tx.commit()?;
         Ok(plan)
     }
 
-    fn plan_update(&mut self, unit: &str, change: Change) -> Result<Plan, Error> {
-        if let Change::Steps(steps) = &change {
+    fn plan_update(&mut self, unit: &str, change: Update) -> Result<Plan, Error> {
+        if let Update::Steps(steps) = &change {
             check_steps(steps)?;
         }
         let tx = self
@@ -139,8 +87,8 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut plan = current(&tx, unit)?.ok_or(NO_PLAN)?;
         match change {
-            Change::Steps(steps) => plan.steps = steps,
-            Change::Step {
+            Update::Steps(steps) => plan.steps = steps,
+            Update::Step {
                 index,
                 status,
                 title,
@@ -157,6 +105,7 @@ impl Db {
                     step.status = status;
                 }
             }
+            _ => return Err(Error::invalid("", "an update this store does not make")),
         }
         plan.version += 1;
         let plan = write(&tx, unit, plan)?;
@@ -198,7 +147,7 @@ impl Store {
     pub(crate) fn plan_update(
         &self,
         unit: &str,
-        change: Change,
+        change: Update,
     ) -> impl Future<Output = Result<Plan, Error>> + Send + use<> {
         let unit = unit.to_owned();
         self.run(move |db| db.plan_update(&unit, change))
@@ -222,10 +171,7 @@ mod tests {
     fn steps(titles: &[&str]) -> Vec<Step> {
         titles
             .iter()
-            .map(|t| Step {
-                title: (*t).to_owned(),
-                status: StepStatus::Pending,
-            })
+            .map(|t| Step::new(t, StepStatus::Pending))
             .collect()
     }
 
@@ -239,7 +185,7 @@ mod tests {
         assert!(matches!(e, Error::Exists { what: "plan" }), "{e:?}");
         assert_eq!(e.code(), "exists");
 
-        let change = Change::Step {
+        let change = Update::Step {
             index: 1,
             status: Some(StepStatus::InProgress),
             title: None,
@@ -247,23 +193,17 @@ mod tests {
         let plan = store.plan_update("u", change).await.unwrap();
         assert_eq!(plan.steps[1].status, StepStatus::InProgress);
         assert_eq!((plan.steps[1].title.as_str(), plan.version), ("b", 2));
-        let change = Change::Step {
+        let change = Update::Step {
             index: 0,
             status: Some(StepStatus::Done),
             title: Some("A".into()),
         };
         store.plan_update("u", change).await.unwrap();
         let plan = store.plan_get("u").await.unwrap().unwrap();
-        assert_eq!(
-            plan.steps[0],
-            Step {
-                title: "A".into(),
-                status: StepStatus::Done
-            }
-        );
+        assert_eq!(plan.steps[0], Step::new("A", StepStatus::Done));
         assert_eq!(plan.version, 3);
         let plan = store
-            .plan_update("u", Change::Steps(steps(&["x"])))
+            .plan_update("u", Update::Steps(steps(&["x"])))
             .await
             .unwrap();
         assert_eq!((plan.steps, plan.version), (steps(&["x"]), 4));
@@ -273,7 +213,7 @@ mod tests {
         );
 
         // A step that is not there: refused, nothing changed.
-        let change = Change::Step {
+        let change = Update::Step {
             index: 1,
             status: Some(StepStatus::Failed),
             title: None,
@@ -286,7 +226,7 @@ mod tests {
         assert!(!store.plan_clear("u").await.unwrap());
         assert_eq!(store.plan_get("u").await.unwrap(), None);
         let e = store
-            .plan_update("u", Change::Steps(Vec::new()))
+            .plan_update("u", Update::Steps(Vec::new()))
             .await
             .unwrap_err();
         assert!(matches!(e, Error::NotFound { what: "plan" }), "{e:?}");
@@ -306,7 +246,7 @@ mod tests {
             "{e:?}"
         );
         let e = store
-            .plan_update("u", Change::Steps(steps(&too_many)))
+            .plan_update("u", Update::Steps(steps(&too_many)))
             .await
             .unwrap_err();
         assert!(
@@ -326,7 +266,7 @@ mod tests {
                 matches!(&e, Error::Invalid { pointer, .. } if pointer == "/steps/1/title"),
                 "{e:?}"
             );
-            let change = Change::Step {
+            let change = Update::Step {
                 index: 0,
                 status: Some(StepStatus::Done),
                 title: Some(bad.to_owned()),

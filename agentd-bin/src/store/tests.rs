@@ -8,9 +8,9 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use super::migrations::{MIGRATIONS, migrate};
-use super::plans::{Step, StepStatus};
 use super::units::Outcome;
 use super::*;
+use agentd_tools::plan::{Status as StepStatus, Step};
 
 /// The tables as a file made before versioning has them (user_version 0).
 const UNVERSIONED: &str = "CREATE TABLE bindings (
@@ -231,10 +231,7 @@ async fn durable_state_survives_a_reopen() {
         .artifact_create("run:r", "out.txt", "text/plain", b"hi".to_vec())
         .await
         .unwrap();
-    let steps = vec![Step {
-        title: "one".into(),
-        status: StepStatus::Pending,
-    }];
+    let steps = vec![Step::new("one", StepStatus::Pending)];
     store.plan_create("run:r", steps.clone()).await.unwrap();
     let id = store
         .message_send("c1", "operator", "hello", 1)

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Control;
-use crate::store::{self, Store, plans, units};
+use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 
@@ -237,15 +237,6 @@ fn about<'a>(tool: &'static str, key: &'a str) -> About<'a> {
     About { tool, key }
 }
 
-/// `value` as `T`, through their common JSON shape (the store's plan types and the tools').
-fn reshape<T: serde::de::DeserializeOwned>(value: impl serde::Serialize) -> Result<T, Error> {
-    serde_json::to_value(value)
-        .and_then(serde_json::from_value)
-        .map_err(|e| Error::Store {
-            detail: format!("a plan of another shape: {e}"),
-        })
-}
-
 fn size(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
@@ -342,36 +333,17 @@ impl Artifacts for Durable {
 impl Plans for Durable {
     async fn get(&self, unit: &str) -> Result<Option<Plan>, Error> {
         let plan = self.store.plan_get(unit).await;
-        self.answer(about("plan.get", unit), plan)?
-            .map(reshape)
-            .transpose()
+        self.answer(about("plan.get", unit), plan)
     }
 
     async fn create(&self, unit: &str, steps: Vec<Step>) -> Result<Plan, Error> {
-        let made = self.store.plan_create(unit, reshape(steps)?).await;
-        reshape(self.answer(about("plan.create", unit), made)?)
+        let made = self.store.plan_create(unit, steps).await;
+        self.answer(about("plan.create", unit), made)
     }
 
     async fn update(&self, unit: &str, update: Update) -> Result<Plan, Error> {
-        let change = match update {
-            Update::Steps(steps) => plans::Change::Steps(reshape(steps)?),
-            Update::Step {
-                index,
-                status,
-                title,
-            } => plans::Change::Step {
-                index,
-                status: status.map(reshape).transpose()?,
-                title,
-            },
-            other => {
-                return Err(Error::Store {
-                    detail: format!("an update the store does not make: {other:?}"),
-                });
-            }
-        };
-        let updated = self.store.plan_update(unit, change).await;
-        reshape(self.answer(about("plan.update", unit), updated)?)
+        let updated = self.store.plan_update(unit, update).await;
+        self.answer(about("plan.update", unit), updated)
     }
 
     async fn clear(&self, unit: &str) -> Result<bool, Error> {
