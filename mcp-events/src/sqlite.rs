@@ -13,6 +13,11 @@
 //! A batch's records and its cursor are written in one transaction; a record whose id its
 //! stream holds already is passed over (`INSERT OR IGNORE`), so a batch committed twice after
 //! a crash appends nothing twice.
+//!
+//! Group commit: [`Sqlite::commit_group`] writes the batches of several bindings in one
+//! transaction, each under a savepoint of its own, so that one sync of the file (the bound
+//! on durable commits per second) makes them all durable; each batch still succeeds or fails
+//! on its own.
 
 use std::path::Path;
 
@@ -78,6 +83,65 @@ impl Sqlite {
         db.execute_batch(PRAGMAS).map_err(failed)?;
         Ok(Self { db })
     }
+
+    /// Commits several batches, each `(binding, stream, batch)` as [`Store::commit`] does
+    /// one, in one transaction (one sync of the file for them all): the outcome of each, in
+    /// their order.
+    ///
+    /// Each batch is written under a savepoint of its own: one that fails (its records and
+    /// its cursor rolled back) fails alone, and the others are committed. When the
+    /// transaction itself fails (its `COMMIT`, or an error that rolled it back), every batch
+    /// fails and none is written. An outcome is known only once the `COMMIT` returned: a
+    /// batch reported appended is durable.
+    pub fn commit_group(
+        &mut self,
+        batches: &[(&str, &str, &Batch)],
+    ) -> Vec<Result<usize, StoreError>> {
+        let all_fail = |e: StoreError| batches.iter().map(|_| Err(e.clone())).collect();
+        let mut tx = match self.db.transaction() {
+            Ok(tx) => tx,
+            Err(e) => return all_fail(failed(e)),
+        };
+        let mut outcomes = Vec::with_capacity(batches.len());
+        for &(binding, stream, batch) in batches {
+            let outcome = tx.savepoint().and_then(|point| {
+                let appended = append(&point, binding, stream, batch)?;
+                point.commit()?;
+                Ok(appended)
+            });
+            if outcome.is_err() && tx.is_autocommit() {
+                // The failure ended the transaction (SQLite rolled it back): nothing of the
+                // group is written.
+                return all_fail(StoreError(format!(
+                    "the group's transaction was rolled back: {}",
+                    outcome.err().map(|e| e.to_string()).unwrap_or_default()
+                )));
+            }
+            outcomes.push(outcome.map_err(failed));
+        }
+        match tx.commit() {
+            Ok(()) => outcomes,
+            Err(e) => all_fail(failed(e)),
+        }
+    }
+}
+
+/// Appends `batch`'s records to `stream` (passing over the ids it holds) and stores its
+/// cursor as `binding`'s, in the transaction (or savepoint) `db` is in: how many it appended.
+fn append(db: &Connection, binding: &str, stream: &str, batch: &Batch) -> rusqlite::Result<usize> {
+    let mut appended = 0;
+    let mut insert = db.prepare_cached(
+        "INSERT OR IGNORE INTO events (stream, id, binding, body) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for record in &batch.records {
+        appended += insert.execute(params![stream, record.id, binding, record.bytes])?;
+    }
+    db.execute(
+        "INSERT INTO bindings (key, cursor) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET cursor = ?2",
+        params![binding, batch.cursor],
+    )?;
+    Ok(appended)
 }
 
 impl Store for Sqlite {
@@ -117,28 +181,9 @@ impl Store for Sqlite {
     }
 
     fn commit(&mut self, binding: &str, stream: &str, batch: &Batch) -> Result<usize, StoreError> {
-        let tx = self.db.transaction().map_err(failed)?;
-        let mut appended = 0;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO events (stream, id, binding, body) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(failed)?;
-            for record in &batch.records {
-                appended += insert
-                    .execute(params![stream, record.id, binding, record.bytes])
-                    .map_err(failed)?;
-            }
-        }
-        tx.execute(
-            "INSERT INTO bindings (key, cursor) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET cursor = ?2",
-            params![binding, batch.cursor],
-        )
-        .map_err(failed)?;
-        tx.commit().map_err(failed)?;
-        Ok(appended)
+        self.commit_group(&[(binding, stream, batch)])
+            .pop()
+            .unwrap_or_else(|| Err(StoreError("no outcome".into())))
     }
 
     fn read(&mut self, stream: &str, after: i64, limit: usize) -> Result<Vec<Entry>, StoreError> {
@@ -324,5 +369,115 @@ mod tests {
         store.remove("b", "in").unwrap();
         assert_eq!(store.read("in", 0, 10).unwrap().len(), 0);
         assert_eq!(store.load("b").unwrap(), Stored::default());
+    }
+
+    fn batch(ids: &[&str], cursor: &str) -> Batch {
+        Batch {
+            records: ids.iter().map(|id| record(id)).collect(),
+            cursor: Some(cursor.into()),
+        }
+    }
+
+    fn ids(store: &mut Sqlite, stream: &str) -> Vec<String> {
+        store
+            .read(stream, 0, 100)
+            .unwrap()
+            .into_iter()
+            .map(|e| String::from_utf8(e.bytes).unwrap())
+            .collect()
+    }
+
+    /// Several bindings' batches in one transaction: each appended to its stream with its
+    /// cursor, each outcome its own; a batch committed before appends nothing twice.
+    #[test]
+    fn a_group_commits_each_batch_with_its_cursor() {
+        let dir = temp();
+        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
+        let (one, two, three) = (
+            batch(&["a"], "c1"),
+            batch(&["a", "b"], "c2"),
+            batch(&[], "c3"),
+        );
+        assert_eq!(store.commit("b1", "in", &one).unwrap(), 1);
+        let outcomes = store.commit_group(&[
+            ("b1", "in", &one),
+            ("b2", "other", &two),
+            ("b3", "in", &three),
+        ]);
+        assert_eq!(outcomes, [Ok(0), Ok(2), Ok(0)]);
+        assert_eq!(ids(&mut store, "in"), [r#"{"id":"a"}"#]);
+        assert_eq!(ids(&mut store, "other"), [r#"{"id":"a"}"#, r#"{"id":"b"}"#]);
+        for (binding, cursor) in [("b1", "c1"), ("b2", "c2"), ("b3", "c3")] {
+            assert_eq!(store.load(binding).unwrap().cursor.as_deref(), Some(cursor));
+        }
+        assert_eq!(store.commit_group(&[]), []);
+    }
+
+    /// A batch that fails in a group fails alone and leaves nothing (neither its records
+    /// before the failing one nor its cursor); the batches around it are committed.
+    #[test]
+    fn a_failing_batch_fails_alone_and_whole() {
+        let dir = temp();
+        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
+        store
+            .db
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.id = 'mcp/s/t/bad'
+                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            )
+            .unwrap();
+        let (first, bad, last) = (
+            batch(&["a"], "c1"),
+            batch(&["x", "bad", "y"], "c2"),
+            batch(&["z"], "c3"),
+        );
+        let outcomes = store.commit_group(&[
+            ("b1", "in", &first),
+            ("b2", "in", &bad),
+            ("b3", "in", &last),
+        ]);
+        assert_eq!(outcomes[0], Ok(1));
+        assert!(
+            outcomes[1].as_ref().is_err_and(|e| e.0.contains("refused")),
+            "{outcomes:?}"
+        );
+        assert_eq!(outcomes[2], Ok(1));
+        assert_eq!(ids(&mut store, "in"), [r#"{"id":"a"}"#, r#"{"id":"z"}"#]);
+        assert_eq!(store.load("b2").unwrap(), Stored::default());
+        assert_eq!(store.load("b3").unwrap().cursor.as_deref(), Some("c3"));
+        // Alone, through `commit`, it fails the same way and writes nothing.
+        assert!(store.commit("b2", "in", &bad).is_err());
+        assert_eq!(ids(&mut store, "in").len(), 2);
+    }
+
+    /// A failure that ends the transaction itself fails every batch of the group, and none
+    /// is written, not even those before it.
+    #[test]
+    fn a_rolled_back_group_fails_every_batch() {
+        let dir = temp();
+        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
+        store
+            .db
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.id = 'mcp/s/t/bad'
+                 BEGIN SELECT RAISE(ROLLBACK, 'rolled back'); END;",
+            )
+            .unwrap();
+        let (first, bad, last) = (
+            batch(&["a"], "c1"),
+            batch(&["bad"], "c2"),
+            batch(&["z"], "c3"),
+        );
+        let outcomes = store.commit_group(&[
+            ("b1", "in", &first),
+            ("b2", "in", &bad),
+            ("b3", "in", &last),
+        ]);
+        assert!(outcomes.iter().all(Result::is_err), "{outcomes:?}");
+        assert_eq!(outcomes.len(), 3);
+        assert!(ids(&mut store, "in").is_empty());
+        assert_eq!(store.load("b1").unwrap(), Stored::default());
+        // The store goes on.
+        assert_eq!(store.commit_group(&[("b3", "in", &last)]), [Ok(1)]);
     }
 }
