@@ -34,20 +34,16 @@ impl Store {
         })
     }
 
-    /// Appends `batch`'s records to `stream` with `binding`'s cursor, in one transaction:
-    /// how many it appended.
+    /// Appends `batch`'s records to `stream` with `binding`'s cursor, in one transaction
+    /// (shared with the other bindings' commits queued with it): how many it appended,
+    /// answered once that transaction is committed.
     pub(crate) fn commit(
         &self,
         binding: &str,
         stream: &str,
         batch: Arc<Batch>,
     ) -> impl Future<Output = Result<usize, Error>> + Send + use<> {
-        let (binding, stream) = (binding.to_owned(), stream.to_owned());
-        self.run(move |db| {
-            db.events
-                .commit(&binding, &stream, &batch)
-                .map_err(Error::Store)
-        })
+        self.commit_batch(binding.to_owned(), stream.to_owned(), batch)
     }
 
     /// Up to `limit` records of `stream` after position `after`, oldest first.

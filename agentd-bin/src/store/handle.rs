@@ -1,8 +1,11 @@
-//! The store's thread and its handle: requests sent in order, answered one at a time.
+//! The store's thread and its handle: requests sent in order, answered one at a time, but
+//! for MCP Events' commits, which are answered in groups.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::thread;
 
+use mcp_events::binding::Batch;
 use mcp_events::sqlite::Sqlite;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
@@ -17,10 +20,22 @@ pub(crate) const FILE: &str = "agentd.sqlite3";
 /// A request, made on the store's thread; it sends its answer itself.
 type Job = Box<dyn FnOnce(&mut Db) + Send>;
 
+/// The most batches committed in one transaction.
+const GROUP: usize = 64;
+
 /// A request to the store's thread.
 enum Request {
     Run(Job),
+    Commit(Commit),
     Close { closed: oneshot::Sender<()> },
+}
+
+/// A batch of MCP Events to commit, and where its outcome goes.
+struct Commit {
+    binding: String,
+    stream: String,
+    batch: Arc<Batch>,
+    reply: oneshot::Sender<Result<usize, Error>>,
 }
 
 /// The handle of the store's thread. Each method sends its request when called (so requests
@@ -73,7 +88,38 @@ impl Store {
         let (reply, answer) = oneshot::channel();
         // An answer nobody waits for any more is dropped.
         let job: Job = Box::new(move |db| drop(reply.send(job(db))));
-        let sent = self.requests.send(Request::Run(job)).is_ok();
+        self.ask(Request::Run(job), answer)
+    }
+
+    /// Sends `batch`, to be committed for `binding` to `stream` with the commits queued
+    /// next to it; resolves to how many records it appended, once their transaction is
+    /// committed.
+    pub(super) fn commit_batch(
+        &self,
+        binding: String,
+        stream: String,
+        batch: Arc<Batch>,
+    ) -> impl Future<Output = Result<usize, Error>> + Send + use<> {
+        let (reply, answer) = oneshot::channel();
+        let commit = Commit {
+            binding,
+            stream,
+            batch,
+            reply,
+        };
+        self.ask(Request::Commit(commit), answer)
+    }
+
+    /// Sends `request`; resolves to what comes on `answer`.
+    fn ask<T>(
+        &self,
+        request: Request,
+        answer: oneshot::Receiver<Result<T, Error>>,
+    ) -> impl Future<Output = Result<T, Error>> + Send + use<T>
+    where
+        T: Send + 'static,
+    {
+        let sent = self.requests.send(request).is_ok();
         async move {
             if !sent {
                 return Err(Error::Closed);
@@ -115,10 +161,31 @@ fn start(dir: &Path, migrations: &[&str], limits: Limits) -> Result<Db, Error> {
 
 /// On the store's thread: answers each request in turn until every handle is gone or the
 /// store is closed.
+///
+/// A commit is taken with the commits queued right behind it (up to [`GROUP`], and no
+/// further than the first request of another kind, which keeps its place after them) and
+/// they are committed in one transaction; each is answered once that transaction's `COMMIT`
+/// has returned. There is no waiting window: what queues while a group's sync runs is the
+/// next group, so the more bindings deliver at once, the larger the groups.
 fn serve(mut db: Db, mut requests: mpsc::UnboundedReceiver<Request>) {
-    while let Some(request) = requests.blocking_recv() {
+    let mut next = None;
+    while let Some(request) = next.take().or_else(|| requests.blocking_recv()) {
         match request {
             Request::Run(job) => job(&mut db),
+            Request::Commit(first) => {
+                let mut group = vec![first];
+                while group.len() < GROUP {
+                    match requests.try_recv() {
+                        Ok(Request::Commit(commit)) => group.push(commit),
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                commit_group(&mut db, group);
+            }
             Request::Close { closed } => {
                 // Nothing more is taken; what was sent meanwhile is dropped unanswered
                 // (its callers hear `Closed`).
@@ -129,5 +196,19 @@ fn serve(mut db: Db, mut requests: mpsc::UnboundedReceiver<Request>) {
                 return;
             }
         }
+    }
+}
+
+/// On the store's thread: `group`'s batches committed in one transaction, then each answered.
+fn commit_group(db: &mut Db, group: Vec<Commit>) {
+    let batches: Vec<(&str, &str, &Batch)> = group
+        .iter()
+        .map(|c| (c.binding.as_str(), c.stream.as_str(), &*c.batch))
+        .collect();
+    let outcomes = db.events.commit_group(&batches);
+    drop(batches);
+    for (commit, outcome) in group.into_iter().zip(outcomes) {
+        // An answer nobody waits for any more is dropped.
+        let _ = commit.reply.send(outcome.map_err(Error::Store));
     }
 }

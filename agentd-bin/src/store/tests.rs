@@ -259,3 +259,80 @@ async fn durable_state_survives_a_reopen() {
     ));
     store.close().await;
 }
+
+/// A batch of one record, `<binding>/<n>`, with the cursor `c<n>`.
+fn one(binding: &str, n: usize) -> Arc<Batch> {
+    Arc::new(Batch {
+        records: vec![Record {
+            id: format!("mcp/s/t/{binding}/{n}"),
+            event_id: format!("{n}"),
+            bytes: format!("{binding}/{n}").into_bytes(),
+        }],
+        cursor: Some(format!("c{n}")),
+    })
+}
+
+/// The bodies of `stream`'s records, oldest first.
+async fn bodies(store: &Store, stream: &str) -> Vec<String> {
+    let entries = store.read(stream, 0, 1000).await.unwrap();
+    entries
+        .into_iter()
+        .map(|e| String::from_utf8(e.bytes).unwrap())
+        .collect()
+}
+
+/// Many bindings committing at once, each awaiting its answer before its next batch: every
+/// commit answered, each stream holding exactly its binding's records, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_are_each_answered_and_kept_once() {
+    let (_dir, store) = scratch().await;
+    let tasks: Vec<_> = (0..16)
+        .map(|b| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let binding = format!("b{b}");
+                for n in 0..20 {
+                    let batch = one(&binding, n);
+                    assert_eq!(store.commit(&binding, &binding, batch).await.unwrap(), 1);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for b in 0..16 {
+        let binding = format!("b{b}");
+        let expected: Vec<String> = (0..20).map(|n| format!("{binding}/{n}")).collect();
+        assert_eq!(bodies(&store, &binding).await, expected);
+        let stored = store.load(&binding).await.unwrap();
+        assert_eq!(stored.cursor.as_deref(), Some("c19"));
+    }
+}
+
+/// Commits queued together are committed together, but never past a request of another
+/// kind queued between them: a read sent between two commits sees the first, not the second.
+#[tokio::test]
+async fn a_request_between_commits_keeps_its_place() {
+    let (_dir, store) = scratch().await;
+    // The thread held until everything below is queued.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let hold = store.run(move |_| {
+        let _ = held.recv();
+        Ok(())
+    });
+    let before: Vec<_> = (0..3)
+        .map(|n| store.commit("b", "in", one("b", n)))
+        .collect();
+    let read = store.read("in", 0, 100);
+    let after = store.commit("b", "in", one("b", 3));
+    release.send(()).unwrap();
+    hold.await.unwrap();
+    for committed in before {
+        assert_eq!(committed.await.unwrap(), 1);
+    }
+    let read: Vec<_> = read.await.unwrap().into_iter().map(|e| e.bytes).collect();
+    assert_eq!(read, [b"b/0".to_vec(), b"b/1".to_vec(), b"b/2".to_vec()]);
+    assert_eq!(after.await.unwrap(), 1);
+    assert_eq!(bodies(&store, "in").await.len(), 4);
+}
