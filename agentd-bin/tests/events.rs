@@ -1,7 +1,8 @@
 //! MCP Events in `agentd run`, as a process against the reference server: a poll binding
 //! lists, arms and appends what the server emits (`agentd events tail` shows it), its metrics
 //! on `/metrics`; and a crash: agentd killed with SIGKILL while the server emits and is
-//! polled, started again, and the stream holds every occurrence exactly once.
+//! polled (by one binding, and by eight at once), started again, and each stream holds every
+//! occurrence exactly once.
 
 mod common;
 
@@ -260,11 +261,33 @@ async fn request_outcomes_mean_the_same_for_every_method() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
+    crash(&["tickets"]).await;
+}
+
+/// The crash with eight bindings polling at once, their commits grouped in transactions
+/// of the store while agentd is killed: each stream holds every occurrence exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_many_bindings_keep_every_occurrence_exactly_once() {
+    let streams: Vec<String> = (0..8).map(|n| format!("tickets-{n}")).collect();
+    crash(&streams.iter().map(String::as_str).collect::<Vec<_>>()).await;
+}
+
+/// agentd killed with SIGKILL while the server emits and a poll binding for each of
+/// `streams` polls, started again: each stream holds every occurrence exactly once, in order.
+async fn crash(streams: &[&str]) {
     let server = Arc::new(ReferenceServer::start(server_options()).await);
     let dir = store_dir("crash");
-    let file = TempFile::new(&config(&server.url(), dir.path()));
+    let mut text = config(&server.url(), dir.path());
+    text.truncate(text.find("[[events.bindings]]").unwrap());
+    for stream in streams {
+        text += &format!(
+            "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\n\
+             into = \"{stream}\"\narguments = {{ project = \"ops\" }}\n"
+        );
+    }
+    let file = TempFile::new(&text);
     let mut agentd = Daemon::run(&file);
-    agentd.wait_for("mcp.events.armed", Some("ref"));
+    agentd.wait_for_nth("mcp.events.armed", Some("ref"), streams.len());
     // The server emits on, one every 100 ms, all through the crash and the restart; past
     // the 20th it waits for the crash, so that some are emitted while agentd is down.
     let (crashed, on_crash) = tokio::sync::oneshot::channel::<()>();
@@ -283,7 +306,7 @@ async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
             }
         })
     };
-    wait_for_records(&file, 1);
+    wait_for_stream(&file, streams[0], 1);
     agentd.kill();
     let _ = crashed.send(());
     let down = emitted.load(Ordering::SeqCst);
@@ -292,18 +315,25 @@ async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
     })
     .await;
     let mut again = Daemon::run(&file);
-    let armed = again.wait_for("mcp.events.armed", Some("ref"));
-    assert_eq!(
-        armed["cursor_present"], true,
-        "it goes on from the stored cursor"
-    );
+    for n in 1..=streams.len() {
+        let armed = again.wait_for_nth("mcp.events.armed", Some("ref"), n);
+        assert_eq!(
+            armed["cursor_present"], true,
+            "it goes on from the stored cursor"
+        );
+    }
     emitter.await.unwrap();
-    let records = wait_for_records(&file, 40);
-    let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
     let expected: Vec<String> = (1..=40)
         .map(|n| format!("mcp/ref/ticket.created/evt-{n}"))
         .collect();
-    assert_eq!(ids, expected, "every occurrence once, in order");
+    for stream in streams {
+        let records = wait_for_stream(&file, stream, 40);
+        let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        assert_eq!(
+            ids, expected,
+            "every occurrence once, in order, in {stream}"
+        );
+    }
     assert!(again.terminate().success());
     drop(dir);
 }
