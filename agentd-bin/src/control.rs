@@ -465,7 +465,15 @@ mod tests {
         let store = Store::open(dir.path(), limits).await.unwrap();
         let metrics = Arc::new(Metrics::default());
         let shutdown = CancellationToken::new();
-        let own = Own::new(store, "t", Grants::default(), 1024, shutdown, metrics);
+        let own = Own::new(
+            store,
+            "t",
+            Grants::default(),
+            1024,
+            shutdown,
+            metrics,
+            Arc::default(),
+        );
         let served = Served {
             tools: Some(Arc::new(own)),
             ..Served::default()

@@ -217,6 +217,50 @@ async fn a_reload_diffs_the_bindings_on_the_same_runtime() {
     drop(dir);
 }
 
+/// A store that does not take MCP Events' commits is told to the supervisor, and the own
+/// tools' `status` says the store is degraded until a commit is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_refusing_commits_is_degraded_in_status() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("degraded");
+    let file = TempFile::new(&config(&server.url(), dir.path()));
+    let mut agentd = Daemon::run(&file);
+    agentd.wait_for("mcp.events.armed", Some("ref"));
+    let degraded = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+            .args(["tool", "call", "status", "--config", file.to_str().unwrap()])
+            .output()
+            .expect("agentd runs");
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!("status: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        status["store"]["degraded"].clone()
+    };
+    assert_eq!(degraded(), json!(false));
+
+    let db = rusqlite::Connection::open(dir.path().join("agentd.sqlite3")).unwrap();
+    db.execute_batch("ALTER TABLE events RENAME TO events_away")
+        .unwrap();
+    server.emit("ticket.created", json!({"id": 1}));
+    let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
+    assert_eq!(paused["cause"], "store_degraded", "{paused}");
+    until("status says the store is degraded", || {
+        degraded() == json!(true)
+    })
+    .await;
+
+    db.execute_batch("ALTER TABLE events_away RENAME TO events")
+        .unwrap();
+    agentd.wait_for("mcp.events.resumed", Some("ref"));
+    assert_eq!(wait_for_records(&file, 1).len(), 1);
+    until("status says the store is well again", || {
+        degraded() == json!(false)
+    })
+    .await;
+    assert!(agentd.terminate().success());
+    drop(dir);
+}
+
 /// `agent_mcp_events_requests_total` means one thing for every method: `ok` the server
 /// answered with a result, `refused` with a JSON-RPC error (in a 200 or in a 400 alike),
 /// `failed` no answer (here a 503 without a JSON-RPC error). Every method is counted by one

@@ -25,8 +25,9 @@
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 //!
-//! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]): a signal, or a
-//! server actor's [`Report`]. What it holds is a [`Daemon`]: started once, reloaded as a
+//! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]): a signal, a server
+//! actor's [`Report`], or MCP Events' ([`events::Report`]: the store's health, which the own
+//! tools' `status` tells). What it holds is a [`Daemon`]: started once, reloaded as a
 //! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
@@ -41,6 +42,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcp_negotiate::Catalog;
 use tokio::sync::{mpsc, watch};
@@ -52,7 +54,7 @@ use self::signals::{Signal, Signals};
 use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
-use crate::events::{self, Events, Feed};
+use crate::events::{self, Events, Feed, Reports};
 use crate::store::{self, Limits, Store};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
@@ -77,6 +79,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             Wake::Signal(Signal::Reload) => daemon.reload().await,
             Wake::Signal(Signal::Shutdown) => break,
             Wake::Server(report) => daemon.on_report(report),
+            Wake::Events(report) => daemon.on_events_report(report),
         }
     }
     daemon.drain().await;
@@ -90,6 +93,8 @@ enum Wake {
     Signal(Signal),
     /// A server's actor reported.
     Server(Report),
+    /// MCP Events reported.
+    Events(events::Report),
 }
 
 /// Why the daemon could not start.
@@ -148,6 +153,11 @@ struct Daemon {
     servers: BTreeMap<String, Handle>,
     /// What the actors report.
     reports: mpsc::UnboundedReceiver<Report>,
+    /// Where MCP Events reports (handed to it at its start), and what it reported.
+    events_reports: Reports,
+    events_reported: mpsc::UnboundedReceiver<events::Report>,
+    /// Whether MCP Events' last commit failed: the own tools' `status` says so.
+    events_degraded: Arc<AtomicBool>,
     /// The supervisor's tool catalogue: each held server's tools as last listed (at its
     /// dial, a re-dial or a reload, never at its list_changed).
     catalogue: BTreeMap<String, (u64, Arc<Catalog>)>,
@@ -196,6 +206,9 @@ impl Daemon {
             }
         };
         let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
+        let (events_to, events_reported) = mpsc::unbounded_channel();
+        let events_reports = Reports::new(events_to);
+        let events_degraded = Arc::new(AtomicBool::new(false));
         let servers: BTreeMap<String, Handle> = config
             .servers
             .iter()
@@ -213,6 +226,7 @@ impl Daemon {
                     &feeds(&servers),
                     metrics.clone(),
                     &routes,
+                    events_reports.clone(),
                 )
                 .await,
             ),
@@ -231,7 +245,13 @@ impl Daemon {
             }
         };
         let (served, current) = watch::channel(Served {
-            tools: Some(own_tools(&config, &store, &shutdown, &metrics)),
+            tools: Some(own_tools(
+                &config,
+                &store,
+                &shutdown,
+                &metrics,
+                &events_degraded,
+            )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
         });
@@ -260,6 +280,9 @@ impl Daemon {
             shared,
             servers,
             reports,
+            events_reports,
+            events_reported,
+            events_degraded,
             catalogue: BTreeMap::new(),
             events,
             store,
@@ -275,6 +298,7 @@ impl Daemon {
         tokio::select! {
             signal = signals.next() => Wake::Signal(signal),
             Some(report) = self.reports.recv() => Wake::Server(report),
+            Some(report) = self.events_reported.recv() => Wake::Events(report),
         }
     }
 
@@ -290,6 +314,15 @@ impl Daemon {
                     self.catalogue.insert(server, (id, catalog));
                     self.publish_catalogue();
                 }
+            }
+        }
+    }
+
+    /// Takes MCP Events' report: the store's health, as the own tools' `status` says it.
+    fn on_events_report(&mut self, report: events::Report) {
+        match report {
+            events::Report::Store { degraded } => {
+                self.events_degraded.store(degraded, Ordering::Relaxed);
             }
         }
     }
@@ -359,6 +392,7 @@ impl Daemon {
                 &feeds(&self.servers),
                 self.metrics.clone(),
                 &self.routes,
+                self.events_reports.clone(),
             )
             .await
             {
@@ -372,7 +406,13 @@ impl Daemon {
             },
             None => {}
         }
-        let tools = own_tools(&new, &self.store, &self.shutdown, &self.metrics);
+        let tools = own_tools(
+            &new,
+            &self.store,
+            &self.shutdown,
+            &self.metrics,
+            &self.events_degraded,
+        );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
     }
@@ -446,6 +486,7 @@ fn own_tools(
     store: &Store,
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
+    events_degraded: &Arc<AtomicBool>,
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -454,6 +495,7 @@ fn own_tools(
         config.max_value_bytes,
         shutdown.clone(),
         metrics.clone(),
+        events_degraded.clone(),
     ))
 }
 

@@ -230,7 +230,9 @@ pub(super) async fn commit(
     let records = batch.records.len();
     let occurred = batch.records.last().and_then(occurred_ms);
     let c = b.config();
-    match ctx.store.commit(&c.key, &c.into, batch).await {
+    let committed = ctx.store.commit(&c.key, &c.into, batch).await;
+    ctx.reports.committed(committed.is_ok());
+    match committed {
         Ok(appended) => {
             if let Some(occurred) = occurred.filter(|_| appended > 0) {
                 let lag = wall_ms().saturating_sub(occurred);

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub(crate) use self::shared::{Error, Feed};
+pub(crate) use self::shared::{Error, Feed, Report, Reports};
 use self::shared::{Shared, limits};
 pub(crate) use self::subscriptions::Control;
 use crate::config::Config;
@@ -66,6 +66,7 @@ impl Events {
         servers: &BTreeMap<String, Feed>,
         metrics: Arc<Metrics>,
         routes: &Routes,
+        reports: Reports,
     ) -> Result<Self, Error> {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
         let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -82,6 +83,7 @@ impl Events {
             metrics,
             store: store.clone(),
             limits: limits(config),
+            reports,
         };
         let control = Control::new(ctx, runtime.handle().clone(), routes.clone());
         if let Err(e) = control.start(config, listening, servers).await {

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcp_events::Limits;
@@ -27,6 +28,46 @@ pub(super) struct Shared {
     pub(super) metrics: Arc<Metrics>,
     pub(super) store: Store,
     pub(super) limits: Limits,
+    pub(super) reports: Reports,
+}
+
+/// What MCP Events tells the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum Report {
+    /// The store did not take a commit of MCP Events (`degraded`), or took one again after
+    /// that.
+    Store {
+        /// Whether its last commit failed.
+        degraded: bool,
+    },
+}
+
+/// Where MCP Events reports: each change of the store's health, once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reports {
+    to: Option<mpsc::UnboundedSender<Report>>,
+    degraded: Arc<AtomicBool>,
+}
+
+impl Reports {
+    /// Reports sent to `to`.
+    pub(crate) fn new(to: mpsc::UnboundedSender<Report>) -> Self {
+        Self {
+            to: Some(to),
+            degraded: Arc::default(),
+        }
+    }
+
+    /// A commit was taken (`ok`) or not: a change from the last is reported.
+    pub(super) fn committed(&self, ok: bool) {
+        let was = self.degraded.swap(!ok, Ordering::Relaxed);
+        if was == ok
+            && let Some(to) = &self.to
+        {
+            let _ = to.send(Report::Store { degraded: !ok });
+        }
+    }
 }
 
 /// A binding handed to its server's task: the machine, its deliveries, the signal that ends

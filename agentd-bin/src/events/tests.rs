@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::binding::{commit, live, pressure};
 use super::server::serve;
-use super::shared::{Ends, REQUEST_TIMEOUT, Shared, request};
+use super::shared::{Ends, REQUEST_TIMEOUT, Report, Reports, Shared, request};
 use super::*;
 use crate::clock::{now, wall_ms};
 use crate::store::Store;
@@ -31,6 +31,7 @@ async fn test_shared() -> (tempfile::TempDir, Shared) {
             .await
             .unwrap(),
         limits: Limits::default(),
+        reports: Reports::default(),
     };
     (dir, ctx)
 }
@@ -245,4 +246,23 @@ async fn a_request_is_bounded_at_30_seconds() {
         Ok::<_, Error>(7)
     };
     assert_eq!(request(quick).await, Ok(7));
+}
+
+/// MCP Events tells the supervisor each change of the store's health once: a failed commit,
+/// then the next that is taken.
+#[test]
+fn the_store_s_health_is_reported_once_per_change() {
+    let (to, mut reported) = mpsc::unbounded_channel();
+    let reports = Reports::new(to);
+    for ok in [true, false, false, true, true] {
+        reports.committed(ok);
+    }
+    let got: Vec<Report> = std::iter::from_fn(|| reported.try_recv().ok()).collect();
+    assert_eq!(
+        got,
+        [
+            Report::Store { degraded: true },
+            Report::Store { degraded: false }
+        ]
+    );
 }

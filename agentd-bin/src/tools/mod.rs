@@ -50,12 +50,14 @@ impl Own {
         max_value_bytes: usize,
         shutdown: CancellationToken,
         metrics: Arc<Metrics>,
+        events_degraded: Arc<AtomicBool>,
     ) -> Self {
         let durable = Durable {
             store,
             instance: instance.to_owned(),
             max_value_bytes,
             degraded: AtomicBool::new(false),
+            events_degraded,
             clock: Clock::new(shutdown),
         };
         Self {
@@ -170,6 +172,8 @@ pub(crate) struct Durable {
     instance: String,
     max_value_bytes: usize,
     degraded: AtomicBool,
+    /// Whether MCP Events' last commit failed, as it reported to the supervisor.
+    events_degraded: Arc<AtomicBool>,
     clock: Clock,
 }
 
@@ -423,7 +427,8 @@ impl Status for Durable {
             .collect();
         report.units_finished = status.units_finished;
         report.store_bytes = status.bytes;
-        report.degraded = self.degraded.load(Ordering::Relaxed);
+        report.degraded =
+            self.degraded.load(Ordering::Relaxed) || self.events_degraded.load(Ordering::Relaxed);
         Ok(report)
     }
 }

@@ -16,7 +16,15 @@ async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) 
     let store = Store::open(dir, limits).await.unwrap();
     let shutdown = CancellationToken::new();
     let metrics = Arc::new(Metrics::default());
-    let own = Own::new(store, "t", grants, 1024, shutdown.clone(), metrics);
+    let own = Own::new(
+        store,
+        "t",
+        grants,
+        1024,
+        shutdown.clone(),
+        metrics,
+        Arc::default(),
+    );
     (own, shutdown)
 }
 
