@@ -231,9 +231,8 @@ async fn a_store_refusing_commits_is_degraded_in_status() {
             .args(["tool", "call", "status", "--config", file.to_str().unwrap()])
             .output()
             .expect("agentd runs");
-        let status: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-            panic!("status: {}", String::from_utf8_lossy(&out.stderr))
-        });
+        let status: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("status: {}", String::from_utf8_lossy(&out.stderr)));
         status["store"]["degraded"].clone()
     };
     assert_eq!(degraded(), json!(false));
