@@ -6,15 +6,30 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::in_memory::InMemory;
+use crate::schema::assert_answer;
 use crate::{Caller, Error, Grants, Scope, Tools, catalogue, testing};
 
 fn tools() -> Tools<InMemory> {
     Tools::new(InMemory::new("agent-1"), Grants::default())
 }
 
+/// Calls `name` for `caller`; every answer must fit the tool's output schema.
+async fn call(
+    tools: &Tools<InMemory>,
+    caller: &Caller,
+    name: &str,
+    args: Value,
+) -> Result<Value, Error> {
+    let got = tools.call(caller, name, args).await;
+    if let Ok(answer) = &got {
+        assert_answer(name, answer);
+    }
+    got
+}
+
 /// Calls as root in conversation `c`.
 async fn root(tools: &Tools<InMemory>, name: &str, args: Value) -> Result<Value, Error> {
-    tools.call(&Caller::root("c"), name, args).await
+    call(tools, &Caller::root("c"), name, args).await
 }
 
 fn code(got: Result<Value, Error>) -> &'static str {
@@ -179,6 +194,14 @@ async fn each_built_tool_checks_its_arguments_first() {
             "enum",
         ),
     ];
+    // Every tool run here answers at least once, so each output schema is met.
+    for offered in t.offered(Scope::Root) {
+        assert!(
+            cases.iter().any(|c| c.0 == offered.name),
+            "{}",
+            offered.name
+        );
+    }
     for (tool, valid, invalid, pointer, rule) in cases {
         let got = root(&t, tool, invalid.clone()).await;
         let Err(Error::InvalidArguments {
@@ -207,13 +230,11 @@ async fn grants_refuse_and_narrow() {
     let wf = Caller::workflow("r1", "step");
     // finish: root and subagent, never workflow; status: everyone.
     assert!(
-        t.call(&sub, "finish", json!({"status": "done", "summary": ""}))
+        call(&t, &sub, "finish", json!({"status": "done", "summary": ""}))
             .await
             .is_ok()
     );
-    let refused = t
-        .call(&wf, "finish", json!({"status": "done", "summary": ""}))
-        .await;
+    let refused = call(&t, &wf, "finish", json!({"status": "done", "summary": ""})).await;
     assert_eq!(
         refused,
         Err(Error::NotGranted {
@@ -221,10 +242,10 @@ async fn grants_refuse_and_narrow() {
             scope: Some(Scope::Workflow)
         })
     );
-    assert!(t.call(&wf, "status", json!({})).await.is_ok());
+    assert!(call(&t, &wf, "status", json!({})).await.is_ok());
     // Refused before the arguments are looked at.
     assert_eq!(
-        code(t.call(&sub, "subagent.run", json!(null)).await),
+        code(call(&t, &sub, "subagent.run", json!(null)).await),
         "not_granted"
     );
     assert_eq!(
@@ -241,7 +262,7 @@ async fn grants_refuse_and_narrow() {
             .into_iter()
             .find(|s| tool.granted_to(*s))
             .unwrap();
-        let got = t.call(&Caller::new(scope), tool.name, json!({})).await;
+        let got = call(&t, &Caller::new(scope), tool.name, json!({})).await;
         assert_eq!(code(got), "not_built", "{}", tool.name);
     }
     // The events tools are offered per owner, through `events::call`.
@@ -267,12 +288,12 @@ async fn grants_refuse_and_narrow() {
             .all(|n| n.starts_with("memory.") || n.starts_with("plan."))
     );
     assert_eq!(
-        code(narrow.call(&sub, "status", json!({})).await),
+        code(call(&narrow, &sub, "status", json!({})).await),
         "not_granted"
     );
-    assert!(narrow.call(&sub, "plan.get", json!({})).await.is_ok());
+    assert!(call(&narrow, &sub, "plan.get", json!({})).await.is_ok());
     // Other scopes keep their defaults.
-    assert!(narrow.call(&wf, "status", json!({})).await.is_ok());
+    assert!(call(&narrow, &wf, "status", json!({})).await.is_ok());
 }
 
 #[tokio::test]
@@ -287,9 +308,13 @@ async fn memory_through_the_tools() {
         Ok(json!({"version": 1}))
     );
     // Memory is shared by every unit.
-    let got = t
-        .call(&Caller::subagent("s"), "memory.get", json!({"key": "k"}))
-        .await;
+    let got = call(
+        &t,
+        &Caller::subagent("s"),
+        "memory.get",
+        json!({"key": "k"}),
+    )
+    .await;
     assert_eq!(got, Ok(json!({"value": {"a": 1}, "version": 1})));
     // Compare-and-set with a stale version fails and changes nothing.
     let stale = root(
@@ -526,28 +551,26 @@ fn concurrent_shifts_take_each_item_once() {
 async fn artifacts_plans_and_finish_belong_to_the_unit() {
     let t = tools();
     let sub = Caller::subagent("s1");
-    let made = t
-        .call(
-            &sub,
-            "artifact.create",
-            json!({"name": "r.json", "media_type": "application/json", "text": "{}"}),
-        )
-        .await;
+    let made = call(
+        &t,
+        &sub,
+        "artifact.create",
+        json!({"name": "r.json", "media_type": "application/json", "text": "{}"}),
+    )
+    .await;
     assert_eq!(
         made,
         Ok(json!({"name": "r.json", "media_type": "application/json", "bytes": 2}))
     );
     let bin = json!({"name": "b", "media_type": "text/plain", "base64": "/w=="});
-    assert!(t.call(&sub, "artifact.create", bin).await.is_ok());
-    let got = t
-        .call(&sub, "artifact.get", json!({"name": "r.json"}))
-        .await;
+    assert!(call(&t, &sub, "artifact.create", bin).await.is_ok());
+    let got = call(&t, &sub, "artifact.get", json!({"name": "r.json"})).await;
     assert_eq!(
         got,
         Ok(json!({"name": "r.json", "media_type": "application/json", "bytes": 2, "text": "{}"}))
     );
     // Not UTF-8: base64, whatever the media type.
-    let got = t.call(&sub, "artifact.get", json!({"name": "b"})).await;
+    let got = call(&t, &sub, "artifact.get", json!({"name": "b"})).await;
     assert_eq!(
         got,
         Ok(json!({"name": "b", "media_type": "text/plain", "bytes": 1, "base64": "/w=="}))
@@ -562,46 +585,49 @@ async fn artifacts_plans_and_finish_belong_to_the_unit() {
     );
     let bad = json!({"name": "x", "media_type": "text/plain", "base64": "!!"});
     assert_eq!(
-        code(t.call(&sub, "artifact.create", bad).await),
+        code(call(&t, &sub, "artifact.create", bad).await),
         "invalid_arguments"
     );
 
-    let plan = t
-        .call(
-            &sub,
-            "plan.create",
-            json!({"steps": [{"title": "a"}, {"title": "b", "status": "done"}]}),
-        )
-        .await;
+    let plan = call(
+        &t,
+        &sub,
+        "plan.create",
+        json!({"steps": [{"title": "a"}, {"title": "b", "status": "done"}]}),
+    )
+    .await;
     let want = json!({"plan": {"steps": [{"title": "a", "status": "pending"}, {"title": "b", "status": "done"}], "version": 1}});
     assert_eq!(plan, Ok(want));
     assert_eq!(
-        code(
-            t.call(&sub, "plan.create", json!({"steps": [{"title": "a"}]}))
-                .await
-        ),
+        code(call(&t, &sub, "plan.create", json!({"steps": [{"title": "a"}]})).await),
         "exists"
     );
-    let one = t
-        .call(
-            &sub,
-            "plan.update",
-            json!({"step": 0, "status": "in_progress"}),
-        )
-        .await
-        .unwrap();
+    let one = call(
+        &t,
+        &sub,
+        "plan.update",
+        json!({"step": 0, "status": "in_progress"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(one["plan"]["steps"][0]["status"], "in_progress");
     assert_eq!(one["plan"]["version"], 2);
     assert_eq!(
         code(
-            t.call(&sub, "plan.update", json!({"step": 2, "status": "done"}))
-                .await
+            call(
+                &t,
+                &sub,
+                "plan.update",
+                json!({"step": 2, "status": "done"})
+            )
+            .await
         ),
         "not_found"
     );
     assert_eq!(
         code(
-            t.call(
+            call(
+                &t,
                 &sub,
                 "plan.update",
                 json!({"steps": [{"title": "a"}], "step": 0})
@@ -615,24 +641,32 @@ async fn artifacts_plans_and_finish_belong_to_the_unit() {
         Ok(json!({"plan": null}))
     );
     assert_eq!(
-        t.call(&sub, "plan.clear", json!({})).await,
+        call(&t, &sub, "plan.clear", json!({})).await,
         Ok(json!({"cleared": true}))
     );
     assert_eq!(
-        t.call(&sub, "plan.clear", json!({})).await,
+        call(&t, &sub, "plan.clear", json!({})).await,
         Ok(json!({"cleared": false}))
     );
 
-    let done = t
-        .call(&sub, "finish", json!({"status": "done", "summary": "ok"}))
-        .await;
+    let done = call(
+        &t,
+        &sub,
+        "finish",
+        json!({"status": "done", "summary": "ok"}),
+    )
+    .await;
     assert_eq!(
         done,
         Ok(json!({"unit": "subagent:s1", "status": "done", "artifacts": ["b", "r.json"]}))
     );
-    let again = t
-        .call(&sub, "finish", json!({"status": "failed", "summary": ""}))
-        .await;
+    let again = call(
+        &t,
+        &sub,
+        "finish",
+        json!({"status": "failed", "summary": ""}),
+    )
+    .await;
     assert_eq!(code(again), "already_finished");
 }
 
@@ -640,18 +674,19 @@ async fn artifacts_plans_and_finish_belong_to_the_unit() {
 async fn messages_and_status() {
     let t = Tools::new(InMemory::new("agent-1").at(1_000), Grants::default());
     let wf = Caller::workflow("r1", "s");
-    let sent = t
-        .call(
-            &wf,
-            "message.send",
-            json!({"conversation": "main", "text": "done"}),
-        )
-        .await;
+    let sent = call(
+        &t,
+        &wf,
+        "message.send",
+        json!({"conversation": "main", "text": "done"}),
+    )
+    .await;
     assert_eq!(sent, Ok(json!({"id": 1})));
     let msg = t.services().messages_after("main").await;
     assert_eq!((msg.from.as_str(), msg.at_ms), ("run:r1", 1_000));
     assert!(
-        t.call(
+        call(
+            &t,
             &Caller::subagent("a"),
             "finish",
             json!({"status": "cancelled", "summary": ""})
@@ -659,8 +694,7 @@ async fn messages_and_status() {
         .await
         .is_ok()
     );
-    let status = t
-        .call(&Caller::operator(Scope::Subagent), "status", json!({}))
+    let status = call(&t, &Caller::operator(Scope::Subagent), "status", json!({}))
         .await
         .unwrap();
     assert_eq!(

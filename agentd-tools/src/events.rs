@@ -266,27 +266,25 @@ mod tests {
         }
     }
 
-    /// Runs a future that never waits (the fake's).
-    fn now<T>(f: impl Future<Output = T>) -> T {
-        let mut f = std::pin::pin!(f);
+    /// Calls `tool` over the fake, which never waits; every answer must fit the tool's
+    /// output schema.
+    fn called(fake: &Fake, caller: Caller<'_>, tool: &str, args: Value) -> Result<Value, Error> {
+        let mut f = std::pin::pin!(call(fake, caller, tool, args));
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match f.as_mut().poll(&mut cx) {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => unreachable!("the fake never waits"),
+        let std::task::Poll::Ready(got) = f.as_mut().poll(&mut cx) else {
+            unreachable!("the fake never waits")
+        };
+        if let Ok(answer) = &got {
+            crate::schema::assert_answer(tool, answer);
         }
+        got
     }
 
     #[test]
     fn a_subscription_is_made_listed_and_ended_by_its_owner() {
         let fake = Fake::default();
         let root = Caller::new(Kind::Root, "root");
-        let listed = now(call(
-            &fake,
-            root,
-            "events.list",
-            json!({"server": "tickets"}),
-        ))
-        .unwrap();
+        let listed = called(&fake, root, "events.list", json!({"server": "tickets"})).unwrap();
         assert_eq!(listed["types"][0]["name"], "ticket.created");
         let args = json!({
             "server": "tickets",
@@ -296,7 +294,7 @@ mod tests {
             "delivery": ["webhook", "poll"],
             "lifetime_s": 60,
         });
-        let made = now(call(&fake, root, "events.subscribe", args.clone())).unwrap();
+        let made = called(&fake, root, "events.subscribe", args.clone()).unwrap();
         let made = &made["subscription"];
         assert_eq!(made["delivery"], json!(["webhook", "poll"]));
         assert_eq!(made["expires_ms"], 60_000);
@@ -305,21 +303,21 @@ mod tests {
         let mut other = args.clone();
         other["event"] = json!("ticket.closed");
         assert!(matches!(
-            now(call(&fake, root, "events.subscribe", other)),
+            called(&fake, root, "events.subscribe", other),
             Err(Error::Refused(Refused::GrantSpent { live: 1 }))
         ));
-        let mine = now(call(&fake, root, "events.subscriptions", json!({}))).unwrap();
+        let mine = called(&fake, root, "events.subscriptions", json!({})).unwrap();
         assert_eq!(mine["subscriptions"].as_array().unwrap().len(), 1);
         // Another owner neither sees it nor ends it.
         let step = Caller::new(Kind::Workflow, "nightly");
-        let theirs = now(call(&fake, step, "events.subscriptions", json!({}))).unwrap();
+        let theirs = called(&fake, step, "events.subscriptions", json!({})).unwrap();
         assert_eq!(theirs, json!({"subscriptions": []}));
         let id = json!({"subscription": made["id"]});
         assert!(matches!(
-            now(call(&fake, step, "events.unsubscribe", id.clone())),
+            called(&fake, step, "events.unsubscribe", id.clone()),
             Err(Error::Refused(Refused::NotFound))
         ));
-        let ended = now(call(&fake, root, "events.unsubscribe", id)).unwrap();
+        let ended = called(&fake, root, "events.unsubscribe", id).unwrap();
         assert_eq!(ended["subscription"]["id"], made["id"]);
         assert!(fake.subscriptions("root").is_empty());
     }
@@ -337,7 +335,7 @@ mod tests {
         ] {
             assert!(!offered(&fake, caller));
             assert_eq!(
-                now(call(&fake, caller, "events.list", list.clone())),
+                called(&fake, caller, "events.list", list.clone()),
                 Err(Error::NotGranted {
                     tool: "events.list".into(),
                     scope: None,
@@ -345,12 +343,7 @@ mod tests {
             );
         }
         assert_eq!(
-            now(call(
-                &fake,
-                Caller::new(Kind::Root, "root"),
-                "memory.get",
-                list
-            )),
+            called(&fake, Caller::new(Kind::Root, "root"), "memory.get", list),
             Err(Error::UnknownTool {
                 tool: "memory.get".into()
             })
@@ -376,7 +369,7 @@ mod tests {
             ("events.unsubscribe", json!({"subscription": 7})),
             ("events.subscriptions", json!({"owner": "someone"})),
         ] {
-            let got = now(call(&fake, root, tool, args.clone()));
+            let got = called(&fake, root, tool, args.clone());
             assert!(
                 matches!(&got, Err(Error::InvalidArguments { tool: t, .. }) if t == tool),
                 "{tool} {args}: {got:?}"
@@ -384,7 +377,7 @@ mod tests {
         }
         // A lifetime past 30 days breaks the schema, at its pointer.
         let long = json!({"server": "t", "event": "e", "into": "i", "lifetime_s": 2_592_001});
-        let got = now(call(&fake, root, "events.subscribe", long));
+        let got = called(&fake, root, "events.subscribe", long);
         assert!(
             matches!(&got, Err(Error::InvalidArguments { pointer, rule, .. })
                 if pointer == "/lifetime_s" && rule == "maximum"),

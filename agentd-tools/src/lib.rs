@@ -215,7 +215,8 @@ impl fmt::Display for Grant {
 }
 
 /// One of agentd's own tools: its name, default grants, what it does, its input schema
-/// (checked before it runs, by a validator compiled once) and the shape of its answer.
+/// (checked before it runs, by a validator compiled once) and, once built, the JSON Schema of
+/// its answer.
 #[non_exhaustive]
 pub struct Tool {
     /// The tool's name.
@@ -226,9 +227,10 @@ pub struct Tool {
     pub does: &'static str,
     /// The JSON Schema of its arguments.
     pub input_schema: Value,
-    /// The shape of its answer (empty while it is not built).
-    pub output: &'static str,
-    /// Whether it is built: a call of a tool not built answers `not_built`.
+    /// The JSON Schema (draft 2020-12) of its answer; `None` while it is not built.
+    pub output_schema: Option<Value>,
+    /// Whether it is built (it has an output schema): a call of a tool not built answers
+    /// `not_built`.
     pub built: bool,
     validator: jsonschema::Validator,
 }
@@ -426,34 +428,6 @@ const FAMILIES: &[Family] = &[
     },
 ];
 
-/// The tools built here; the others of the catalogue answer `not_built`.
-const BUILT: &[&str] = &[
-    "memory.get",
-    "memory.set",
-    "memory.list",
-    "memory.push",
-    "memory.shift",
-    "memory.pop",
-    "memory.delete",
-    "artifact.create",
-    "artifact.get",
-    "artifact.delete",
-    "artifact.list",
-    "message.send",
-    "events.list",
-    "events.subscribe",
-    "events.unsubscribe",
-    "events.subscriptions",
-    "plan.create",
-    "plan.get",
-    "plan.update",
-    "plan.clear",
-    "sleep",
-    "await",
-    "finish",
-    "status",
-];
-
 /// Every tool of the catalogue, in the reference's order; built once.
 pub fn catalogue() -> &'static [Tool] {
     static CATALOGUE: OnceLock<Vec<Tool>> = OnceLock::new();
@@ -465,13 +439,14 @@ pub fn catalogue() -> &'static [Tool] {
                     let input_schema = schema::input(name).expect("every tool has a schema");
                     let validator =
                         jsonschema::validator_for(&input_schema).expect("every schema compiles");
+                    let output_schema = schema::output(name);
                     Tool {
                         name,
                         grants: f.grants,
                         does: f.does,
                         input_schema,
-                        output: schema::output(name),
-                        built: BUILT.contains(name),
+                        built: output_schema.is_some(),
+                        output_schema,
                         validator,
                     }
                 })
@@ -513,13 +488,22 @@ mod tests {
         assert_eq!(finish.grants, &[Grant::Root, Grant::Subagent]);
         assert_eq!(Grant::parse("workflow"), Some(Grant::Workflow));
         assert_eq!(Grant::parse("Root"), None);
-        for built in BUILT {
-            assert!(
-                tool(built).is_some_and(|t| t.built && !t.output.is_empty()),
-                "{built}"
-            );
+        let built: Vec<&str> = catalogue()
+            .iter()
+            .filter(|t| t.built)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(built.len(), 24, "{built:?}");
+        for name in [
+            "memory.shift",
+            "artifact.get",
+            "plan.get",
+            "await",
+            "status",
+        ] {
+            assert!(built.contains(&name), "{name}");
         }
-        assert_eq!(catalogue().iter().filter(|t| t.built).count(), BUILT.len());
+        assert!(events::TOOLS.iter().all(|name| built.contains(name)));
     }
 
     #[test]
@@ -536,6 +520,36 @@ mod tests {
             );
             assert!(tool.check(&serde_json::json!([])).is_err(), "{}", tool.name);
         }
+    }
+
+    #[test]
+    fn every_output_schema_compiles_and_says_what_is_required() {
+        for tool in catalogue().iter().filter(|t| t.built) {
+            let schema = tool.output_schema.as_ref().unwrap();
+            let meta = jsonschema::draft202012::meta::validate(schema);
+            assert!(meta.is_ok(), "{}: {meta:?}", tool.name);
+            let compiled = jsonschema::draft202012::new(schema);
+            assert!(compiled.is_ok(), "{}: {compiled:?}", tool.name);
+            // An object of its own, or one of two or more shapes.
+            let shapes = schema["oneOf"]
+                .as_array()
+                .cloned()
+                .unwrap_or_else(|| vec![schema.clone()]);
+            for shape in shapes {
+                assert_eq!(shape["type"], "object", "{}", tool.name);
+                assert!(
+                    !shape["required"].as_array().unwrap().is_empty(),
+                    "{}",
+                    tool.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "memory.set answered")]
+    fn an_answer_unlike_its_schema_fails() {
+        schema::assert_answer("memory.set", &serde_json::json!({"version": "1"}));
     }
 
     #[test]
