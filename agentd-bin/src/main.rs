@@ -33,7 +33,7 @@ use crate::telemetry::log::LogLevel;
 #[command(name = "agentd", version)]
 struct Cli {
     /// Print, as JSON, the MCP revisions agentd speaks and its own tools with their default
-    /// grants (`internal_tools`).
+    /// grants and schemas (`internal_tools`: `inputSchema`, and `outputSchema` once built).
     #[arg(long)]
     capabilities: bool,
     /// The least severe log line written on stderr: error, warn, info (agentd's events), or
@@ -427,13 +427,17 @@ fn capabilities() -> serde_json::Value {
         .iter()
         .map(|t| {
             let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
-            serde_json::json!({
+            let mut tool = serde_json::json!({
                 "name": t.name,
                 "grants": grants,
                 "does": t.does,
                 "inputSchema": t.input_schema,
                 "built": t.built,
-            })
+            });
+            if let Some(schema) = &t.output_schema {
+                tool["outputSchema"] = schema.clone();
+            }
+            tool
         })
         .collect();
     let revisions: Vec<&str> = Revision::ALL.iter().rev().map(|r| r.as_str()).collect();

@@ -96,6 +96,12 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
         serde_json::json!(["question"])
     );
     assert_eq!(ask["built"], false);
+    assert!(ask.get("outputSchema").is_none());
+    for tool in tools {
+        assert_eq!(tool["built"], tool.get("outputSchema").is_some(), "{tool}");
+    }
+    let shift = tools.iter().find(|t| t["name"] == "memory.shift").unwrap();
+    assert_eq!(shift["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
     assert!(tools.iter().all(|t| t["inputSchema"]["type"] == "object"));
     let subscribe = tools
         .iter()
