@@ -413,19 +413,26 @@ mod tests {
         assert_eq!(store.commit_group(&[]), []);
     }
 
+    /// A store whose insert of the record `bad` does `raise` (a trigger), in a directory of
+    /// its own.
+    fn refusing_bad(raise: &str) -> (tempfile::TempDir, Sqlite) {
+        let dir = temp();
+        let store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
+        store
+            .db
+            .execute_batch(&format!(
+                "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.id = 'mcp/s/t/bad'
+                 BEGIN SELECT {raise}; END;"
+            ))
+            .unwrap();
+        (dir, store)
+    }
+
     /// A batch that fails in a group fails alone and leaves nothing (neither its records
     /// before the failing one nor its cursor); the batches around it are committed.
     #[test]
     fn a_failing_batch_fails_alone_and_whole() {
-        let dir = temp();
-        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
-        store
-            .db
-            .execute_batch(
-                "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.id = 'mcp/s/t/bad'
-                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
-            )
-            .unwrap();
+        let (_dir, mut store) = refusing_bad("RAISE(ABORT, 'refused')");
         let (first, bad, last) = (
             batch(&["a"], "c1"),
             batch(&["x", "bad", "y"], "c2"),
@@ -454,15 +461,7 @@ mod tests {
     /// is written, not even those before it.
     #[test]
     fn a_rolled_back_group_fails_every_batch() {
-        let dir = temp();
-        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
-        store
-            .db
-            .execute_batch(
-                "CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.id = 'mcp/s/t/bad'
-                 BEGIN SELECT RAISE(ROLLBACK, 'rolled back'); END;",
-            )
-            .unwrap();
+        let (_dir, mut store) = refusing_bad("RAISE(ROLLBACK, 'rolled back')");
         let (first, bad, last) = (
             batch(&["a"], "c1"),
             batch(&["bad"], "c2"),

@@ -9,12 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use agentd_tools::Scope;
+use agentd_tools::memory::VALUE_MAX_LEAST;
 use toml::Spanned;
 
 use self::file::File;
 
 /// `store.max_value_bytes` when the file says nothing.
-pub(crate) const MAX_VALUE_BYTES: usize = 262_144;
+pub(crate) const MAX_VALUE_BYTES: usize = agentd_tools::memory::VALUE_MAX_DEFAULT;
 
 /// The configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,13 +237,18 @@ pub(crate) fn parse(
     };
     let max_value_bytes = match raw.store.as_ref().and_then(|s| s.max_value_bytes.as_ref()) {
         None => MAX_VALUE_BYTES,
-        Some(v) if *v.get_ref() >= 1024 => usize::try_from(*v.get_ref()).unwrap_or(usize::MAX),
         Some(v) => {
-            return Err(at(
-                Some(v.span()),
-                "store.max_value_bytes",
-                "must be at least 1024".to_owned(),
-            ));
+            // Past what an address holds is as good as no bound.
+            let bytes = usize::try_from(*v.get_ref()).unwrap_or(usize::MAX);
+            if bytes >= VALUE_MAX_LEAST {
+                bytes
+            } else {
+                return Err(at(
+                    Some(v.span()),
+                    "store.max_value_bytes",
+                    format!("must be at least {VALUE_MAX_LEAST}"),
+                ));
+            }
         }
     };
     let mut bindings: Vec<Binding> = Vec::new();

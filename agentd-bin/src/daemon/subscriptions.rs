@@ -272,6 +272,16 @@ mod tests {
         Watch::new(Arc::new(client.connect(&server.url()).await.unwrap()))
     }
 
+    /// A refusal that may pass: -32603 with `message`.
+    fn busy(message: &str) -> Fault {
+        Fault::RpcError {
+            status: 200,
+            code: -32603,
+            message: message.into(),
+            data: None,
+        }
+    }
+
     fn sent(server: &ReferenceServer, method: &str) -> usize {
         server.methods().iter().filter(|m| *m == method).count()
     }
@@ -306,12 +316,7 @@ mod tests {
         );
 
         // The release fails once: logged, and tried again on the schedule.
-        let refusal = Fault::RpcError {
-            status: 200,
-            code: -32603,
-            message: "busy\u{7}".into(),
-            data: None,
-        };
+        let refusal = busy("busy\u{7}");
         server.script("resources/unsubscribe", refusal, Times::Once);
         let before = Instant::now();
         assert!(owned.release(&mut watch, URI, "b").await.is_err());
@@ -343,12 +348,7 @@ mod tests {
         let mut watch = legacy_watch(&server).await;
         let mut owned = Owned::new("t", "s");
         assert!(owned.subscribe(&mut watch, URI, "a").await.is_ok());
-        let refusal = Fault::RpcError {
-            status: 200,
-            code: -32603,
-            message: "busy".into(),
-            data: None,
-        };
+        let refusal = busy("busy");
         server.script("resources/unsubscribe", refusal, Times::Always);
         for (i, wait) in [1, 2, 4].map(Duration::from_secs).into_iter().enumerate() {
             if let Some(due) = owned.retry_at() {
@@ -372,12 +372,7 @@ mod tests {
         let mut watch = legacy_watch(&server).await;
         let mut owned = Owned::new("t", "s");
         assert!(owned.subscribe(&mut watch, URI, "a").await.is_ok());
-        let refusal = Fault::RpcError {
-            status: 200,
-            code: -32603,
-            message: "busy".into(),
-            data: None,
-        };
+        let refusal = busy("busy");
         server.script("resources/unsubscribe", refusal, Times::Always);
         assert!(owned.release(&mut watch, URI, "a").await.is_err());
         for _ in 0..2 {

@@ -8,10 +8,8 @@ use super::error::Error;
 use super::handle::Store;
 use crate::clock;
 
-/// The most bytes of an artifact's name.
-pub(crate) const NAME_MAX: usize = 128;
-/// The most bytes of an artifact's content (8 MiB).
-pub(crate) const CONTENT_MAX: usize = 8 * 1024 * 1024;
+// The tools' bounds, kept here too: the store takes nothing past them.
+pub(crate) use agentd_tools::artifact::{CONTENT_MAX, NAME_MAX};
 
 /// An artifact as `artifact.create` and `artifact.list` tell it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use super::db::{Db, check_len, check_size, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
 
-/// The most bytes of a conversation's id.
-pub(crate) const CONVERSATION_MAX: usize = 128;
+// The tool's bound, kept here too: the store takes nothing past it.
+pub(crate) use agentd_tools::message::CONVERSATION_MAX;
 
 /// A message of an inbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,12 +9,9 @@ use super::db::{Db, check_size, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
 
-/// The most bytes of a key.
-pub(crate) const KEY_MAX: usize = 256;
-/// The most keys [`Store::memory_list`] answers at once.
-pub(crate) const LIST_MAX: usize = 100;
-/// How many keys [`Store::memory_list`] answers when not told.
-pub(crate) const LIST_DEFAULT: usize = 50;
+// The tools' bounds, kept here too: the store takes nothing past them, and answers
+// `LIST_DEFAULT` keys when not told how many.
+pub(crate) use agentd_tools::memory::{KEY_MAX, LIST_DEFAULT, LIST_MAX};
 
 /// A key's value and version: `Null` and 0 when the key is absent.
 #[derive(Debug, Clone, PartialEq)]

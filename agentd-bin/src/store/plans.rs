@@ -12,10 +12,8 @@ use super::db::{Db, check_len, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
 
-/// The most steps of a plan.
-pub(crate) const STEPS_MAX: usize = 100;
-/// The most bytes of a step's title.
-pub(crate) const TITLE_MAX: usize = 500;
+// The tools' bounds, kept here too: the store takes nothing past them.
+pub(crate) use agentd_tools::plan::{STEPS_MAX, TITLE_MAX};
 
 /// The plan as kept in its row (the version has a column of its own).
 #[derive(Serialize, Deserialize)]

@@ -6,8 +6,8 @@ use super::db::{Db, check_size, from_sql};
 use super::error::Error;
 use super::handle::Store;
 
-/// The most bytes of a finish's summary.
-pub(crate) const SUMMARY_MAX: usize = 4096;
+// The tool's bound, kept here too: the store takes nothing past it.
+pub(crate) use agentd_tools::finish::SUMMARY_MAX;
 
 /// How a unit finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
