@@ -5,6 +5,7 @@
 //! `read`, `prompts`, `prompt`); `revisions` and `--capabilities` say what it speaks and
 //! which tools of its own it has.
 
+mod agent;
 mod cli;
 mod clock;
 mod config;

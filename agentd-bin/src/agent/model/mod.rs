@@ -1,0 +1,170 @@
+//! What the agent asks a model and what it answers: a conversation's messages and the tools
+//! it may call in, the model's text or tool calls and the tokens it used out.
+//!
+//! [`Model`] is the boundary the turns are written against; the OpenAI-compatible Chat
+//! Completions provider implements it over hyper.
+#![expect(
+    dead_code,
+    reason = "the turns and the provider are written against it"
+)]
+
+use std::fmt;
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// One message of a conversation, as the model is shown it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub(crate) enum Message {
+    /// The system prompt: the instruction, and notes such as a subagent's resources.
+    System {
+        /// Its text.
+        text: String,
+    },
+    /// What a person or another unit said.
+    User {
+        /// Its text.
+        text: String,
+    },
+    /// What the model answered: text, tool calls, or both.
+    Assistant {
+        /// Its text, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// The tools it called, in its order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, sent back to the model.
+    Tool {
+        /// The call it answers ([`ToolCall::id`]).
+        call_id: String,
+        /// The result, as the model reads it.
+        text: String,
+    },
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ToolCall {
+    /// The model's id for it, echoed in the [`Message::Tool`] that answers it.
+    pub(crate) id: String,
+    /// The function's name, as offered ([`Function::name`]).
+    pub(crate) name: String,
+    /// Its arguments: JSON text, as the model wrote them (not checked here).
+    pub(crate) arguments: String,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Function {
+    /// Its name, as models accept them (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub(crate) name: String,
+    /// What it does.
+    pub(crate) description: String,
+    /// The JSON Schema of its arguments.
+    pub(crate) parameters: Value,
+}
+
+/// One completion asked of the model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Request {
+    /// The conversation so far, the system prompt first.
+    pub(crate) messages: Vec<Message>,
+    /// The tools it may call; none for a call that must answer in text.
+    pub(crate) tools: Vec<Function>,
+}
+
+/// Tokens a completion used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct Usage {
+    /// Tokens read (the prompt).
+    pub(crate) input: u64,
+    /// Tokens written (the answer).
+    pub(crate) output: u64,
+}
+
+impl Usage {
+    /// Both together.
+    pub(crate) fn total(self) -> u64 {
+        self.input.saturating_add(self.output)
+    }
+}
+
+/// Why the model stopped writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// It ended its answer.
+    Stop,
+    /// It called tools and waits for their results.
+    ToolCalls,
+    /// It reached `max_output_tokens`.
+    Length,
+    /// Its provider filtered the answer.
+    ContentFilter,
+}
+
+/// The model's answer to a [`Request`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reply {
+    /// Its text, if any.
+    pub(crate) text: Option<String>,
+    /// The tools it called, in its order.
+    pub(crate) calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub(crate) finish: Finish,
+    /// The tokens it used.
+    pub(crate) usage: Usage,
+}
+
+/// Why a completion was not had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum ModelError {
+    /// The deadline passed (retries included).
+    Deadline,
+    /// The provider answered an HTTP status that is not retried, or a retried one past the
+    /// deadline.
+    Status {
+        /// The status.
+        status: u16,
+        /// The start of its body, at most 200 bytes.
+        detail: String,
+    },
+    /// The connection failed.
+    Transport {
+        /// How.
+        detail: String,
+    },
+    /// The answer was not a Chat Completions answer.
+    Decode {
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deadline => f.write_str("the model did not answer before the deadline"),
+            Self::Status { status, detail } => write!(f, "the model answered {status}: {detail}"),
+            Self::Transport { detail } => write!(f, "the model could not be reached: {detail}"),
+            Self::Decode { detail } => write!(f, "the model's answer was not understood: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// A model: completes a conversation, before `deadline`.
+pub(crate) trait Model: Send + Sync + 'static {
+    /// The model's reply to `request`; [`ModelError::Deadline`] when `deadline` passes first.
+    fn complete(
+        &self,
+        request: &Request,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<Reply, ModelError>> + Send;
+}
