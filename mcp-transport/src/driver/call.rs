@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use mcp_wire::{
 };
 use serde::de::DeserializeOwned;
 
-use super::client::{HttpClient, next_chunk};
+use super::client::{HttpClient, Silence, next_chunk};
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::session::{Loss, Resume, Resumption, Session};
@@ -103,6 +104,7 @@ impl Legacy {
         // The answer's fate does not change the stream's: a server that does not take it
         // will say so on the stream, or fall silent and meet the silence bound.
         let _ = tokio::time::timeout(bound, async {
+            let timer = pin!(tokio::time::sleep(bound));
             let response = self
                 .client
                 .send(
@@ -110,7 +112,7 @@ impl Legacy {
                     Some(Bytes::from(body)),
                     ACCEPT_POST,
                     &self.headers(),
-                    bound,
+                    &mut Silence::new(timer, bound),
                 )
                 .await?;
             drop(response);
@@ -130,9 +132,16 @@ impl Legacy {
             headers.push((LAST_EVENT_ID, id));
         }
         let bound = silence.unwrap_or(self.client.config().silence);
+        let timer = pin!(tokio::time::sleep(bound));
         let response = self
             .client
-            .send(Method::GET, None, ACCEPT_STREAM, &headers, bound)
+            .send(
+                Method::GET,
+                None,
+                ACCEPT_STREAM,
+                &headers,
+                &mut Silence::new(timer, bound),
+            )
             .await?;
         let sent = headers
             .iter()
@@ -306,6 +315,7 @@ impl<T: DeserializeOwned> Call<T> {
             return;
         }
         let bound = legacy.client.config().answer_timeout;
+        let timer = pin!(tokio::time::sleep(bound));
         let _ = legacy
             .client
             .send(
@@ -313,7 +323,7 @@ impl<T: DeserializeOwned> Call<T> {
                 Some(Bytes::from(body)),
                 ACCEPT_POST,
                 &legacy.headers(),
-                bound,
+                &mut Silence::new(timer, bound),
             )
             .await;
     }

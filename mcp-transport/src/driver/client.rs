@@ -1,6 +1,9 @@
 //! The HTTP client under both eras: one endpoint, pooled connections, bounded bodies.
 
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +16,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tokio::time::{Instant, Sleep};
 
 use crate::Error;
 use crate::headers::check_configured;
@@ -153,7 +157,7 @@ impl HttpClient {
         body: Option<Bytes>,
         accept: &'static str,
         headers: &[(&str, &str)],
-        silence: Duration,
+        silence: &mut Silence<'_>,
     ) -> Result<http::Response<Incoming>, Error> {
         let mut request = Request::builder().method(method).uri(self.endpoint.clone());
         let map = request.headers_mut().expect("a fresh builder has headers");
@@ -177,16 +181,61 @@ impl HttpClient {
             .map_err(|e| Error::Broken {
                 detail: e.to_string(),
             })?;
-        match tokio::time::timeout(silence, self.client.request(request)).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(e)) if e.is_connect() => Err(Error::Unreachable {
+        match silence.within(self.client.request(request)).await? {
+            Ok(response) => Ok(response),
+            Err(e) if e.is_connect() => Err(Error::Unreachable {
                 detail: error_chain(&e),
             }),
-            Ok(Err(e)) => Err(Error::Broken {
+            Err(e) => Err(Error::Broken {
                 detail: error_chain(&e),
             }),
-            Err(_) => Err(silent(silence)),
         }
+    }
+}
+
+/// One silence bound over the waits of an exchange (the head, then each piece of the body):
+/// a single timer, pushed back as each wait starts. Pushing an armed timer later is a
+/// compare-and-swap; arming a fresh one per wait takes the timer wheel's lock.
+///
+/// The timer is pinned by the caller, on its own stack:
+/// `let mut silence = Silence::new(pin!(tokio::time::sleep(bound)), bound);` would drop the
+/// timer at once, so it takes two statements.
+pub(crate) struct Silence<'a> {
+    timer: Pin<&'a mut Sleep>,
+    bound: Duration,
+    /// No wait has started yet: the timer's first deadline is still the right one.
+    fresh: bool,
+}
+
+impl<'a> Silence<'a> {
+    /// A bound of `bound` on each wait, kept by `timer` (made with `sleep(bound)`).
+    pub(crate) fn new(timer: Pin<&'a mut Sleep>, bound: Duration) -> Self {
+        Self {
+            timer,
+            bound,
+            fresh: true,
+        }
+    }
+
+    /// The bound.
+    pub(crate) fn bound(&self) -> Duration {
+        self.bound
+    }
+
+    /// `future`'s output, unless `bound` passes first ([`Error::Silent`]).
+    pub(crate) async fn within<F: Future>(&mut self, future: F) -> Result<F::Output, Error> {
+        if !std::mem::take(&mut self.fresh) {
+            self.timer.as_mut().reset(Instant::now() + self.bound);
+        }
+        let mut future = pin!(future);
+        let bound = self.bound;
+        poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Ok(output));
+            }
+            self.timer.as_mut().poll(cx).map(|()| Err(silent(bound)))
+        })
+        .await
     }
 }
 
@@ -232,11 +281,23 @@ pub(crate) async fn next_chunk(
     body: &mut Incoming,
     silence: Option<Duration>,
 ) -> Result<Option<Bytes>, Error> {
+    match silence {
+        Some(bound) => {
+            let timer = pin!(tokio::time::sleep(bound));
+            next_piece(body, Some(&mut Silence::new(timer, bound))).await
+        }
+        None => next_piece(body, None).await,
+    }
+}
+
+/// Reads the next piece of a body, each frame within `silence`; `None` at its end.
+async fn next_piece(
+    body: &mut Incoming,
+    mut silence: Option<&mut Silence<'_>>,
+) -> Result<Option<Bytes>, Error> {
     loop {
-        let frame = match silence {
-            Some(bound) => tokio::time::timeout(bound, body.frame())
-                .await
-                .map_err(|_| silent(bound))?,
+        let frame = match silence.as_deref_mut() {
+            Some(silence) => silence.within(body.frame()).await?,
             None => body.frame().await,
         };
         match frame {
@@ -260,11 +321,11 @@ pub(crate) async fn next_chunk(
 pub(crate) async fn read_body(
     body: &mut Incoming,
     limit: usize,
-    silence: Duration,
+    silence: &mut Silence<'_>,
 ) -> Result<Bytes, Error> {
     let mut first: Option<Bytes> = None;
     let mut rest: Vec<u8> = Vec::new();
-    while let Some(chunk) = next_chunk(body, Some(silence)).await? {
+    while let Some(chunk) = next_piece(body, Some(&mut *silence)).await? {
         match first.take() {
             None if rest.is_empty() => first = Some(chunk),
             Some(f) => {
@@ -298,5 +359,23 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(shown.contains("Authorization"), "{shown}");
         assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    /// One timer serves every wait of an exchange: each wait has the whole bound, from its
+    /// own start, however long the earlier ones took (virtual time).
+    #[tokio::test(start_paused = true)]
+    async fn the_silence_bound_restarts_at_each_wait() {
+        let bound = Duration::from_millis(300);
+        let timer = pin!(tokio::time::sleep(bound));
+        let mut silence = Silence::new(timer, bound);
+        let start = Instant::now();
+        for _ in 0..3 {
+            let wait = tokio::time::sleep(Duration::from_millis(250));
+            assert_eq!(silence.within(wait).await, Ok(()));
+        }
+        assert_eq!(start.elapsed(), Duration::from_millis(750));
+        let silent = silence.within(std::future::pending::<()>()).await;
+        assert_eq!(silent, Err(Error::Silent { after_ms: 300 }));
+        assert_eq!(start.elapsed(), Duration::from_millis(1050));
     }
 }

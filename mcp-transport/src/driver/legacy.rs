@@ -1,6 +1,7 @@
 //! The 2025-11-25 (and older) transport: a session, the GET stream, server requests, and
 //! resumption.
 
+use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use mcp_wire::{RequestId, Revision, method};
 use serde::de::DeserializeOwned;
 
 use super::call::{Call, Legacy};
-use super::client::{HttpClient, read_body};
+use super::client::{HttpClient, Silence, read_body};
 use super::features::ClientFeatures;
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
@@ -98,7 +99,7 @@ impl LegacyTransport {
         method_name: &str,
         body: Option<Bytes>,
         last_event_id: Option<&str>,
-        silence: Duration,
+        silence: &mut Silence<'_>,
     ) -> Result<(Legacy, http::Response<hyper::body::Incoming>), Error> {
         let (legacy, sent) = self.legacy(method_name)?;
         let mut headers = legacy.headers();
@@ -133,25 +134,29 @@ impl LegacyTransport {
         body: Bytes,
         silence: Option<Duration>,
     ) -> Result<Posted<T>, Error> {
-        let silence = silence.unwrap_or(self.client.config().silence);
+        let bound = silence.unwrap_or(self.client.config().silence);
+        let timer = pin!(tokio::time::sleep(bound));
+        let mut silence = Silence::new(timer, bound);
         let (legacy, response) = self
-            .exchange(Method::POST, method_name, Some(body), None, silence)
+            .exchange(Method::POST, method_name, Some(body), None, &mut silence)
             .await?;
         let session_id = response
             .headers()
             .get(MCP_SESSION_ID)
             .map(|v| v.as_bytes().to_vec());
-        let call = answer(&self.client, id, response, silence, Some(legacy)).await?;
+        let call = answer(&self.client, id, response, &mut silence, Some(legacy)).await?;
         Ok(Posted { call, session_id })
     }
 
     /// Sends a notification; the server answers 202.
     pub async fn notify(&self, method_name: &str, body: Bytes) -> Result<(), Error> {
-        let silence = self.client.config().silence;
+        let bound = self.client.config().silence;
+        let timer = pin!(tokio::time::sleep(bound));
+        let mut silence = Silence::new(timer, bound);
         let (_, response) = self
-            .exchange(Method::POST, method_name, Some(body), None, silence)
+            .exchange(Method::POST, method_name, Some(body), None, &mut silence)
             .await?;
-        accepted(&self.client, response, silence).await
+        accepted(&self.client, response, &mut silence).await
     }
 
     /// Opens the GET stream a server pushes on (notifications and requests unrelated to any
@@ -167,9 +172,11 @@ impl LegacyTransport {
         &self,
         last_event_id: Option<&str>,
     ) -> Result<Option<Call<()>>, Error> {
-        let silence = self.client.config().silence;
+        let bound = self.client.config().silence;
+        let timer = pin!(tokio::time::sleep(bound));
+        let mut silence = Silence::new(timer, bound);
         let (legacy, response) = self
-            .exchange(Method::GET, method::PING, None, last_event_id, silence)
+            .exchange(Method::GET, method::PING, None, last_event_id, &mut silence)
             .await?;
         let status = response.status().as_u16();
         if status == 405 {
@@ -207,8 +214,16 @@ impl LegacyTransport {
             return Ok(());
         };
         let bound = self.client.config().answer_timeout;
+        let timer = pin!(tokio::time::sleep(bound));
+        let mut silence = Silence::new(timer, bound);
         self.client
-            .send(Method::DELETE, None, ACCEPT_POST, &legacy.headers(), bound)
+            .send(
+                Method::DELETE,
+                None,
+                ACCEPT_POST,
+                &legacy.headers(),
+                &mut silence,
+            )
             .await
             .map(drop)
     }
@@ -225,7 +240,7 @@ pub(crate) async fn answer<T: DeserializeOwned>(
     client: &HttpClient,
     id: RequestId,
     response: http::Response<hyper::body::Incoming>,
-    silence: Duration,
+    silence: &mut Silence<'_>,
     legacy: Option<Legacy>,
 ) -> Result<Call<T>, Error> {
     let limits = client.config().limits;
@@ -241,7 +256,7 @@ pub(crate) async fn answer<T: DeserializeOwned>(
         Head::Stream => Ok(Call::stream(
             id,
             body,
-            Some(silence),
+            Some(silence.bound()),
             limits.sse_event,
             legacy,
         )),
@@ -269,7 +284,7 @@ pub(crate) async fn answer<T: DeserializeOwned>(
 pub(crate) async fn accepted(
     client: &HttpClient,
     response: http::Response<hyper::body::Incoming>,
-    silence: Duration,
+    silence: &mut Silence<'_>,
 ) -> Result<(), Error> {
     let limits = client.config().limits;
     let status = response.status().as_u16();

@@ -1,5 +1,6 @@
 //! The 2026-07-28 transport: stateless requests that carry their revision in a header.
 
+use std::pin::pin;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,7 +9,7 @@ use mcp_wire::{RequestId, Revision};
 use serde::de::DeserializeOwned;
 
 use super::call::Call;
-use super::client::HttpClient;
+use super::client::{HttpClient, Silence};
 use super::legacy::answer;
 use crate::Error;
 use crate::headers::{ACCEPT_POST, modern};
@@ -72,10 +73,18 @@ impl ModernTransport {
         let mut headers: Vec<(&str, &str)> =
             standard.iter().map(|(k, v)| (*k, v.as_ref())).collect();
         headers.extend(routing.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let timer = pin!(tokio::time::sleep(silence));
+        let mut silence = Silence::new(timer, silence);
         let response = self
             .client
-            .send(Method::POST, Some(body), ACCEPT_POST, &headers, silence)
+            .send(
+                Method::POST,
+                Some(body),
+                ACCEPT_POST,
+                &headers,
+                &mut silence,
+            )
             .await?;
-        answer(&self.client, id, response, silence, None).await
+        answer(&self.client, id, response, &mut silence, None).await
     }
 }
