@@ -23,6 +23,17 @@ pub(super) struct File {
     pub(super) lifecycle: Lifecycle,
     #[serde(default)]
     pub(super) limits: Limits,
+    pub(super) model: Option<ModelFile>,
+}
+
+/// `[model]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModelFile {
+    pub(super) base_url: Spanned<String>,
+    pub(super) model: Spanned<String>,
+    pub(super) api_key: Option<Spanned<String>>,
+    pub(super) max_output_tokens: Option<Spanned<u64>>,
 }
 
 /// `[mcp]`.
@@ -125,4 +136,6 @@ pub(super) struct Lifecycle {
 #[serde(deny_unknown_fields)]
 pub(super) struct Limits {
     pub(super) step_timeout: Option<Spanned<String>>,
+    pub(super) turn_timeout: Option<Spanned<String>>,
+    pub(super) budget_tokens: Option<Spanned<u64>>,
 }

@@ -38,6 +38,39 @@ pub(crate) struct Config {
     pub(crate) grants: Vec<Grant>,
     /// Which of agentd's own tools each scope is offered (`[tools.grants]`).
     pub(crate) tool_grants: agentd_tools::Grants,
+    /// The model the agent's turns ask (`[model]`); without one the agent runs no turns.
+    pub(crate) model: Option<Model>,
+    /// The longest a turn may take, its tool calls and retries included
+    /// (`limits.turn_timeout`, 600 s when not set).
+    pub(crate) turn_timeout: Duration,
+    /// The tokens the agent may spend, if bounded (`limits.budget_tokens`).
+    pub(crate) budget_tokens: Option<u64>,
+}
+
+/// The model the agent's turns ask: an OpenAI-compatible Chat Completions endpoint. Its
+/// `Debug` never shows the API key.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Model {
+    /// The API's base URL, `…/chat/completions` appended (`base_url`, e.g.
+    /// `https://api.openai.com/v1`).
+    pub(crate) base_url: String,
+    /// The model's name (`model`).
+    pub(crate) model: String,
+    /// The key sent as `Authorization: Bearer …` (`api_key`, `${VAR}` expanded), if any.
+    pub(crate) api_key: Option<String>,
+    /// The most tokens one answer may be (`max_output_tokens`), if bounded.
+    pub(crate) max_output_tokens: Option<u64>,
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("max_output_tokens", &self.max_output_tokens)
+            .finish()
+    }
 }
 
 /// A grant of runtime MCP Events subscriptions to an owner.
@@ -371,12 +404,24 @@ pub(crate) fn parse(
             }
         }
     }
+    let model = match &raw.model {
+        None => None,
+        Some(m) => Some(model(m, env, &at)?),
+    };
+    let budget_tokens = positive(&raw.limits.budget_tokens, "limits.budget_tokens", &at)?;
     let tool_grants = agentd_tools::Grants::new(scoped.iter().filter_map(|(scope, patterns)| {
         let patterns = patterns.as_ref()?;
         Some((*scope, patterns.iter().map(|p| p.get_ref().as_str())))
     }))
     .map_err(|e| at(None, "tools.grants", e.to_string()))?;
     Ok(Config {
+        model,
+        budget_tokens,
+        turn_timeout: duration(
+            &raw.limits.turn_timeout,
+            "limits.turn_timeout",
+            Duration::from_secs(600),
+        )?,
         grants,
         tool_grants,
         listen,
@@ -404,6 +449,73 @@ pub(crate) fn parse(
             Duration::from_secs(600),
         )?,
     })
+}
+
+/// Makes the error of a key at a position of the file, with its message.
+type At<'a> = dyn Fn(Option<Range<usize>>, &str, String) -> ConfigError + 'a;
+
+/// Validates `[model]`.
+fn model(
+    m: &file::ModelFile,
+    env: &dyn Fn(&str) -> Option<String>,
+    at: &At<'_>,
+) -> Result<Model, ConfigError> {
+    let base_url = m.base_url.get_ref();
+    if !is_http_url(base_url) {
+        return Err(at(
+            Some(m.base_url.span()),
+            "model.base_url",
+            format!("{base_url:?} is not an http(s) URL"),
+        ));
+    }
+    if m.model.get_ref().trim().is_empty() {
+        return Err(at(
+            Some(m.model.span()),
+            "model.model",
+            "names no model".to_owned(),
+        ));
+    }
+    let api_key = match &m.api_key {
+        None => None,
+        Some(key) => {
+            let value = expand(key.get_ref(), env).map_err(|var| {
+                at(
+                    Some(key.span()),
+                    "model.api_key",
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            let bearer = hyper::header::HeaderValue::from_str(&format!("Bearer {value}"));
+            if value.is_empty() || bearer.is_err() {
+                return Err(at(
+                    Some(key.span()),
+                    "model.api_key",
+                    "is empty or not valid in an HTTP header".to_owned(),
+                ));
+            }
+            Some(value)
+        }
+    };
+    Ok(Model {
+        base_url: base_url.trim_end_matches('/').to_owned(),
+        model: m.model.get_ref().clone(),
+        api_key,
+        max_output_tokens: positive(&m.max_output_tokens, "model.max_output_tokens", at)?,
+    })
+}
+
+/// A count that, when given, is at least 1.
+fn positive(
+    value: &Option<Spanned<u64>>,
+    key: &str,
+    at: &At<'_>,
+) -> Result<Option<u64>, ConfigError> {
+    match value {
+        Some(v) if *v.get_ref() == 0 => {
+            Err(at(Some(v.span()), key, "must be at least 1".to_owned()))
+        }
+        v => Ok(v.as_ref().map(|v| *v.get_ref())),
+    }
 }
 
 /// Whether `url` is an http(s) URL with a host.

@@ -24,10 +24,22 @@ max_value_bytes = 262144
 drain_timeout = "25s"
 [limits]
 step_timeout = "600s"
+turn_timeout = "15m"
+budget_tokens = 2000000
+[model]
+base_url = "https://api.openai.com/v1/"
+model = "gpt-4.1"
+api_key = "${OPENAI_API_KEY}"
+max_output_tokens = 4096
 "#;
 
 fn env(name: &str) -> Option<String> {
-    (name == "WEATHER_TOKEN").then(|| "s3cret".to_owned())
+    match name {
+        "WEATHER_TOKEN" => Some("s3cret".to_owned()),
+        "OPENAI_API_KEY" => Some("sk-k3y".to_owned()),
+        "EMPTY" => Some(String::new()),
+        _ => None,
+    }
 }
 
 fn err(text: &str) -> ConfigError {
@@ -51,6 +63,107 @@ fn the_example_loads() {
     assert_eq!(c.servers[0].tags["team"], "ops");
     assert_eq!(c.drain_timeout, Duration::from_secs(25));
     assert_eq!(c.step_timeout, Duration::from_secs(600));
+    assert_eq!(c.turn_timeout, Duration::from_secs(900));
+    assert_eq!(c.budget_tokens, Some(2_000_000));
+    assert_eq!(
+        c.model,
+        Some(Model {
+            base_url: "https://api.openai.com/v1".to_owned(),
+            model: "gpt-4.1".to_owned(),
+            api_key: Some("sk-k3y".to_owned()),
+            max_output_tokens: Some(4096),
+        })
+    );
+    assert!(
+        !format!("{c:?}").contains("sk-k3y"),
+        "the key is never shown"
+    );
+}
+
+#[test]
+fn without_a_model_the_configuration_is_valid_and_limits_have_defaults() {
+    let c = parse("agentd.toml", "", &env).unwrap();
+    assert_eq!(c.model, None);
+    assert_eq!(c.turn_timeout, Duration::from_secs(600));
+    assert_eq!(c.budget_tokens, None);
+    let c = parse(
+        "agentd.toml",
+        "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"local\"\n",
+        &env,
+    )
+    .unwrap();
+    let model = c.model.unwrap();
+    assert_eq!((model.api_key, model.max_output_tokens), (None, None));
+}
+
+#[test]
+fn model_errors_are_named() {
+    let model = |rest: &str| format!("[model]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n{rest}");
+    let cases = [
+        (
+            "[model]\nbase_url = \"ftp://x/v1\"\nmodel = \"m\"\n".to_owned(),
+            "model.base_url",
+            (2, 12),
+            "not an http(s) URL",
+        ),
+        (
+            "[model]\nbase_url = \"http://x/v1\"\nmodel = \" \"\n".to_owned(),
+            "model.model",
+            (3, 9),
+            "names no model",
+        ),
+        (
+            model("api_key = \"${NOPE}\"\n"),
+            "model.api_key",
+            (4, 11),
+            "NOPE is not set",
+        ),
+        (
+            model("api_key = \"${EMPTY}\"\n"),
+            "model.api_key",
+            (4, 11),
+            "is empty",
+        ),
+        (
+            model("api_key = \"a\\nb\"\n"),
+            "model.api_key",
+            (4, 11),
+            "not valid in an HTTP header",
+        ),
+        (
+            model("max_output_tokens = 0\n"),
+            "model.max_output_tokens",
+            (4, 21),
+            "at least 1",
+        ),
+        (
+            "[limits]\nbudget_tokens = 0\n".to_owned(),
+            "limits.budget_tokens",
+            (2, 17),
+            "at least 1",
+        ),
+        (
+            "[limits]\nturn_timeout = \"forever\"\n".to_owned(),
+            "limits.turn_timeout",
+            (2, 16),
+            "not a duration",
+        ),
+    ];
+    for (text, key, at, message) in cases {
+        let e = err(&text);
+        assert_eq!(e.key, key, "{e}");
+        assert_eq!((e.line, e.column), at, "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+    for text in [
+        model("max_output_tokens = -1\n"),
+        model("temperature = 0.2\n"),
+        "[model]\nbase_url = \"http://x/v1\"\n".to_owned(),
+        "[limits]\nbudget_tokens = \"many\"\n".to_owned(),
+    ] {
+        let e = err(&text);
+        assert!(e.line > 0, "{e}");
+    }
 }
 
 #[test]
