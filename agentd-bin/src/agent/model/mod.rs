@@ -3,10 +3,20 @@
 //!
 //! [`Model`] is the boundary the turns are written against; the OpenAI-compatible Chat
 //! Completions provider implements it over hyper.
-#![expect(
-    dead_code,
-    reason = "the turns and the provider are written against it"
+#![cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the turns and the provider are written against it"
+    )
 )]
+
+pub(crate) mod chat;
+pub(crate) mod retry;
+mod wire;
+
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::future::Future;
