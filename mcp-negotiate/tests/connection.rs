@@ -1187,6 +1187,47 @@ async fn a_legacy_elicitation_on_the_stream_is_answered_by_the_same_handler() {
     assert!(answers[0].header("mcp-session-id").is_some());
 }
 
+/// A person slower than the connection's silence bound: while the client answers the
+/// server's elicitation, the server waits on it and its silence is not counted, so the call
+/// ends with the server's result, not `Silent` (virtual time: 2 minutes to answer, 60 s bound).
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_waits_for_its_slow_elicitation_past_the_silence_bound() {
+    let server = server_in(Era::Legacy).await;
+    let slow = |params: mcp_wire::ElicitRequestParams| async move {
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        accept_ada(params).await
+    };
+    let connection = connect(&server, Era::Legacy, worker_with(slow)).await;
+    let start = tokio::time::Instant::now();
+    let wait = object(json!({"wait_ms": 600_000}));
+    let asked = connection.call_tool_with("ask", Some(wait), None, |_: Notice| {});
+    let result = tokio::time::timeout(Duration::from_secs(300), asked)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert_eq!(text(&result), "accept: name='Ada'");
+    assert!(start.elapsed() >= Duration::from_secs(120));
+
+    // A silent server is still cut at the bound once nothing is asked of the client.
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let start = tokio::time::Instant::now();
+    let silent = connection.call_tool("add", json!({"a": 1, "b": 2})).await;
+    assert!(
+        matches!(
+            silent,
+            Err(Error::Transport(mcp_transport::Error::Silent {
+                after_ms: 60_000
+            }))
+        ),
+        "{silent:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(60));
+}
+
 /// A supervisor declares no elicitation: a legacy server that asks all the same gets -32601
 /// on the stream (the reference's `ask` then says it got no valid answer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

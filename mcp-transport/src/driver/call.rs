@@ -1,10 +1,14 @@
 //! One request's answer as it arrives: notifications first, then its response.
 
 use std::fmt;
+use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
+
+use tokio::task::JoinHandle;
 
 use super::features::{Answer, ClientFeatures, Unserved};
 use bytes::Bytes;
@@ -184,7 +188,9 @@ enum Source {
 /// response, then `None`. On a legacy stream, server requests are answered on the way
 /// (`ping`, `elicitation/create` through the handler, anything else -32601), and a stream
 /// that closes before its response is resumed with GET and `Last-Event-ID`. Each read waits
-/// at most the silence bound, which restarts on every byte received.
+/// at most the silence bound, which restarts on every byte received; while an answer to a
+/// server request is being made (a person answering an elicitation), the server waits on
+/// the client and the bound does not run.
 ///
 /// Dropping a call closes its stream: a 2026-07-28 server takes that as the cancellation. A
 /// legacy call is cancelled with [`Call::cancel`].
@@ -201,6 +207,9 @@ pub struct Call<T> {
     /// A reopen under way: when, and from which event id. Kept across a dropped `next`, so
     /// that the `retry` wait is not started again by every call.
     reopening: Option<(tokio::time::Instant, Option<String>)>,
+    /// Answers to the server's requests still being made (a person asked, say): while one
+    /// is, the server waits on the client, and its silence is not counted.
+    answering: Vec<JoinHandle<()>>,
     _result: PhantomData<fn() -> T>,
 }
 
@@ -254,6 +263,7 @@ impl<T: DeserializeOwned> Call<T> {
             endless: false,
             last_event_id: None,
             reopening: None,
+            answering: Vec::new(),
             _result: PhantomData,
         }
     }
@@ -337,7 +347,8 @@ impl<T: DeserializeOwned> Call<T> {
                         return Ok(None);
                     };
                     let legacy = self.legacy.as_ref();
-                    return match Self::handle(&self.id, self.endless, legacy, &body)? {
+                    let answering = &mut self.answering;
+                    return match Self::handle(&self.id, self.endless, legacy, answering, &body)? {
                         Some(delivery) => Ok(Some(delivery)),
                         None => Err(Error::Malformed(mcp_wire::Error::Shape {
                             detail: "a JSON answer that is not the response".into(),
@@ -357,13 +368,31 @@ impl<T: DeserializeOwned> Call<T> {
                         }
                         let bytes = event.data.as_bytes();
                         let legacy = self.legacy.as_ref();
-                        if let Some(delivery) = Self::handle(&self.id, self.endless, legacy, bytes)?
-                        {
+                        let answering = &mut self.answering;
+                        let handled =
+                            Self::handle(&self.id, self.endless, legacy, answering, bytes)?;
+                        if let Some(delivery) = handled {
                             return Ok(Some(delivery));
                         }
                         continue;
                     }
-                    match next_chunk(body, self.silence).await? {
+                    self.answering.retain(|answer| !answer.is_finished());
+                    let chunk = match self.answering.first_mut() {
+                        // Unbounded until the answer is sent; then bounded afresh.
+                        Some(answer) => {
+                            let mut chunk = pin!(next_chunk(body, None));
+                            let read = poll_fn(|cx| match chunk.as_mut().poll(cx) {
+                                Poll::Ready(chunk) => Poll::Ready(Some(chunk)),
+                                Poll::Pending => Pin::new(&mut *answer).poll(cx).map(|_| None),
+                            });
+                            match read.await {
+                                Some(chunk) => chunk?,
+                                None => continue,
+                            }
+                        }
+                        None => next_chunk(body, self.silence).await?,
+                    };
+                    match chunk {
                         Some(bytes) => decoder.push(&bytes),
                         None => self.reopen().await?,
                     }
@@ -416,6 +445,7 @@ impl<T: DeserializeOwned> Call<T> {
         id: &RequestId,
         endless: bool,
         legacy: Option<&Legacy>,
+        answering: &mut Vec<JoinHandle<()>>,
         bytes: &[u8],
     ) -> Result<Option<Delivery<T>>, Error> {
         // Bodies and events are bounded already, where they are read.
@@ -434,11 +464,11 @@ impl<T: DeserializeOwned> Call<T> {
                 if let Some(legacy) = legacy {
                     // Answered on a task of its own: the stream is read on meanwhile, and
                     // a caller that stops reading does not lose the answer.
-                    tokio::spawn(legacy.clone().answer(
+                    answering.push(tokio::spawn(legacy.clone().answer(
                         r.id,
                         r.method.into_owned(),
                         r.params.map(RawJson::from),
-                    ));
+                    )));
                 }
                 Ok(None)
             }
