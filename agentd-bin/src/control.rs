@@ -465,6 +465,9 @@ mod tests {
         let store = Store::open(dir.path(), limits).await.unwrap();
         let metrics = Arc::new(Metrics::default());
         let shutdown = CancellationToken::new();
+        let gate = crate::agent::human::Gate::start(store.clone(), "t", shutdown.clone())
+            .await
+            .unwrap();
         let own = Own::new(
             store,
             "t",
@@ -473,6 +476,7 @@ mod tests {
             shutdown,
             metrics,
             Arc::default(),
+            gate,
         );
         let served = Served {
             tools: Some(Arc::new(own)),

@@ -93,10 +93,13 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
     );
     assert_eq!(
         ask["inputSchema"]["required"],
-        serde_json::json!(["question"])
+        serde_json::json!(["question", "schema"])
     );
-    assert_eq!(ask["built"], false);
-    assert!(ask.get("outputSchema").is_none());
+    assert_eq!(ask["built"], true);
+    assert_eq!(ask["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
+    let think = tools.iter().find(|t| t["name"] == "think").unwrap();
+    assert_eq!(think["built"], false);
+    assert!(think.get("outputSchema").is_none());
     for tool in tools {
         assert_eq!(tool["built"], tool.get("outputSchema").is_some(), "{tool}");
     }

@@ -1,6 +1,7 @@
 //! The runtime over the in-memory services: schemas, grants, bounds and behaviour.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -44,6 +45,7 @@ async fn the_in_memory_services_conform() {
     testing::check_plans(&services).await;
     testing::check_messages(&services).await;
     testing::check_units(&services).await;
+    testing::check_humans(&services, &services).await;
     // And at the default bound.
     testing::check_memory(&InMemory::new("i")).await;
 }
@@ -193,6 +195,15 @@ async fn each_built_tool_checks_its_arguments_first() {
             "/status",
             "enum",
         ),
+        // Last: nobody answers here, so its valid call is made once the services shut down,
+        // and is answered cancelled at once.
+        (
+            "ask_human",
+            json!({"question": "Go?", "schema": {"type": "boolean"}, "timeout": "1m"}),
+            json!({"question": "Go?", "schema": {"type": "boolean"}, "timeout": "soon"}),
+            "/timeout",
+            "duration",
+        ),
     ];
     // Every tool run here answers at least once, so each output schema is met.
     for offered in t.offered(Scope::Root) {
@@ -218,6 +229,9 @@ async fn each_built_tool_checks_its_arguments_first() {
             (tool, pointer, rule),
             "{invalid}"
         );
+        if tool == "ask_human" {
+            t.services().shut_down();
+        }
         let got = root(&t, tool, valid.clone()).await;
         assert!(got.is_ok(), "{tool} {valid}: {got:?}");
     }
@@ -254,7 +268,7 @@ async fn grants_refuse_and_narrow() {
     );
     // Not built: every tool of the catalogue still answers in a typed way.
     assert_eq!(
-        code(root(&t, "ask_human", json!({"question": "?"})).await),
+        code(root(&t, "think", json!({"prompt": "?"})).await),
         "not_built"
     );
     for tool in catalogue().iter().filter(|t| !t.built) {
@@ -276,7 +290,7 @@ async fn grants_refuse_and_narrow() {
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
     assert!(!names.contains(&"workflow.run"), "not built: not offered");
-    assert_eq!(offered(&t, Scope::Root).len(), 20);
+    assert_eq!(offered(&t, Scope::Root).len(), 21);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
     let narrow = Tools::new(InMemory::new("i"), grants);
@@ -782,6 +796,127 @@ async fn sleep_and_await_in_virtual_time() {
     assert_eq!(slept, Ok(json!({"slept_ms": 0, "cancelled": true})));
     let until = json!({"until": {"stream": {"name": "ticks", "after": 1}}});
     assert_eq!(code(root(&t, "await", until).await), "shutting_down");
+}
+
+/// Polls `future` once, waking nothing: whether it is done already.
+fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    let waker = std::task::Waker::noop();
+    future.poll(&mut std::task::Context::from_waker(waker))
+}
+
+#[tokio::test]
+async fn a_question_is_answered_refused_or_withdrawn_in_virtual_time() {
+    use crate::human::{Humans, Origin};
+    let t = tools();
+    let humans = t.services();
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    });
+    let args = json!({"question": "Name?", "schema": schema, "timeout": "1m"});
+
+    // Answered, after a refusal that leaves it open.
+    let mut asking = std::pin::pin!(root(&t, "ask_human", args.clone()));
+    assert!(poll_once(asking.as_mut()).is_pending());
+    let open = humans.open().await.unwrap();
+    assert_eq!(open.len(), 1);
+    let question = &open[0];
+    assert_eq!(question.origin, Origin::ask_human("conversation:c"));
+    assert_eq!(
+        (question.text.as_str(), &question.schema),
+        ("Name?", &schema)
+    );
+    let refused = humans.answer(question.id, json!({"name": 1})).await;
+    assert!(
+        matches!(&refused, Err(Error::BadAnswer { pointer, rule, .. }) if pointer == "/name" && rule == "type"),
+        "{refused:?}"
+    );
+    assert!(poll_once(asking.as_mut()).is_pending(), "still asked");
+    humans
+        .answer(question.id, json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    let id = question.id;
+    assert_eq!(
+        asking.await,
+        Ok(json!({"id": id, "answer": {"name": "Ada"}}))
+    );
+    assert_eq!(humans.open().await, Ok(vec![]));
+
+    // Unanswered: the timeout passes in virtual time, and the question is withdrawn.
+    let mut asking = std::pin::pin!(root(&t, "ask_human", args.clone()));
+    assert!(poll_once(asking.as_mut()).is_pending());
+    humans.advance(Duration::from_secs(59));
+    assert!(poll_once(asking.as_mut()).is_pending(), "59 s: still asked");
+    humans.advance(Duration::from_secs(1));
+    assert_eq!(asking.await, Ok(json!({"id": id + 1, "cancelled": true})));
+    assert_eq!(humans.open().await, Ok(vec![]));
+    assert_eq!(
+        code(
+            humans
+                .answer(id + 1, json!({"name": "Ada"}))
+                .await
+                .map(|()| json!(null))
+        ),
+        "not_found"
+    );
+
+    // 300 s unless told.
+    let untimed = json!({"question": "Name?", "schema": schema});
+    let mut asking = std::pin::pin!(root(&t, "ask_human", untimed.clone()));
+    assert!(poll_once(asking.as_mut()).is_pending());
+    humans.advance(Duration::from_secs(299));
+    assert!(
+        poll_once(asking.as_mut()).is_pending(),
+        "299 s: still asked"
+    );
+    humans.advance(Duration::from_secs(1));
+    assert_eq!(asking.await.unwrap()["cancelled"], true);
+
+    // Shutdown withdraws it.
+    let mut asking = std::pin::pin!(root(&t, "ask_human", untimed));
+    assert!(poll_once(asking.as_mut()).is_pending());
+    humans.shut_down();
+    assert_eq!(asking.await.unwrap()["cancelled"], true);
+    assert_eq!(humans.open().await, Ok(vec![]));
+}
+
+#[tokio::test]
+async fn a_question_s_bounds_hold_at_the_bound_and_refuse_one_past() {
+    use crate::human::{QUESTION_MAX, SCHEMA_MAX};
+    let t = tools();
+    // Asked (and waiting) at the bound; refused one past it.
+    let asked = |args: Value| {
+        let t = &t;
+        async move {
+            let mut asking = std::pin::pin!(root(t, "ask_human", args));
+            match poll_once(asking.as_mut()) {
+                std::task::Poll::Pending => "asked",
+                std::task::Poll::Ready(got) => code(got),
+            }
+        }
+    };
+    let question = |n: usize| json!({"question": "q".repeat(n), "schema": {}});
+    assert_eq!(asked(question(QUESTION_MAX)).await, "asked");
+    assert_eq!(asked(question(QUESTION_MAX + 1)).await, "too_large");
+    // {"description":"…"} is 18 bytes around the text.
+    let schema = |n: usize| json!({"question": "?", "schema": {"description": "d".repeat(n - 18)}});
+    assert_eq!(asked(schema(SCHEMA_MAX)).await, "asked");
+    assert_eq!(asked(schema(SCHEMA_MAX + 1)).await, "too_large");
+    let timeout = |ms: u64| json!({"question": "?", "schema": {}, "timeout": ms});
+    assert_eq!(asked(timeout(crate::DURATION_MAX_MS)).await, "asked");
+    assert_eq!(
+        asked(timeout(crate::DURATION_MAX_MS + 1)).await,
+        "invalid_arguments"
+    );
+    assert_eq!(
+        asked(json!({"question": "?", "schema": {"type": "nope"}})).await,
+        "invalid_arguments"
+    );
+    assert_eq!(asked(json!({"question": "?"})).await, "invalid_arguments");
+    // Every question asked at the bound was withdrawn when its asker went.
+    assert_eq!(crate::human::Humans::open(t.services()).await, Ok(vec![]));
 }
 
 #[test]

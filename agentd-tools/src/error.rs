@@ -98,6 +98,16 @@ pub enum Error {
     },
     /// The daemon is shutting down (`shutting_down`).
     ShuttingDown,
+    /// An answer to a question that does not fit its schema (`bad_answer`); the question
+    /// stays open.
+    BadAnswer {
+        /// The JSON pointer of the value that failed, inside the answer.
+        pointer: String,
+        /// The rule it broke (a JSON Schema keyword).
+        rule: String,
+        /// What is wrong, in words.
+        message: String,
+    },
     /// The runtime MCP Events subscriptions refused (`refused`).
     Refused(Refused),
 }
@@ -121,16 +131,19 @@ impl Error {
             Self::AlreadyFinished { .. } => "already_finished",
             Self::Store { .. } => "store",
             Self::ShuttingDown => "shutting_down",
+            Self::BadAnswer { .. } => "bad_answer",
             Self::Refused(_) => "refused",
         }
     }
 
     /// The error as a caller hears it: `{"code", "message"}`, with `pointer` and `rule` for
-    /// `invalid_arguments`, `current` for `version_mismatch`, `max` for `too_large`.
+    /// `invalid_arguments` and `bad_answer`, `current` for `version_mismatch`, `max` for
+    /// `too_large`.
     pub fn to_value(&self) -> Value {
         let mut answer = json!({"code": self.code(), "message": self.to_string()});
         match self {
-            Self::InvalidArguments { pointer, rule, .. } => {
+            Self::InvalidArguments { pointer, rule, .. }
+            | Self::BadAnswer { pointer, rule, .. } => {
                 answer["pointer"] = json!(pointer);
                 answer["rule"] = json!(rule);
             }
@@ -191,6 +204,11 @@ impl fmt::Display for Error {
             Self::AlreadyFinished { unit } => write!(f, "{unit} finished already"),
             Self::Store { detail } => write!(f, "store: {detail}"),
             Self::ShuttingDown => f.write_str("shutting down"),
+            Self::BadAnswer {
+                pointer,
+                rule,
+                message,
+            } => write!(f, "the answer at {pointer:?} breaks {rule}: {message}"),
             Self::Refused(refused) => refused.fmt(f),
         }
     }

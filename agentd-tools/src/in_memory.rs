@@ -4,14 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::artifact::{Artifact, Artifacts, Listed};
 use crate::finish::{Outcome, Units};
+use crate::human::{self, Humans, Origin, Question, Reply};
 use crate::memory::{self, End, Entry, Memory, Page, Taken, Versioned};
 use crate::message::{Message, Messages};
 use crate::plan::{Plan, Plans, Step, Update};
@@ -22,6 +25,10 @@ use crate::{Error, Services};
 /// Every service in memory. Its clock is virtual: it starts at 0 (or [`at`](Self::at)),
 /// a sleep moves it on at once by its duration, and after [`shut_down`](Self::shut_down)
 /// every sleep ends at once as [`Woke::ShuttingDown`].
+///
+/// A question asked ([`Humans::ask`]) waits until it is answered, until the clock is moved
+/// past its timeout (by [`advance`](Self::advance), or another caller's sleep), or until
+/// shutdown: nothing else moves the clock while it waits.
 ///
 /// ```
 /// use agentd_tools::in_memory::InMemory;
@@ -55,6 +62,24 @@ struct State {
     inboxes: BTreeMap<String, Vec<Message>>,
     streams: BTreeMap<String, Vec<Record>>,
     finished: BTreeMap<String, (Outcome, String, i64)>,
+    questions: BTreeMap<u64, Asked>,
+    /// Moves on at every answer, move of the clock and shutdown: what waiting askers wait for.
+    generation: u64,
+    wakers: Vec<Waker>,
+}
+
+/// A question and how it stands.
+#[derive(Debug)]
+struct Asked {
+    question: Question,
+    /// `None` while open.
+    ended: Option<Ended>,
+}
+
+#[derive(Debug)]
+enum Ended {
+    Answered(Value),
+    Withdrawn,
 }
 
 impl InMemory {
@@ -86,11 +111,24 @@ impl InMemory {
     pub fn advance(&self, by: Duration) {
         let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
         self.now_ms.fetch_add(by, Ordering::SeqCst);
+        self.changed_now();
     }
 
-    /// From now on, every wait ends as [`Woke::ShuttingDown`].
+    /// From now on, every wait ends as [`Woke::ShuttingDown`] (and every question waited for
+    /// is withdrawn).
     pub fn shut_down(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.changed_now();
+    }
+
+    /// Wakes every waiting asker.
+    fn changed_now(&self) {
+        let wakers = {
+            let mut state = self.lock();
+            state.generation += 1;
+            std::mem::take(&mut state.wakers)
+        };
+        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// Appends `data` to stream `name`; its sequence number (from 1).
@@ -116,6 +154,7 @@ impl Services for InMemory {
     type Streams = Self;
     type Units = Self;
     type Status = Self;
+    type Humans = Self;
     type Clock = Self;
 
     fn memory(&self) -> &Self {
@@ -137,6 +176,9 @@ impl Services for InMemory {
         self
     }
     fn status(&self) -> &Self {
+        self
+    }
+    fn humans(&self) -> &Self {
         self
     }
     fn clock(&self) -> &Self {
@@ -426,5 +468,115 @@ impl Clock for InMemory {
         }
         self.advance(duration);
         Woke::Elapsed
+    }
+}
+
+/// Withdraws an open question when its asker stops waiting, however it stops.
+struct Withdraw<'a> {
+    services: &'a InMemory,
+    id: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let mut state = self.services.lock();
+        if let Some(asked) = state.questions.get_mut(&self.id) {
+            asked.ended.get_or_insert(Ended::Withdrawn);
+        }
+    }
+}
+
+/// Ready once the generation is past `seen`.
+struct Changed<'a> {
+    services: &'a InMemory,
+    seen: u64,
+}
+
+impl Future for Changed<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.services.lock();
+        if state.generation != self.seen {
+            return Poll::Ready(());
+        }
+        if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            state.wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl Humans for InMemory {
+    async fn ask(
+        &self,
+        origin: Origin,
+        text: &str,
+        schema: &Value,
+        timeout: Duration,
+    ) -> Result<Reply, Error> {
+        human::check_question(text)?;
+        human::check_schema(schema)?;
+        let now = self.now_ms();
+        let timeout = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+        let deadline = now.saturating_add(timeout);
+        let id = {
+            let mut state = self.lock();
+            let id = state
+                .questions
+                .keys()
+                .next_back()
+                .map_or(1, |last| last + 1);
+            let question = Question::new(id, origin, text, schema.clone(), now);
+            let asked = Asked {
+                question,
+                ended: None,
+            };
+            state.questions.insert(id, asked);
+            id
+        };
+        let _withdraw = Withdraw { services: self, id };
+        loop {
+            let seen = {
+                let state = self.lock();
+                if let Some(Ended::Answered(answer)) = &state.questions[&id].ended {
+                    return Ok(Reply::new(id, Some(answer.clone())));
+                }
+                state.generation
+            };
+            if self.now_ms() >= deadline || self.shutting_down.load(Ordering::SeqCst) {
+                return Ok(Reply::new(id, None));
+            }
+            Changed {
+                services: self,
+                seen,
+            }
+            .await;
+        }
+    }
+
+    async fn open(&self) -> Result<Vec<Question>, Error> {
+        let state = self.lock();
+        let open = state.questions.values().filter(|a| a.ended.is_none());
+        Ok(open.map(|a| a.question.clone()).collect())
+    }
+
+    async fn answer(&self, id: u64, answer: Value) -> Result<(), Error> {
+        let not_found = || Error::NotFound {
+            what: format!("open question {id}"),
+        };
+        let schema = {
+            let state = self.lock();
+            let asked = state.questions.get(&id).filter(|a| a.ended.is_none());
+            asked.ok_or_else(not_found)?.question.schema.clone()
+        };
+        human::check_answer(&schema, &answer)?;
+        {
+            let mut state = self.lock();
+            let asked = state.questions.get_mut(&id).filter(|a| a.ended.is_none());
+            asked.ok_or_else(not_found)?.ended = Some(Ended::Answered(answer));
+        }
+        self.changed_now();
+        Ok(())
     }
 }

@@ -12,6 +12,7 @@ mod error;
 pub mod events;
 pub mod finish;
 mod grants;
+pub mod human;
 pub mod in_memory;
 pub mod memory;
 pub mod message;
@@ -493,13 +494,14 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 24, "{built:?}");
+        assert_eq!(built.len(), 25, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
             "plan.get",
             "await",
             "status",
+            "ask_human",
         ] {
             assert!(built.contains(&name), "{name}");
         }

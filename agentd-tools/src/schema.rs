@@ -160,7 +160,7 @@ pub(crate) fn input(tool: &str) -> Option<Value> {
         }),
         "ask_human" => object(
             json!({"question": text(), "schema": {"type": "object"}, "timeout": duration()}),
-            &["question"],
+            &["question", "schema"],
         ),
         "sleep" => object(json!({"duration": duration()}), &["duration"]),
         "await" => object(
@@ -355,6 +355,10 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
                 met("stream", record(json!({"name": text(), "seq": natural(), "data": {}}))),
             ]})
         }
+        "ask_human" => json!({"oneOf": [
+            record(json!({"id": natural(), "answer": {}})),
+            record(json!({"id": natural(), "cancelled": {"const": true}})),
+        ]}),
         "finish" => record(json!({
             "unit": text(),
             "status": {"enum": ["done", "failed", "cancelled"]},

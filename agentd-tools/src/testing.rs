@@ -15,14 +15,20 @@
 //! # }
 //! ```
 
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::Error;
 use crate::artifact::{Artifact, Artifacts, Listed};
 use crate::finish::{Outcome, Units};
+use crate::human::{ANSWER_MAX, Humans, Origin, Question, Reply};
 use crate::memory::{End, Memory, Taken, Versioned};
 use crate::message::Messages;
 use crate::plan::{Plan, Plans, Status, Step, Update};
+use crate::wait::Clock;
 
 /// Checks [`Memory`]: versions, compare-and-set, listing pages, queues, the value bound
 /// (at `max_value_bytes` and one past) and deletion.
@@ -234,6 +240,99 @@ pub async fn check_units(service: &impl Units) {
         matches!(again, Err(Error::AlreadyFinished { .. })),
         "{again:?}"
     );
+}
+
+/// The open questions asked by the unit `check:humans`.
+async fn asked_by_check(service: &impl Humans) -> Vec<Question> {
+    let open = service.open().await.unwrap();
+    let mine = open
+        .into_iter()
+        .filter(|q| q.origin.from() == "check:humans");
+    mine.collect()
+}
+
+/// Polls `future` once, waking nothing: whether it is done already.
+fn poll_once<F: Future>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Checks [`Humans`] (with the `clock` its waits are timed by): a question is listed while
+/// its asker waits; an answer that does not fit its schema is refused naming the pointer and
+/// the rule, and one past [`ANSWER_MAX`] is `too_large`, the question open all along; an
+/// answer of [`ANSWER_MAX`] bytes is the asker's; a question answered, unanswered within its
+/// timeout, or whose asker stopped waiting is no longer listed, and answering it is
+/// `not_found`. The questions it asks are the unit `check:humans`'s.
+pub async fn check_humans(service: &impl Humans, clock: &impl Clock) {
+    let origin = Origin::ask_human("check:humans");
+    let schema = json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+    });
+    let hour = Duration::from_secs(3600);
+
+    // Answered: listed while asked, refused answers leave it open.
+    let mut asking = pin!(service.ask(origin.clone(), "Go on?", &schema, hour));
+    assert!(poll_once(asking.as_mut()).is_pending(), "it waits");
+    let listed = asked_by_check(service).await;
+    let [question] = &listed[..] else {
+        panic!("one question: {listed:?}")
+    };
+    assert_eq!(
+        (&question.origin, question.text.as_str(), &question.schema),
+        (&origin, "Go on?", &schema)
+    );
+    let id = question.id;
+    let wrong = service.answer(id, json!({"ok": "yes"})).await;
+    assert!(
+        matches!(&wrong, Err(Error::BadAnswer { pointer, rule, .. }) if pointer == "/ok" && rule == "type"),
+        "{wrong:?}"
+    );
+    let missing = service.answer(id, json!({})).await;
+    assert!(
+        matches!(&missing, Err(Error::BadAnswer { pointer, rule, .. }) if pointer.is_empty() && rule == "required"),
+        "{missing:?}"
+    );
+    // {"ok":true,"pad":"…"} is 20 bytes around the padding.
+    let padded = |n: usize| json!({"ok": true, "pad": "x".repeat(n - 20)});
+    let past = service.answer(id, padded(ANSWER_MAX + 1)).await;
+    assert!(
+        matches!(past, Err(Error::TooLarge { what: "answer", .. })),
+        "{past:?}"
+    );
+    assert_eq!(asked_by_check(service).await.len(), 1, "still open");
+    service.answer(id, padded(ANSWER_MAX)).await.unwrap();
+    assert_eq!(asking.await, Ok(Reply::new(id, Some(padded(ANSWER_MAX)))));
+    assert_eq!(asked_by_check(service).await, []);
+    let again = service.answer(id, json!({"ok": true})).await;
+    assert!(matches!(again, Err(Error::NotFound { .. })), "{again:?}");
+    let unknown = service.answer(u64::MAX, json!({"ok": true})).await;
+    assert!(
+        matches!(unknown, Err(Error::NotFound { .. })),
+        "{unknown:?}"
+    );
+
+    // Unanswered within its timeout: withdrawn.
+    let short = Duration::from_millis(10);
+    let mut asking = pin!(service.ask(origin.clone(), "Still there?", &schema, short));
+    assert!(poll_once(asking.as_mut()).is_pending(), "it waits");
+    let listed = asked_by_check(service).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let late = listed[0].id;
+    assert_ne!(late, id, "ids are not reused");
+    clock.sleep(short * 2).await;
+    assert_eq!(asking.await, Ok(Reply::new(late, None)));
+    assert_eq!(asked_by_check(service).await, []);
+    let after = service.answer(late, json!({"ok": true})).await;
+    assert!(matches!(after, Err(Error::NotFound { .. })), "{after:?}");
+
+    // Its asker gone: withdrawn.
+    {
+        let mut asking = pin!(service.ask(origin.clone(), "Anyone?", &schema, hour));
+        assert!(poll_once(asking.as_mut()).is_pending(), "it waits");
+        assert_eq!(asked_by_check(service).await.len(), 1);
+    }
+    assert_eq!(asked_by_check(service).await, []);
 }
 
 /// Every item of `taken`, each a shift's answer, once: what concurrent shifts of a queue

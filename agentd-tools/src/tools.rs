@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::artifact::{self, Artifacts};
 use crate::finish::{self, Units};
+use crate::human::{self, Humans};
 use crate::memory::{self, Memory};
 use crate::message::{self, Messages};
 use crate::plan::{self, Plans};
@@ -31,6 +32,8 @@ pub trait Services: Send + Sync {
     type Units: Units;
     /// The instance's state.
     type Status: Status;
+    /// Questions to people.
+    type Humans: Humans;
     /// Time and waiting.
     type Clock: Clock;
 
@@ -48,6 +51,8 @@ pub trait Services: Send + Sync {
     fn units(&self) -> &Self::Units;
     /// The instance's state.
     fn status(&self) -> &Self::Status;
+    /// Questions to people.
+    fn humans(&self) -> &Self::Humans;
     /// Time and waiting.
     fn clock(&self) -> &Self::Clock;
 }
@@ -131,6 +136,7 @@ impl<S: Services> Tools<S> {
                 let sources = (s.memory(), s.messages(), s.streams());
                 wait::wait(s.clock(), sources, arguments).await
             }
+            "ask_human" => human::ask(s.humans(), &caller.unit(), arguments).await,
             "finish" => {
                 let now = s.clock().now_ms();
                 finish::call(s.units(), s.artifacts(), &caller.unit(), now, arguments).await

@@ -16,8 +16,10 @@
 //!
 //! The store (`store.path`) is opened at start and closed last; the control socket
 //! (`<store.path>/control/agentd.sock`, [`crate::control`]) serves agentd's own tools over it
-//! ([`crate::tools`]) and the events tools of MCP Events. A reload takes the new
-//! `[tools.grants]`; `store.path` changes at a restart only.
+//! ([`crate::tools`]) and the events tools of MCP Events; `ask_human` asks through the human
+//! gate ([`crate::agent::human`]: made once at start, where it cancels the questions a last
+//! run left open, and kept across reloads). A reload takes the new `[tools.grants]`;
+//! `store.path` changes at a restart only.
 //!
 //! With `webhooks.listen` set, the daemon's HTTP listener serves `GET /metrics` (bound once at
 //! start; a reload does not move it), and says where (`http.listening`, with the address).
@@ -51,6 +53,7 @@ use tokio_util::task::TaskTracker;
 
 use self::server::{Handle, Report, Shared, Stop};
 use self::signals::{Signal, Signals};
+use crate::agent::human::Gate;
 use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
@@ -164,6 +167,8 @@ struct Daemon {
     events: Option<Events>,
     /// The durable state, kept by the store's thread.
     store: Store,
+    /// The questions put to people, across reloads.
+    gate: Arc<Gate>,
     /// What the control socket serves: the own tools, the events tools of the current MCP
     /// Events.
     served: watch::Sender<Served>,
@@ -197,6 +202,13 @@ impl Daemon {
         let store = Store::open(&config.store_path, Limits::from(&config))
             .await
             .map_err(StartError::Store)?;
+        let gate = match Gate::start(store.clone(), &config.instance, shutdown.clone()).await {
+            Ok(gate) => gate,
+            Err(e) => {
+                store.close().await;
+                return Err(StartError::Store(e));
+            }
+        };
         // Bound before any server is dialed, so that it is there once one is connected.
         let socket = match crate::control::bind(&config.store_path) {
             Ok(socket) => socket,
@@ -251,6 +263,7 @@ impl Daemon {
                 &shutdown,
                 &metrics,
                 &events_degraded,
+                &gate,
             )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
@@ -286,6 +299,7 @@ impl Daemon {
             catalogue: BTreeMap::new(),
             events,
             store,
+            gate,
             served,
             socket,
             shutdown,
@@ -412,6 +426,7 @@ impl Daemon {
             &self.shutdown,
             &self.metrics,
             &self.events_degraded,
+            &self.gate,
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
@@ -480,13 +495,15 @@ impl Daemon {
     }
 }
 
-/// The own tools of `config` over `store`, their waits ending at `shutdown`.
+/// The own tools of `config` over `store`, their waits ending at `shutdown`, asking people
+/// through `gate`.
 fn own_tools(
     config: &Config,
     store: &Store,
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
+    gate: &Arc<Gate>,
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -496,6 +513,7 @@ fn own_tools(
         shutdown.clone(),
         metrics.clone(),
         events_degraded.clone(),
+        gate.clone(),
     ))
 }
 

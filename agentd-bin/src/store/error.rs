@@ -61,12 +61,12 @@ pub(crate) enum Error {
     },
     /// A push, shift or pop on a key whose value is not an array.
     NotAnArray,
-    /// What is to be created exists already (a unit's plan).
+    /// What is to be created exists already (a unit's plan, a question's id).
     Exists {
         /// What.
         what: &'static str,
     },
-    /// What the request names does not exist (an artifact, a unit's plan).
+    /// What the request names does not exist (an artifact, a unit's plan, an open question).
     NotFound {
         /// What.
         what: &'static str,
@@ -75,6 +75,15 @@ pub(crate) enum Error {
     AlreadyFinished {
         /// The unit.
         unit: String,
+    },
+    /// An answer that does not fit its question's schema; the question stays open.
+    BadAnswer {
+        /// The JSON pointer of the value that failed, inside the answer.
+        pointer: String,
+        /// The rule it broke (a JSON Schema keyword).
+        rule: String,
+        /// What is wrong, in words.
+        message: String,
     },
 }
 
@@ -90,6 +99,7 @@ impl Error {
             Self::Exists { .. } => "exists",
             Self::NotFound { .. } => "not_found",
             Self::AlreadyFinished { .. } => "already_finished",
+            Self::BadAnswer { .. } => "bad_answer",
             Self::Closed
             | Self::Dir { .. }
             | Self::Thread(_)
@@ -136,6 +146,11 @@ impl fmt::Display for Error {
             Self::Exists { what } => write!(f, "exists: the {what} exists already"),
             Self::NotFound { what } => write!(f, "not found: no such {what}"),
             Self::AlreadyFinished { unit } => write!(f, "already finished: {unit}"),
+            Self::BadAnswer {
+                pointer,
+                rule,
+                message,
+            } => write!(f, "bad answer: at {pointer:?} it breaks {rule}: {message}"),
         }
     }
 }

@@ -12,11 +12,16 @@ use super::error::Error;
 /// The schema's migrations, oldest first: entry `n - 1` takes the database from version
 /// `n - 1` to `n`. A change of the schema is one more entry at the end; an entry, once
 /// released, is never edited.
+// Each comment above the entry it names (rustfmt would move it after the one before).
+#[rustfmt::skip]
 pub(super) const MIGRATIONS: &[&str] = &[
     // 1: MCP Events' bindings, streams and documents (the tables a file made before
     // versioning holds already: `CREATE TABLE IF NOT EXISTS`).
-    SCHEMA, // 2: the agent's durable state.
+    SCHEMA,
+    // 2: the agent's durable state.
     DURABLE,
+    // 3: the questions put to people.
+    QUESTIONS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -52,6 +57,22 @@ CREATE TABLE finished_units (
     summary TEXT NOT NULL,
     at INTEGER NOT NULL
 );";
+
+/// Migration 3: the questions put to people, `ask_human`'s and servers' elicitations
+/// (`origin`: `ask_human` or `elicitation`; `asker`: the unit or the server; `state`:
+/// `open`, `answered` or `cancelled`; `answer`: compact JSON, once answered).
+const QUESTIONS: &str = "CREATE TABLE questions (
+    id INTEGER PRIMARY KEY,
+    origin TEXT NOT NULL,
+    asker TEXT NOT NULL,
+    question TEXT NOT NULL,
+    schema TEXT NOT NULL,
+    state TEXT NOT NULL,
+    answer TEXT,
+    asked INTEGER NOT NULL,
+    ended INTEGER
+);
+CREATE INDEX questions_by_state ON questions (state, id);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -11,8 +11,9 @@
 //! [`Store::close`], after finishing the requests sent before.
 //!
 //! Each concern has its file: MCP Events' requests ([`events`]), the memory ([`memory`]), the
-//! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]) and the finished
-//! units with the store's numbers ([`units`]). A request that reads, changes and writes runs
+//! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]), the finished
+//! units with the store's numbers ([`units`]) and the questions put to people
+//! ([`questions`]). A request that reads, changes and writes runs
 //! in one transaction, and requests are answered one at a time: a compare-and-set, a push, a
 //! shift or a pop is atomic, and a version goes up by one per change.
 
@@ -25,6 +26,7 @@ pub(crate) mod inbox;
 pub(crate) mod memory;
 mod migrations;
 pub(crate) mod plans;
+pub(crate) mod questions;
 pub(crate) mod units;
 
 pub(crate) use self::db::Limits;

@@ -21,7 +21,7 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 8] = [
+const LATEST: [&str; 9] = [
     "artifacts",
     "bindings",
     "events",
@@ -30,6 +30,7 @@ const LATEST: [&str; 8] = [
     "memory",
     "meta",
     "plans",
+    "questions",
 ];
 
 fn latest() -> i64 {
@@ -125,6 +126,30 @@ async fn a_version_1_file_keeps_its_rows() {
     store.close().await;
     let db = Connection::open(dir.path().join(FILE)).unwrap();
     assert_eq!(version(&db), latest());
+}
+
+/// A file of version 2 is migrated with its rows, and the questions serve at once.
+#[tokio::test]
+async fn a_version_2_file_keeps_its_rows() {
+    let (dir, mut db) = file();
+    assert_eq!(migrate(&mut db, &MIGRATIONS[..2]).unwrap(), 2);
+    db.execute_batch("INSERT INTO memory VALUES ('m', '[1]', 3);")
+        .unwrap();
+    drop(db);
+
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let kept = store.memory_get("m").await.unwrap();
+    assert_eq!((kept.value, kept.version), (json!([1]), 3));
+    let origin = agentd_tools::human::Origin::ask_human("operator");
+    store
+        .question_open(1, &origin, "?", &json!({}), 1)
+        .await
+        .unwrap();
+    assert_eq!(store.questions_open().await.unwrap().len(), 1);
+    store.close().await;
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    assert_eq!(version(&db), latest());
+    assert_eq!(tables(&db), LATEST);
 }
 
 #[test]

@@ -27,6 +27,7 @@ use agentd_tools::{Caller, Error, Grants, Scope, Services, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::human::Gate;
 use crate::events::Control;
 use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
@@ -42,7 +43,8 @@ pub(crate) struct Own {
 
 impl Own {
     /// The tools over `store`, offered as `grants` say, for `instance` (whose `status` it
-    /// names); their waits end at `shutdown`.
+    /// names); their waits end at `shutdown`; `ask_human` asks through `humans`.
+    #[expect(clippy::too_many_arguments, reason = "each is a part of the daemon's")]
     pub(crate) fn new(
         store: Store,
         instance: &str,
@@ -51,6 +53,7 @@ impl Own {
         shutdown: CancellationToken,
         metrics: Arc<Metrics>,
         events_degraded: Arc<AtomicBool>,
+        humans: Arc<Gate>,
     ) -> Self {
         let durable = Durable {
             store,
@@ -59,6 +62,7 @@ impl Own {
             degraded: AtomicBool::new(false),
             events_degraded,
             clock: Clock::new(shutdown),
+            humans,
         };
         Self {
             tools: Tools::new(durable, grants),
@@ -164,8 +168,9 @@ impl WaitClock for Clock {
 }
 
 /// The services of the tools over the store: memory, artifacts, plans, inboxes, streams,
-/// finished units and the instance's status. The store is *degraded* while its last request
-/// failed of its own fault (a `store` error); the next that succeeds clears it.
+/// finished units and the instance's status, and the human gate's questions. The store is
+/// *degraded* while its last request failed of its own fault (a `store` error); the next that
+/// succeeds clears it.
 #[derive(Debug)]
 pub(crate) struct Durable {
     store: Store,
@@ -175,6 +180,8 @@ pub(crate) struct Durable {
     /// Whether MCP Events' last commit failed, as it reported to the supervisor.
     events_degraded: Arc<AtomicBool>,
     clock: Clock,
+    /// The questions to people: the daemon's one gate, kept across reloads.
+    humans: Arc<Gate>,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -233,7 +240,21 @@ fn tool_error(about: About<'_>, e: store::Error) -> Error {
             what: what.to_owned(),
         },
         S::AlreadyFinished { unit } => Error::AlreadyFinished { unit },
+        S::BadAnswer {
+            pointer,
+            rule,
+            message,
+        } => Error::BadAnswer {
+            pointer,
+            rule,
+            message,
+        },
     }
+}
+
+/// A store error of a request for `tool`, as the tools' [`Error`].
+pub(crate) fn from_store(tool: &'static str, e: store::Error) -> Error {
+    tool_error(about(tool, ""), e)
 }
 
 /// A request about `key`, for `tool`.
@@ -441,6 +462,7 @@ impl Services for Durable {
     type Streams = Self;
     type Units = Self;
     type Status = Self;
+    type Humans = Gate;
     type Clock = Clock;
 
     fn memory(&self) -> &Self {
@@ -463,6 +485,9 @@ impl Services for Durable {
     }
     fn status(&self) -> &Self {
         self
+    }
+    fn humans(&self) -> &Gate {
+        &self.humans
     }
     fn clock(&self) -> &Clock {
         &self.clock

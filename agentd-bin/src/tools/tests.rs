@@ -16,6 +16,9 @@ async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) 
     let store = Store::open(dir, limits).await.unwrap();
     let shutdown = CancellationToken::new();
     let metrics = Arc::new(Metrics::default());
+    let gate = Gate::start(store.clone(), "t", shutdown.clone())
+        .await
+        .unwrap();
     let own = Own::new(
         store,
         "t",
@@ -24,6 +27,7 @@ async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) 
         shutdown.clone(),
         metrics,
         Arc::default(),
+        gate,
     );
     (own, shutdown)
 }
@@ -38,6 +42,7 @@ async fn the_durable_services_keep_the_contract() {
     testing::check_plans(services).await;
     testing::check_messages(services).await;
     testing::check_units(services).await;
+    testing::check_humans(services.humans(), services.clock()).await;
 }
 
 #[tokio::test]

@@ -6,7 +6,14 @@ use super::line::line;
 
 /// The events of this module, for the check against the reference's tables.
 #[cfg(test)]
-pub(super) const NAMES: &[&str] = &["http.listening", "reload.refused", "tool.call"];
+pub(super) const NAMES: &[&str] = &[
+    "http.listening",
+    "reload.refused",
+    "tool.call",
+    "human.asked",
+    "human.answered",
+    "human.withdrawn",
+];
 
 /// `http.listening` (info): the daemon's HTTP listener is bound at `addr`.
 pub(crate) fn http_listening(instance: &str, addr: SocketAddr) {
@@ -31,5 +38,45 @@ pub(crate) fn tool_call(instance: &str, tool: &str, scope: &str, unit: &str, out
         scope = scope,
         unit = unit,
         outcome = outcome
+    );
+}
+
+/// `human.asked` (info): question `id` was put to a person, asked by `origin` (`ask_human` or
+/// `elicitation`) for `from` (the unit, or the server). Neither the question nor its schema
+/// is written: `agentd human list` shows them.
+pub(crate) fn human_asked(instance: &str, id: u64, origin: &str, from: &str) {
+    line!(
+        INFO,
+        "human.asked",
+        instance,
+        id = id,
+        origin = origin,
+        from = mcp_wire::log_text(from)
+    );
+}
+
+/// `human.answered` (info): question `id` was answered with an answer that fits its schema
+/// (the answer is not written).
+pub(crate) fn human_answered(instance: &str, id: u64, origin: &str, from: &str) {
+    line!(
+        INFO,
+        "human.answered",
+        instance,
+        id = id,
+        origin = origin,
+        from = mcp_wire::log_text(from)
+    );
+}
+
+/// `human.withdrawn` (info): question `id`'s asker stopped waiting before it was answered
+/// (its timeout, shutdown, or the asker gone): it is cancelled.
+pub(crate) fn human_withdrawn(instance: &str, id: u64, origin: &str, from: &str) {
+    line!(
+        INFO,
+        "human.withdrawn",
+        instance,
+        id = id,
+        origin = origin,
+        from = mcp_wire::log_text(from)
     );
 }

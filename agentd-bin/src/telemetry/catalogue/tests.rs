@@ -145,6 +145,9 @@ fn samples() {
     own::http_listening(i, "127.0.0.1:1".parse().unwrap());
     own::reload_refused(i, "bad file");
     own::tool_call(i, "memory.get", "root", "operator", "ok");
+    own::human_asked(i, 1, "ask_human", "conversation:c");
+    own::human_answered(i, 1, "ask_human", "conversation:c");
+    own::human_withdrawn(i, 2, "elicitation", "tickets");
 }
 
 /// The event names the catalogue's sources write.
