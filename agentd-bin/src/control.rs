@@ -13,7 +13,12 @@
 //!   ([`Own::call`]);
 //! - `{"list": SCOPE}`: the own tools offered to that scope;
 //! - `{"catalogue": true}`: the supervisor's tool catalogue, each held server's tools as last
-//!   listed (at its dial, a re-dial or a reload).
+//!   listed (at its dial, a re-dial or a reload);
+//! - `{"questions": true}`: the open questions put to people (`ask_human`'s and servers'
+//!   elicitations), oldest first, as [`Question::to_value`] says each;
+//! - `{"question": ID, "answer": JSON}`: answers an open question: `{"id", "answered":
+//!   true}`, or `not_found` (no such open question), `bad_answer` (with `pointer` and
+//!   `rule`) or `too_large`, the question left open.
 //!
 //! One answer line: `{"ok": true, "result": …}` or `{"ok": false, "error": {"code",
 //! "message", …}}` (a tool's error as [`agentd_tools::Error::to_value`] says it).
@@ -26,6 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tools::Scope;
+use agentd_tools::human::{Humans as _, Question};
 use mcp_negotiate::Catalog;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -35,6 +41,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::human::Gate;
 use crate::events::Control;
 use crate::tools::{Events, Own};
 
@@ -45,7 +52,7 @@ pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
 const REQUEST_MAX: u64 = 64 * 1024;
 
 /// How long a client waits for its answer: a subscription lists its server's types first,
-/// each page bounded at 30 s; `sleep` and `await` wait up to an hour.
+/// each page bounded at 30 s; `sleep`, `await` and `ask_human` wait up to an hour.
 const ANSWER_WITHIN: Duration = Duration::from_secs(3700);
 
 /// What the socket serves: the daemon's own tools, and the events tools of the current
@@ -58,6 +65,8 @@ pub(crate) struct Served {
     pub(crate) events: Option<Control>,
     /// The supervisor's tool catalogue: each held server's tools as last listed.
     pub(crate) catalogue: Arc<BTreeMap<String, Arc<Catalog>>>,
+    /// The questions put to people.
+    pub(crate) humans: Option<Arc<Gate>>,
 }
 
 /// A request through the socket.
@@ -70,6 +79,25 @@ pub(crate) enum Request {
     List(List),
     /// The supervisor's tool catalogue.
     Catalogue(Catalogue),
+    /// The open questions.
+    Questions(Questions),
+    /// An answer to an open question.
+    Answer(Answer),
+}
+
+/// The open questions, asked for as `{"questions": true}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Questions {
+    pub(crate) questions: bool,
+}
+
+/// `answer` to open question `question`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Answer {
+    pub(crate) question: u64,
+    pub(crate) answer: Value,
 }
 
 /// The supervisor's tool catalogue, asked for as `{"catalogue": true}`.
@@ -207,6 +235,19 @@ impl Served {
                 Ok(Value::from(tools.offered(scope(Some(&list))?)))
             }
             Request::Catalogue(_) => Ok(self.catalogue_value()),
+            Request::Questions(_) => {
+                let humans = self.humans.as_ref().ok_or(Refusal::ShuttingDown)?;
+                let open = humans.open().await.map_err(Refusal::Tool)?;
+                Ok(open.iter().map(Question::to_value).collect())
+            }
+            Request::Answer(Answer { question, answer }) => {
+                let humans = self.humans.as_ref().ok_or(Refusal::ShuttingDown)?;
+                humans
+                    .answer(question, answer)
+                    .await
+                    .map_err(Refusal::Tool)?;
+                Ok(json!({"id": question, "answered": true}))
+            }
         }
     }
 
@@ -465,7 +506,7 @@ mod tests {
         let store = Store::open(dir.path(), limits).await.unwrap();
         let metrics = Arc::new(Metrics::default());
         let shutdown = CancellationToken::new();
-        let gate = crate::agent::human::Gate::start(store.clone(), "t", shutdown.clone())
+        let gate = Gate::start(store.clone(), "t", shutdown.clone())
             .await
             .unwrap();
         let own = Own::new(
@@ -502,5 +543,68 @@ mod tests {
             ask(got).await,
             json!({"ok": true, "result": {"value": null, "version": 0}})
         );
+    }
+
+    #[tokio::test]
+    async fn questions_are_listed_and_answered_as_their_schemas_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+        let gate = Gate::start(store, "t", CancellationToken::new())
+            .await
+            .unwrap();
+        let served = Served {
+            humans: Some(gate.clone()),
+            ..Served::default()
+        };
+        let ask = |request: Value| answered_by(served.clone(), line(request));
+        assert_eq!(
+            ask(json!({"questions": true})).await,
+            json!({"ok": true, "result": []})
+        );
+        let schema = json!({"type": "object", "required": ["go"]});
+        let asking = {
+            let (gate, schema) = (gate.clone(), schema.clone());
+            tokio::spawn(async move {
+                let origin = agentd_tools::human::Origin::ask_human("operator");
+                let hour = Duration::from_secs(3600);
+                gate.ask(origin, "Go?", &schema, hour).await
+            })
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let listed = loop {
+            let listed = ask(json!({"questions": true})).await;
+            if listed["result"].as_array().is_some_and(|l| !l.is_empty()) {
+                break listed;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{listed}");
+            tokio::task::yield_now().await;
+        };
+        let question = &listed["result"][0];
+        assert_eq!(question["origin"], "ask_human");
+        assert_eq!(question["from"], "operator");
+        assert_eq!(question["question"], "Go?");
+        assert_eq!(question["schema"], schema);
+        let id = question["id"].as_u64().unwrap();
+
+        let bad = ask(json!({"question": id, "answer": {"stop": 1}})).await;
+        assert_eq!(bad["ok"], false);
+        assert_eq!(bad["error"]["code"], "bad_answer");
+        assert_eq!(bad["error"]["rule"], "required");
+        assert_eq!(bad["error"]["pointer"], "");
+        let missing = ask(json!({"question": id + 1, "answer": {"go": 1}})).await;
+        assert_eq!(missing["error"]["code"], "not_found", "{missing}");
+        let answered = ask(json!({"question": id, "answer": {"go": true}})).await;
+        assert_eq!(
+            answered,
+            json!({"ok": true, "result": {"id": id, "answered": true}})
+        );
+        let reply = asking.await.unwrap().unwrap();
+        assert_eq!(reply.answer, Some(json!({"go": true})));
+        assert_eq!(
+            ask(json!({"questions": true})).await,
+            json!({"ok": true, "result": []})
+        );
+        let gone = answered_by(Served::default(), line(json!({"questions": true}))).await;
+        assert_eq!(gone["error"]["code"], "shutting_down");
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! The supervisor (`agentd run`), the embedded demo (`agentd demo`, feature `demo`), and with a
 //! configuration file the one-shot commands of `cli` (`check`, `tools`, `call`, `resources`,
-//! `read`, `prompts`, `prompt`); `revisions` and `--capabilities` say what it speaks and
-//! which tools of its own it has.
+//! `read`, `prompts`, `prompt`), and through the running daemon's control socket `tool`,
+//! `events call` and `human`; `revisions` and `--capabilities` say what it speaks and which
+//! tools of its own it has.
 
 mod agent;
 mod cli;
@@ -142,7 +143,7 @@ enum Command {
     /// Print the MCP revisions agentd speaks.
     Revisions,
     /// agentd's own tools (memory, artifacts, plans, messages, status, sleep, await,
-    /// finish, and the events tools for an owner) on the running daemon, through its
+    /// ask_human, finish, and the events tools for an owner) on the running daemon, through its
     /// control socket (`<store.path>/control/agentd.sock`).
     ///
     /// Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad
@@ -156,6 +157,52 @@ enum Command {
     Events {
         #[command(subcommand)]
         command: EventsCommand,
+    },
+    /// The questions put to people on the running daemon (`ask_human`'s, and servers'
+    /// elicitations), through its control socket: list them, answer one. An answer is JSON
+    /// that fits the question's schema; a question is open while its asker waits (a server's
+    /// elicitation: 300 s, then it is answered cancel).
+    ///
+    /// Exit statuses: 0 ok; 1 the daemon could not answer; 2 bad usage, or an answer that
+    /// is not JSON; 3 the daemon is not running; 4 no open question of that id; 5 the answer
+    /// refused (it does not fit the schema, or is past 16 KiB: the reason names the JSON
+    /// pointer and the rule), the question still open.
+    Human {
+        #[command(subcommand)]
+        command: HumanCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HumanCommand {
+    /// List the open questions, oldest first: `ID  ORIGIN  FROM  "QUESTION"  SCHEMA` a line
+    /// (ORIGIN `ask_human` or `elicitation`; FROM the asking unit, or the server).
+    List {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The JSON array of the questions: {"id", "origin", "from", "question", "schema",
+        /// "asked_ms"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer an open question with JSON that fits its schema, and print
+    /// {"id", "answered": true}.
+    ///
+    /// Exit statuses: 0 answered; 1 the daemon could not answer; 2 bad usage, or an answer
+    /// that is not JSON; 3 the daemon is not running; 4 no open question of that id
+    /// (answered, withdrawn, or never asked); 5 the answer refused (it does not fit the
+    /// schema, or is past 16 KiB: the reason names the JSON pointer and the rule), the
+    /// question still open.
+    Answer {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The question's id.
+        id: u64,
+        /// The answer, JSON (an elicitation's: an object, the form's content).
+        #[arg(allow_hyphen_values = true)]
+        answer: String,
     },
 }
 
@@ -362,6 +409,16 @@ fn main() -> ExitCode {
                 cli::tool_call(&c, tool, arguments.as_deref(), unit).await
             })
         }
+        Command::Human {
+            command: HumanCommand::List { config, json },
+        } => with_config(&config, level, |c| async move {
+            cli::human_list(&c, json).await
+        }),
+        Command::Human {
+            command: HumanCommand::Answer { config, id, answer },
+        } => with_config(&config, level, |c| async move {
+            cli::human_answer(&c, id, &answer).await
+        }),
         #[cfg(feature = "demo")]
         Command::Demo => {
             telemetry::log::install(level, demo::INSTANCE);

@@ -1,11 +1,12 @@
 //! The one-shot commands that read a configuration and dial its servers once, a file each:
 //! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and through the
 //! running daemon's control socket `tool list` and `tool call` (`events call` is `tool call`
-//! of an events tool).
+//! of an events tool), `human list` and `human answer`.
 
 mod call;
 mod check;
 mod events;
+mod human;
 mod json;
 mod prompts;
 mod resources;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 pub(crate) use call::call;
 pub(crate) use check::check;
 pub(crate) use events::events_tail;
+pub(crate) use human::{human_answer, human_list};
 pub(crate) use prompts::{prompt, prompts};
 pub(crate) use resources::{read, resources};
 pub(crate) use tool::{Unit, tool_call, tool_list};

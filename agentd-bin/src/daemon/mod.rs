@@ -16,7 +16,7 @@
 //!
 //! The store (`store.path`) is opened at start and closed last; the control socket
 //! (`<store.path>/control/agentd.sock`, [`crate::control`]) serves agentd's own tools over it
-//! ([`crate::tools`]) and the events tools of MCP Events; `ask_human` asks through the human
+//! ([`crate::tools`]), the events tools of MCP Events, and the open questions of the human
 //! gate ([`crate::agent::human`]: made once at start, where it cancels the questions a last
 //! run left open, and kept across reloads). A reload takes the new `[tools.grants]`;
 //! `store.path` changes at a restart only.
@@ -267,6 +267,7 @@ impl Daemon {
             )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
+            humans: Some(gate.clone()),
         });
         crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
         let socket = crate::control::path(&config.store_path);
