@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Mutex;
 
-use crate::{Dialed, Dialer, Failed, Link, Recovery, Start};
+use crate::{Dialed, Dialer, Failed, Link, Recovery, Start, Step};
 
 /// How many `input_required` rounds one request may take before the connection gives up.
 pub const MAX_INPUT_ROUNDS: usize = 16;
@@ -264,6 +264,12 @@ impl Client {
             Link::Legacy(transport) => Ok(transport.close().await?),
             Link::Modern { .. } => Ok(()),
         }
+    }
+
+    /// The request that reached the server (at the last re-dial, if any): a connection that
+    /// follows this one starts the same way, [`Start::Like`] it.
+    pub fn reached_by(&self) -> Step {
+        self.current().dialed.connected.reached_by
     }
 
     /// The revision agreed.

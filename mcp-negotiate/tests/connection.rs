@@ -840,6 +840,11 @@ async fn a_worker_following_the_supervisor_starts_like_it_and_routes_its_calls()
         .await
         .unwrap_or_else(|e| panic!("{era:?}: {e}"));
         assert_eq!(worker.revision(), era.revision(), "{era:?}");
+        assert_eq!(
+            worker.reached_by(),
+            reached_by,
+            "{era:?}: a follower of it starts alike"
+        );
         let first = server.log()[before].method.clone();
         let expected = match era {
             Era::Modern => "server/discover",
