@@ -138,11 +138,19 @@ pub(crate) struct State {
     legacy: legacy::Sessions,
     listens: Mutex<Vec<modern::Listen>>,
     events: events::Log,
+    /// The ids of the `slow` calls whose stream the client closed before their result.
+    abandoned: Mutex<Vec<Value>>,
 }
 
 impl State {
     fn next(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records that the client closed the stream of call `id` before its result.
+    fn abandoned(&self, id: &RequestId) {
+        let id = serde_json::to_value(id).unwrap_or(Value::Null);
+        self.abandoned.lock().expect("abandoned").push(id);
     }
 }
 
@@ -264,6 +272,12 @@ impl ReferenceServer {
     /// Every request received so far.
     pub fn log(&self) -> Vec<Logged> {
         self.state.log.lock().expect("log lock").clone()
+    }
+
+    /// The ids of the `slow` calls whose event stream the client closed before their result
+    /// (seen at the next progress the call sends): how a 2026-07-28 client cancels.
+    pub fn abandoned(&self) -> Vec<Value> {
+        self.state.abandoned.lock().expect("abandoned").clone()
     }
 
     /// The JSON-RPC methods received so far, in order (notifications included).

@@ -255,7 +255,7 @@ pub(crate) async fn post(
             }))
         }
         "subscriptions/listen" => return listen(state, id, &params).await,
-        "tools/call" if params["name"] == "slow" => return slow(id, &params),
+        "tools/call" if params["name"] == "slow" => return slow(state, id, &params),
         "tools/call" if params["name"] == "ask" => Ok(ask(&params)),
         other if state.options.events && other.starts_with("events/") => {
             match super::events::answer(&state.events, state.options.poll_ms, other, &params).await
@@ -300,8 +300,10 @@ fn ask(params: &Value) -> Value {
     })
 }
 
-/// The `slow` tool on an event stream: progress, then the result.
-fn slow(id: RequestId, params: &Value) -> Response<AnyBody> {
+/// The `slow` tool on an event stream: progress, then the result. A stream closed by the
+/// client before the result is recorded ([`State::abandoned`]).
+fn slow(state: &Arc<State>, id: RequestId, params: &Value) -> Response<AnyBody> {
+    let state = state.clone();
     let (events, body) = body::stream();
     let steps = params["arguments"]["steps"].as_u64().unwrap_or(3);
     let delay = Duration::from_millis(params["arguments"]["delay_ms"].as_u64().unwrap_or(50));
@@ -313,6 +315,7 @@ fn slow(id: RequestId, params: &Value) -> Response<AnyBody> {
                 let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
                     "params": {"progressToken": token, "progress": step, "total": steps}});
                 if !events.send(None, None, &note.to_string()).await {
+                    state.abandoned(&id);
                     return;
                 }
             }
@@ -322,7 +325,9 @@ fn slow(id: RequestId, params: &Value) -> Response<AnyBody> {
             false,
         );
         let done = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        events.send(None, None, &done.to_string()).await;
+        if !events.send(None, None, &done.to_string()).await {
+            state.abandoned(&id);
+        }
     });
     stream_response(body, None)
 }
