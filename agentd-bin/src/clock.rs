@@ -15,6 +15,14 @@ pub(crate) fn random() -> u32 {
     getrandom::u32().unwrap_or_default()
 }
 
+/// `N` random bytes from the operating system's CSPRNG (ids and trace ids; zeros if it
+/// fails).
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0; N];
+    let _ = getrandom::fill(&mut bytes);
+    bytes
+}
+
 /// The drivers' monotonic time, as the cores take it: tokio's clock, so that a test under
 /// `tokio::time::pause()` moves it.
 pub(crate) fn now() -> std::time::Instant {

@@ -1,7 +1,7 @@
 //! The control socket, `<store.path>/control/agentd.sock`: a Unix socket in a directory only
 //! the daemon's user may enter (mode 0700), where an operator reaches the running daemon's
 //! own tools, the events tools among them (`agentd tool`, and `agentd events call` for the
-//! events tools). It is bound at every start of `agentd run`, and removed at exit. A socket
+//! events tools), and its agent (`agentd say`). It is bound at every start of `agentd run`, and removed at exit. A socket
 //! left by an earlier run is replaced.
 //!
 //! One request per connection, one JSON line of at most 64 KiB, one of:
@@ -18,7 +18,12 @@
 //!   elicitations), oldest first, as [`Question::to_value`] says each;
 //! - `{"question": ID, "answer": JSON}`: answers an open question: `{"id", "answered":
 //!   true}`, or `not_found` (no such open question), `bad_answer` (with `pointer` and
-//!   `rule`) or `too_large`, the question left open.
+//!   `rule`) or `too_large`, the question left open;
+//! - `{"say", "conversation"?}`: a message into a conversation (default `root`), sent by the
+//!   operator (`message.send`), answered once the turn that takes it ends: `{"conversation",
+//!   "text"}`, the model's answer (`null` when it said nothing). Refused `no_agent` when the
+//!   agent is not running, `turn_failed` when the turn failed, and with `message.send`'s
+//!   error when the message is refused.
 //!
 //! One answer line: `{"ok": true, "result": …}` or `{"ok": false, "error": {"code",
 //! "message", …}}` (a tool's error as [`agentd_tools::Error::to_value`] says it).
@@ -41,6 +46,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::conversations::{Agent, ROOT, SayError};
 use crate::agent::human::Gate;
 use crate::events::Control;
 use crate::tools::{Events, Own};
@@ -67,6 +73,8 @@ pub(crate) struct Served {
     pub(crate) catalogue: Arc<BTreeMap<String, Arc<Catalog>>>,
     /// The questions put to people.
     pub(crate) humans: Option<Arc<Gate>>,
+    /// The agent, when it runs.
+    pub(crate) agent: Option<Agent>,
 }
 
 /// A request through the socket.
@@ -83,6 +91,8 @@ pub(crate) enum Request {
     Questions(Questions),
     /// An answer to an open question.
     Answer(Answer),
+    /// A message into a conversation, answered by the model.
+    Say(Say),
 }
 
 /// The open questions, asked for as `{"questions": true}`.
@@ -98,6 +108,15 @@ pub(crate) struct Questions {
 pub(crate) struct Answer {
     pub(crate) question: u64,
     pub(crate) answer: Value,
+}
+
+/// A message into `conversation` (`root` when not given), asked as `{"say": TEXT}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Say {
+    pub(crate) say: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) conversation: Option<String>,
 }
 
 /// The supervisor's tool catalogue, asked for as `{"catalogue": true}`.
@@ -248,6 +267,12 @@ impl Served {
                     .map_err(Refusal::Tool)?;
                 Ok(json!({"id": question, "answered": true}))
             }
+            Request::Say(Say { say, conversation }) => {
+                let agent = self.agent.as_ref().ok_or(Refusal::NoAgent)?;
+                let conversation = conversation.as_deref().unwrap_or(ROOT);
+                let text = agent.say(conversation, &say).await.map_err(Refusal::Say)?;
+                Ok(json!({"conversation": conversation, "text": text}))
+            }
         }
     }
 
@@ -306,6 +331,10 @@ enum Refusal {
     ShuttingDown,
     /// The tool refused, or failed.
     Tool(agentd_tools::Error),
+    /// The agent does not run: no model is configured.
+    NoAgent,
+    /// A message said has no answer.
+    Say(SayError),
 }
 
 impl fmt::Display for Refusal {
@@ -325,6 +354,8 @@ impl fmt::Display for Refusal {
             }
             Self::ShuttingDown => f.write_str("shutting down"),
             Self::Tool(e) => e.fmt(f),
+            Self::NoAgent => f.write_str("the agent is not running: no model is configured"),
+            Self::Say(e) => e.fmt(f),
         }
     }
 }
@@ -333,7 +364,9 @@ impl Refusal {
     /// The refusal as the answer says it: `{"code", "message", …}`.
     fn to_value(&self) -> Value {
         let code = match self {
-            Self::Tool(e) => return e.to_value(),
+            Self::Tool(e) | Self::Say(SayError::Refused(e)) => return e.to_value(),
+            Self::Say(e) => e.code(),
+            Self::NoAgent => "no_agent",
             Self::Read(_) | Self::NotARequest(_) | Self::NoOwner | Self::Scope(_) => "bad_request",
             Self::TooLarge => "too_large",
             Self::NotRunning => "not_running",
@@ -349,7 +382,9 @@ impl std::error::Error for Refusal {
             Self::Read(e) => Some(e),
             Self::NotARequest(e) => Some(e),
             Self::Tool(e) => Some(e),
+            Self::Say(e) => Some(e),
             Self::TooLarge
+            | Self::NoAgent
             | Self::NotRunning
             | Self::NoOwner
             | Self::Scope(_)

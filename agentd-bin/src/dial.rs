@@ -71,10 +71,6 @@ pub(crate) fn supervisor(instance: &str, server: &Server, recovery: Recovery) ->
 /// A turn worker's or subagent's client: `clientInfo` without a title, the elicitation
 /// capability answered by `elicitor` (300 s per question, then cancel), a fixed 60 s
 /// timeout, the server's headers.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "turn workers and subagents dial with it")
-)]
 pub(crate) fn worker(server: &Server, elicitor: impl Elicitor + 'static) -> ClientBuilder {
     agentd(server)
         .elicitation(elicitor)

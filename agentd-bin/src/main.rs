@@ -153,6 +153,23 @@ enum Command {
         #[command(subcommand)]
         command: ToolCommand,
     },
+    /// Say something in one of the running daemon's conversations and print the model's
+    /// answer, once the turn that takes the message ends (through the control socket).
+    ///
+    /// Exit statuses: 0 answered; 1 the turn failed (`agentd: CODE: message`); 2 bad
+    /// usage, or a message or conversation id the inbox refuses; 3 the daemon is not
+    /// running; 4 the agent is not running (no model is configured).
+    Say {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The conversation: `root`, the instance's own, unless given; another is made by
+        /// its first message.
+        #[arg(long)]
+        conversation: Option<String>,
+        /// What to say.
+        text: String,
+    },
     /// MCP Events: what arrived.
     Events {
         #[command(subcommand)]
@@ -385,6 +402,13 @@ fn main() -> ExitCode {
                 cli::tool_call(&c, tool, arguments.as_deref(), unit).await
             })
         }
+        Command::Say {
+            config,
+            conversation,
+            text,
+        } => with_config(&config, level, |c| async move {
+            cli::say(&c, conversation, text).await
+        }),
         Command::Events {
             command: EventsCommand::Tail { config, stream },
         } => with_config(&config, level, |c| async move {

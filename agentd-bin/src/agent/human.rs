@@ -68,10 +68,6 @@ impl Gate {
     }
 
     /// The elicitor of a connection to `server`: its elicitations become questions from it.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "turn workers and subagents dial with it")
-    )]
     pub(crate) fn elicitor(self: &Arc<Self>, server: &str) -> Elicitation {
         Elicitation {
             gate: self.clone(),

@@ -1,5 +1,18 @@
-//! The agent: a model provider ([`model`]), conversations whose turns call MCP tools and
-//! agentd's own, human gates ([`human`]), and subagents.
+//! The agent: a model provider ([`model`]), conversations ([`conversations`]) whose turns
+//! ([`turn`]) call agentd's own tools and the tools of the servers held over turn workers
+//! ([`workers`]), under names models accept ([`names`]), each call carrying the turn's
+//! request metadata ([`meta`]) and its result read back as text ([`calls`]); human gates
+//! ([`human`]), and subagents.
 
+pub(crate) mod calls;
+pub(crate) mod conversations;
 pub(crate) mod human;
+pub(crate) mod meta;
 pub(crate) mod model;
+pub(crate) mod names;
+#[cfg(test)]
+pub(crate) mod scripted;
+#[cfg(test)]
+mod tests;
+pub(crate) mod turn;
+pub(crate) mod workers;

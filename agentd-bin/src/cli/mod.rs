@@ -1,7 +1,7 @@
 //! The one-shot commands that read a configuration and dial its servers once, a file each:
 //! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and through the
-//! running daemon's control socket `tool list` and `tool call` (`events call` is `tool call`
-//! of an events tool), `human list` and `human answer`.
+//! running daemon's control socket `tool list`, `tool call` (`events call` is `tool call`
+//! of an events tool), `human list`, `human answer` and `say`.
 
 mod call;
 mod check;
@@ -10,6 +10,7 @@ mod human;
 mod json;
 mod prompts;
 mod resources;
+mod say;
 mod servers;
 mod tool;
 mod tools;
@@ -23,6 +24,7 @@ pub(crate) use events::events_tail;
 pub(crate) use human::{human_answer, human_list};
 pub(crate) use prompts::{prompt, prompts};
 pub(crate) use resources::{read, resources};
+pub(crate) use say::say;
 pub(crate) use tool::{Unit, tool_call, tool_list};
 pub(crate) use tools::tools;
 

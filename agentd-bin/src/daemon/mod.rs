@@ -33,11 +33,19 @@
 //! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
+//!
+//! With a model, the agent ([`crate::agent::conversations::Agent`]) runs as a child of the
+//! supervisor: started at start, its tasks on the listeners' tracker, ended at shutdown. The
+//! supervisor hands it what its turns work with (the instance, the own tools, each held
+//! server's listing and how its connection started) at start and again at each change of the
+//! catalogue and at each reload (which also lets its turn workers go).
 
 pub(crate) mod schedule;
 pub(crate) mod server;
 mod signals;
 pub(crate) mod subscriptions;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -46,14 +54,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mcp_negotiate::Catalog;
+use mcp_negotiate::{Catalog, Start};
+use mcp_transport::driver::Elicitor;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::server::{Handle, Report, Shared, Stop};
 use self::signals::{Signal, Signals};
+use crate::agent::conversations::{Agent, Held, Setup, TURN_TIMEOUT};
 use crate::agent::human::Gate;
+use crate::agent::model::Model;
+use crate::agent::workers::{Elicitors, Followed};
 use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
@@ -163,7 +175,9 @@ struct Daemon {
     events_degraded: Arc<AtomicBool>,
     /// The supervisor's tool catalogue: each held server's tools as last listed (at its
     /// dial, a re-dial or a reload, never at its list_changed).
-    catalogue: BTreeMap<String, (u64, Arc<Catalog>)>,
+    catalogue: BTreeMap<String, Listing>,
+    /// The agent, when it runs.
+    agent: Option<Agent>,
     events: Option<Events>,
     /// The durable state, kept by the store's thread.
     store: Store,
@@ -176,8 +190,18 @@ struct Daemon {
     socket: PathBuf,
     /// Stops the listeners from accepting.
     shutdown: CancellationToken,
-    /// The listeners and their connections.
+    /// The listeners and their connections, and the agent's tasks.
     listeners: TaskTracker,
+}
+
+/// A held server's tools as last listed, by its actor.
+#[derive(Debug)]
+struct Listing {
+    /// The actor ([`Handle::id`]).
+    id: u64,
+    catalog: Arc<Catalog>,
+    /// How its connection started.
+    start: Start,
 }
 
 impl Daemon {
@@ -268,6 +292,7 @@ impl Daemon {
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
             humans: Some(gate.clone()),
+            agent: None,
         });
         crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
         let socket = crate::control::path(&config.store_path);
@@ -298,6 +323,7 @@ impl Daemon {
             events_reported,
             events_degraded,
             catalogue: BTreeMap::new(),
+            agent: None,
             events,
             store,
             gate,
@@ -324,9 +350,11 @@ impl Daemon {
                 server,
                 id,
                 catalog,
+                start,
             } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
-                    self.catalogue.insert(server, (id, catalog));
+                    let listing = Listing { id, catalog, start };
+                    self.catalogue.insert(server, listing);
                     self.publish_catalogue();
                 }
             }
@@ -342,20 +370,72 @@ impl Daemon {
         }
     }
 
-    /// What the control socket serves of the catalogue, from now on: the listings of the
-    /// actors held now (one let go, or dialed afresh and not listed yet, is left out).
+    /// What the control socket serves of the catalogue, and what the agent offers, from now
+    /// on: the listings of the actors held now (one let go, or dialed afresh and not listed
+    /// yet, is left out).
     fn publish_catalogue(&mut self) {
         let servers = &self.servers;
         self.catalogue
-            .retain(|name, (id, _)| servers.get(name).is_some_and(|h| h.id == *id));
+            .retain(|name, listing| servers.get(name).is_some_and(|h| h.id == listing.id));
         let catalogue: BTreeMap<String, Arc<Catalog>> = self
             .catalogue
             .iter()
-            .map(|(name, (_, catalog))| (name.clone(), catalog.clone()))
+            .map(|(name, listing)| (name.clone(), listing.catalog.clone()))
             .collect();
         let catalogue = Arc::new(catalogue);
         self.served
             .send_modify(|served| served.catalogue = catalogue);
+        self.publish_setup();
+    }
+
+    /// What the agent's turns work with now: the instance, the own tools, the servers held
+    /// and listed; `None` once the own tools are gone (the drain).
+    fn setup(&self) -> Option<Setup> {
+        let own = self.served.borrow().tools.clone()?;
+        let servers = self.catalogue.iter().filter_map(|(name, listing)| {
+            let handle = self.servers.get(name)?;
+            let followed = Followed {
+                server: handle.server.clone(),
+                actor: listing.id,
+                start: listing.start,
+            };
+            let catalog = listing.catalog.clone();
+            Some((name.clone(), Held { followed, catalog }))
+        });
+        Some(Setup {
+            instance: self.config.instance.clone(),
+            own,
+            servers: servers.collect(),
+            turn_timeout: TURN_TIMEOUT,
+        })
+    }
+
+    /// Tells the agent, when it runs, what its turns work with from now on.
+    fn publish_setup(&self) {
+        if let (Some(agent), Some(setup)) = (&self.agent, self.setup()) {
+            agent.set(setup);
+        }
+    }
+
+    /// Starts the agent over `model`: its turns answer every conversation's messages, and
+    /// `agentd say` is served. A server's elicitation on its worker is a question to a person
+    /// (the human gate).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the agent runs when a model is configured")
+    )]
+    fn start_agent<M: Model>(&mut self, model: M) {
+        let Some(setup) = self.setup() else {
+            return;
+        };
+        let (store, tasks, shutdown) = (self.store.clone(), &self.listeners, &self.shutdown);
+        let gate = self.gate.clone();
+        let elicitors: Elicitors =
+            Arc::new(move |server: &str| -> Arc<dyn Elicitor> { Arc::new(gate.elicitor(server)) });
+        let agent = Agent::start(model, setup, store, elicitors, tasks, shutdown.clone());
+        let served = agent.clone();
+        self.served.send_modify(|s| s.agent = Some(served));
+        self.agent = Some(agent);
     }
 
     /// Reads the configuration file again: an invalid one is refused (`reload.refused`) and
@@ -431,6 +511,11 @@ impl Daemon {
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
+        // Workers are dialed again at their next call, as the supervisor's connections were.
+        if let Some(agent) = &self.agent {
+            agent.let_workers_go();
+        }
+        self.publish_setup();
     }
 
     /// Closes the servers removed or changed, dials the new or changed ones, and lists the
@@ -473,6 +558,10 @@ impl Daemon {
         self.shutdown.cancel();
         self.listeners.close();
         self.served.send_replace(Served::default());
+        // Turns end at the shutdown; their workers close once their calls end.
+        if let Some(agent) = self.agent {
+            agent.let_workers_go();
+        }
         for handle in self.servers.into_values() {
             handle.stop(Stop::Shutdown);
         }

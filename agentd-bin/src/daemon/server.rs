@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_negotiate::listen::{self, EndReason, ListenEvent, idle_limit};
-use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Watch};
+use mcp_negotiate::{Catalog, Change, Client, Error, Recovery, Start, Watch};
 use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::task::TaskTracker;
@@ -70,6 +70,8 @@ pub(crate) enum Report {
         id: u64,
         /// Its catalogue.
         catalog: Arc<Catalog>,
+        /// How its connection started: a connection following it starts the same way.
+        start: Start,
     },
 }
 
@@ -489,6 +491,7 @@ impl Task {
             server: self.server.name.clone(),
             id: self.id,
             catalog: connection.catalog(),
+            start: Start::Like(connection.reached_by()),
         });
     }
 

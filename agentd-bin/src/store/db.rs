@@ -3,6 +3,7 @@
 
 use mcp_events::sqlite::Sqlite;
 use rusqlite::Connection;
+use tokio::sync::broadcast;
 
 use super::error::Error;
 use crate::config::Config;
@@ -31,12 +32,24 @@ impl From<&Config> for Limits {
     }
 }
 
+/// A message appended to an inbox ([`Store::message_send`](super::Store::message_send)), told
+/// once it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Delivered {
+    /// The conversation.
+    pub(crate) conversation: String,
+    /// The message's id in its inbox.
+    pub(crate) id: u64,
+}
+
 /// What the store's thread holds: `mcp_events`' store and a connection of its own to the
 /// same file, for the other tables.
 pub(super) struct Db {
     pub(super) events: Sqlite,
     pub(super) sql: Connection,
     pub(super) limits: Limits,
+    /// Where a message appended to an inbox is told.
+    pub(super) delivered: broadcast::Sender<Delivered>,
 }
 
 /// A count or a version as SQLite keeps it (an `INTEGER`, signed).

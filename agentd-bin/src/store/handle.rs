@@ -8,9 +8,9 @@ use std::thread;
 use mcp_events::binding::Batch;
 use mcp_events::sqlite::Sqlite;
 use rusqlite::Connection;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::db::{Db, Limits};
+use super::db::{Db, Delivered, Limits};
 use super::error::Error;
 use super::migrations;
 
@@ -44,7 +44,13 @@ struct Commit {
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     requests: mpsc::UnboundedSender<Request>,
+    /// Tells each message appended to an inbox.
+    delivered: broadcast::Sender<Delivered>,
 }
+
+/// How many deliveries wait for the slowest listener; one that falls further behind is told
+/// it lagged ([`broadcast::error::RecvError::Lagged`]).
+const DELIVERIES: usize = 1024;
 
 impl Store {
     /// Starts the store's thread on `<dir>/agentd.sqlite3`, making `dir` when it is missing
@@ -61,10 +67,12 @@ impl Store {
     ) -> Result<Self, Error> {
         let (requests, taken) = mpsc::unbounded_channel();
         let (opened, open) = oneshot::channel();
+        let delivered = broadcast::Sender::new(DELIVERIES);
         let dir = dir.to_owned();
+        let telling = delivered.clone();
         thread::Builder::new()
             .name("agentd-store".into())
-            .spawn(move || match start(&dir, migrations, limits) {
+            .spawn(move || match start(&dir, migrations, limits, telling) {
                 Ok(db) => {
                     let _ = opened.send(Ok(()));
                     serve(db, taken);
@@ -73,7 +81,15 @@ impl Store {
             })
             .map_err(Error::Thread)?;
         open.await.unwrap_or(Err(Error::Closed))?;
-        Ok(Self { requests })
+        Ok(Self {
+            requests,
+            delivered,
+        })
+    }
+
+    /// The messages appended to an inbox from now on, each told once it is written.
+    pub(crate) fn delivered(&self) -> broadcast::Receiver<Delivered> {
+        self.delivered.subscribe()
     }
 
     /// Sends `job`, to run on the store's thread; resolves to its answer.
@@ -141,7 +157,12 @@ impl Store {
 }
 
 /// On the store's thread: the directory made, the database migrated, the stores opened.
-fn start(dir: &Path, migrations: &[&str], limits: Limits) -> Result<Db, Error> {
+fn start(
+    dir: &Path,
+    migrations: &[&str],
+    limits: Limits,
+    delivered: broadcast::Sender<Delivered>,
+) -> Result<Db, Error> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Dir {
         path: dir.to_owned(),
         source,
@@ -156,6 +177,7 @@ fn start(dir: &Path, migrations: &[&str], limits: Limits) -> Result<Db, Error> {
         events,
         sql,
         limits,
+        delivered,
     })
 }
 

@@ -1,10 +1,11 @@
 //! The inboxes: each conversation's durable messages, numbered from 1 in each conversation (a
 //! message's id: its place in the inbox, never reused, as nothing is taken out of an inbox),
-//! each with its sender's unit and the time it was sent.
+//! each with its sender's unit and the time it was sent. Each message appended is told to
+//! the store's listeners once written ([`Store::delivered`]): the agent starts turns on them.
 
 use rusqlite::params;
 
-use super::db::{Db, check_len, check_size, from_sql, to_sql};
+use super::db::{Db, Delivered, check_len, check_size, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
 
@@ -49,7 +50,13 @@ impl Db {
             .sql
             .prepare_cached("SELECT count(*) FROM inboxes WHERE conversation = ?1")?
             .query_row(params![conversation], |r| r.get(0))?;
-        Ok(from_sql(count))
+        let id = from_sql(count);
+        // Nobody may listen.
+        let _ = self.delivered.send(Delivered {
+            conversation: conversation.to_owned(),
+            id,
+        });
+        Ok(id)
     }
 
     fn messages(
@@ -114,6 +121,7 @@ mod tests {
     #[tokio::test]
     async fn send_and_read() {
         let (_dir, store) = scratch().await;
+        let mut delivered = store.delivered();
         let one = store.message_send("c1", "operator", "hi", 5).await.unwrap();
         let two = store.message_send("c2", "run:r", "other", 6).await.unwrap();
         let three = store
@@ -121,6 +129,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((one, two, three), (1, 1, 2), "ids count in each inbox");
+        let told: Vec<(String, u64)> = (0..3)
+            .map(|_| delivered.try_recv().unwrap())
+            .map(|d| (d.conversation, d.id))
+            .collect();
+        assert_eq!(told, [("c1".into(), 1), ("c2".into(), 1), ("c1".into(), 2)]);
         let inbox = store.messages("c1", 0, 10).await.unwrap();
         let got: Vec<_> = inbox
             .iter()
@@ -155,6 +168,7 @@ mod tests {
                 "{e:?}"
             );
         }
+        let mut delivered = store.delivered();
         let e = store.message_send("c", "u", "", 1).await.unwrap_err();
         assert!(
             matches!(&e, Error::Invalid { pointer, .. } if pointer == "/text"),
@@ -180,5 +194,8 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(store.messages("c", 0, 10).await.unwrap().len(), 1);
+        // Only what was written is told.
+        assert_eq!(delivered.try_recv().unwrap().id, 1);
+        assert!(delivered.try_recv().is_err());
     }
 }

@@ -22,6 +22,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     DURABLE,
     // 3: the questions put to people.
     QUESTIONS,
+    // 4: the conversations' histories.
+    CONVERSATIONS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -73,6 +75,23 @@ const QUESTIONS: &str = "CREATE TABLE questions (
     ended INTEGER
 );
 CREATE INDEX questions_by_state ON questions (state, id);";
+
+/// Migration 4: each conversation's turns, how far into its inbox they read, its tokens, and
+/// its history (each message as JSON, with its turn and time).
+const CONVERSATIONS: &str = "CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    turns INTEGER NOT NULL,
+    taken INTEGER NOT NULL,
+    tokens INTEGER NOT NULL
+);
+CREATE TABLE conversation_messages (
+    conversation TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (conversation, seq)
+);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -11,13 +11,15 @@
 //! [`Store::close`], after finishing the requests sent before.
 //!
 //! Each concern has its file: MCP Events' requests ([`events`]), the memory ([`memory`]), the
-//! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]), the finished
-//! units with the store's numbers ([`units`]) and the questions put to people
-//! ([`questions`]). A request that reads, changes and writes runs
+//! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]), the
+//! conversations' histories ([`conversations`]), the finished units with the store's numbers
+//! ([`units`]) and the questions put to people ([`questions`]). A request that reads, changes
+//! and writes runs
 //! in one transaction, and requests are answered one at a time: a compare-and-set, a push, a
 //! shift or a pop is atomic, and a version goes up by one per change.
 
 pub(crate) mod artifacts;
+pub(crate) mod conversations;
 mod db;
 mod error;
 mod events;
@@ -29,7 +31,7 @@ pub(crate) mod plans;
 pub(crate) mod questions;
 pub(crate) mod units;
 
-pub(crate) use self::db::Limits;
+pub(crate) use self::db::{Delivered, Limits};
 pub(crate) use self::error::Error;
 pub(crate) use self::handle::Store;
 

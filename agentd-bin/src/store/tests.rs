@@ -21,9 +21,11 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 9] = [
+const LATEST: [&str; 11] = [
     "artifacts",
     "bindings",
+    "conversation_messages",
+    "conversations",
     "events",
     "finished_units",
     "inboxes",
@@ -263,6 +265,14 @@ async fn durable_state_survives_a_reopen() {
         .await
         .unwrap();
     store.finish("run:r", Outcome::Done, "ok", 1).await.unwrap();
+    let turn = store.turn_start("c1", id, &[json!({"role": "user"})], 2);
+    assert_eq!(turn.await.unwrap(), 1);
+    let answer = json!({"role": "assistant", "text": "hi"});
+    store
+        .conversation_append("c1", 1, &answer, 3)
+        .await
+        .unwrap();
+    store.conversation_tokens("c1", 12).await.unwrap();
     store.close().await;
 
     let store = Store::open(dir.path(), Limits::default()).await.unwrap();
@@ -282,6 +292,17 @@ async fn durable_state_survives_a_reopen() {
         store.finish("run:r", Outcome::Failed, "", 1).await,
         Err(Error::AlreadyFinished { .. })
     ));
+    let c1 = store.conversation("c1").await.unwrap().unwrap();
+    assert_eq!((c1.turns, c1.taken, c1.tokens), (1, id, 12));
+    let history = store.conversation_history::<serde_json::Value>("c1", 0, 10);
+    let history: Vec<_> = history
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message)
+        .collect();
+    assert_eq!(history, [json!({"role": "user"}), answer]);
+    assert!(store.conversations_waiting().await.unwrap().is_empty());
     store.close().await;
 }
 

@@ -23,7 +23,7 @@ use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
 use agentd_tools::status::{Inbox, Report, Status};
 use agentd_tools::wait::{Clock as WaitClock, Record, Streams, Woke};
-use agentd_tools::{Caller, Error, Grants, Scope, Services, Tools};
+use agentd_tools::{Caller, Error, Grants, Scope, Services, Tool, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -105,11 +105,15 @@ impl Own {
         answer
     }
 
+    /// The tools offered to `scope`.
+    pub(crate) fn granted(&self, scope: Scope) -> impl Iterator<Item = &'static Tool> + '_ {
+        self.tools.offered(scope)
+    }
+
     /// The tools offered to `scope`: `{"name", "description", "inputSchema", "grants"}` each
     /// (`grants`: who the tool is granted to by default).
     pub(crate) fn offered(&self, scope: Scope) -> Vec<Value> {
-        self.tools
-            .offered(scope)
+        self.granted(scope)
             .map(|t| {
                 let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
                 json!({

@@ -3,13 +3,6 @@
 //!
 //! [`Model`] is the boundary the turns are written against; the OpenAI-compatible Chat
 //! Completions provider implements it over hyper.
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the turns and the provider are written against it"
-    )
-)]
 
 pub(crate) mod chat;
 pub(crate) mod retry;

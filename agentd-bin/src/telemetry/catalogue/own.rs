@@ -13,6 +13,8 @@ pub(super) const NAMES: &[&str] = &[
     "human.asked",
     "human.answered",
     "human.withdrawn",
+    "tool.name.collision",
+    "turn.failed",
 ];
 
 /// `http.listening` (info): the daemon's HTTP listener is bound at `addr`.
@@ -78,5 +80,39 @@ pub(crate) fn human_withdrawn(instance: &str, id: u64, origin: &str, from: &str)
         id = id,
         origin = origin,
         from = mcp_wire::log_text(from)
+    );
+}
+
+/// `tool.name.collision` (warn): a tool offered to the model (`tool`, of `server`, none for
+/// agentd's own) came to a function name another tool offered before it has (`wanted`), and
+/// is offered as `name` instead.
+pub(crate) fn tool_name_collision(
+    instance: &str,
+    server: Option<&str>,
+    tool: &str,
+    wanted: &str,
+    name: &str,
+) {
+    line!(
+        WARN,
+        "tool.name.collision",
+        instance,
+        server = server,
+        tool = tool,
+        wanted = wanted,
+        name = name
+    );
+}
+
+/// `turn.failed` (warn): turn `turn` of `conversation` ended without an answer (`err`, why:
+/// the model failed, the deadline passed, the store failed).
+pub(crate) fn turn_failed(instance: &str, conversation: &str, turn: u64, err: &str) {
+    line!(
+        WARN,
+        "turn.failed",
+        instance,
+        conversation = conversation,
+        turn = turn,
+        err = err
     );
 }

@@ -148,6 +148,8 @@ fn samples() {
     own::human_asked(i, 1, "ask_human", "conversation:c");
     own::human_answered(i, 1, "ask_human", "conversation:c");
     own::human_withdrawn(i, 2, "elicitation", "tickets");
+    own::tool_name_collision(i, Some("s"), "memory.get", "memory_get", "memory_get_2");
+    own::turn_failed(i, "root", 1, "the model did not answer before the deadline");
 }
 
 /// The event names the catalogue's sources write.

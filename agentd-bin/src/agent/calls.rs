@@ -1,0 +1,330 @@
+//! The tool calls of a model's reply: each one resolved ([`plan`]: the tool behind the
+//! offered name, the arguments read as a JSON object), run (agentd's own tools for the
+//! conversation's caller, a server's tool over its worker), and its result said as the text
+//! the model reads back.
+//!
+//! What the model reads:
+//! - an own tool's answer as compact JSON; its error as `error: <code>: <what>`;
+//! - a server tool's text content, block after block (another kind of block as its JSON),
+//!   or its structured content as JSON when it has no content; a result with `isError` as
+//!   `error: ` and that;
+//! - `error: ` and why, when the call could not be made: a name not offered, arguments that
+//!   are no JSON object, a server not connected, a call cut at the turn's deadline.
+//!
+//! A result past [`RESULT_MAX`] bytes is cut there, and says so.
+
+use std::time::Duration;
+
+use agentd_tools::{AgentMeta, Caller};
+use mcp_wire::CallToolResult;
+use serde_json::{Map, Value};
+use tokio::time::{Instant, timeout_at};
+
+use super::model::ToolCall;
+use super::names::{Offer, Origin};
+use super::workers::Workers;
+
+/// The longest time one MCP call of a turn takes, whatever is left of the turn.
+pub(crate) const CALL_MAX: Duration = Duration::from_secs(600);
+
+/// The most bytes of a result the model reads back.
+pub(crate) const RESULT_MAX: usize = 100 * 1024;
+
+/// The tool that ends a unit of work: once called, the turn ends after the reply's calls.
+pub(crate) const FINISH: &str = "finish";
+
+/// agentd's own tools, as a turn calls them.
+pub(crate) trait OwnTools: Send + Sync {
+    /// Calls `name` for `caller` with `arguments`.
+    fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> impl Future<Output = Result<Value, agentd_tools::Error>> + Send;
+}
+
+impl<S: agentd_tools::Services> OwnTools for agentd_tools::Tools<S> {
+    async fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, agentd_tools::Error> {
+        Self::call(self, caller, name, arguments).await
+    }
+}
+
+/// The daemon's: every call logged and counted.
+impl OwnTools for crate::tools::Own {
+    async fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, agentd_tools::Error> {
+        Self::call(self, caller, name, arguments, None).await
+    }
+}
+
+/// A tool call of the model, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Planned {
+    /// One of agentd's own tools.
+    Own {
+        /// Its name.
+        tool: String,
+        /// Its arguments, an object.
+        arguments: Value,
+    },
+    /// A tool of a server.
+    Mcp {
+        /// The server.
+        server: String,
+        /// The tool, by the server's name for it.
+        tool: String,
+        /// Its arguments.
+        arguments: Map<String, Value>,
+    },
+    /// A call that cannot be made: what the model reads back.
+    Refused(String),
+}
+
+impl Planned {
+    /// Whether it calls `finish`.
+    pub(crate) fn finishes(&self) -> bool {
+        matches!(self, Self::Own { tool, .. } if tool == FINISH)
+    }
+}
+
+/// `call` resolved against `offer`. Arguments given as nothing at all are `{}`.
+pub(crate) fn plan(offer: &Offer, call: &ToolCall) -> Planned {
+    let Some(origin) = offer.origin(&call.name) else {
+        return Planned::Refused(format!(
+            "error: no function is named {:?}: call one of those offered",
+            call.name
+        ));
+    };
+    let text = call.arguments.trim();
+    let arguments = match serde_json::from_str::<Value>(if text.is_empty() { "{}" } else { text }) {
+        Ok(Value::Object(arguments)) => arguments,
+        Ok(_) => {
+            return Planned::Refused(format!(
+                "error: the arguments of {} must be a JSON object",
+                call.name
+            ));
+        }
+        Err(e) => {
+            return Planned::Refused(format!(
+                "error: the arguments of {} are not valid JSON: {e}",
+                call.name
+            ));
+        }
+    };
+    match origin {
+        Origin::Own(tool) => Planned::Own {
+            tool: tool.clone(),
+            arguments: Value::Object(arguments),
+        },
+        Origin::Server { server, tool } => Planned::Mcp {
+            server: server.clone(),
+            tool: tool.clone(),
+            arguments,
+        },
+    }
+}
+
+/// What a call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Done {
+    /// What the model reads back.
+    pub(crate) text: String,
+    /// Whether it was a `finish` that the unit is finished by (now, or before).
+    pub(crate) finished: bool,
+}
+
+/// Where a turn's calls run: agentd's own tools for the conversation's caller, the servers'
+/// over the workers, everything by the turn's deadline.
+#[derive(Debug)]
+pub(crate) struct Runner<'a, O> {
+    /// The own tools.
+    pub(crate) own: &'a O,
+    /// The workers.
+    pub(crate) workers: &'a Workers,
+    /// Who calls the own tools.
+    pub(crate) caller: &'a Caller,
+    /// The turn's deadline.
+    pub(crate) deadline: Instant,
+}
+
+impl<O: OwnTools> Runner<'_, O> {
+    /// Runs `planned`; an MCP call carries `meta` and is bounded by what is left of the turn,
+    /// at most [`CALL_MAX`]; an own tool's by what is left of the turn.
+    pub(crate) async fn run(&self, planned: Planned, meta: AgentMeta) -> Done {
+        let finishing = planned.finishes();
+        let (text, finished) = match planned {
+            Planned::Refused(text) => (text, false),
+            Planned::Own { tool, arguments } => {
+                let called = self.own.call(self.caller, &tool, arguments);
+                match timeout_at(self.deadline, called).await {
+                    Ok(Ok(answer)) => (answer.to_string(), finishing),
+                    Ok(Err(e)) => {
+                        let finished = finishing && e.code() == "already_finished";
+                        (format!("error: {}: {e}", e.code()), finished)
+                    }
+                    Err(_) => (CUT.to_owned(), false),
+                }
+            }
+            Planned::Mcp {
+                server,
+                tool,
+                arguments,
+            } => {
+                let bound = self.deadline.min(Instant::now() + CALL_MAX);
+                let called = self.workers.call(&server, &tool, arguments, &meta, bound);
+                match called.await {
+                    Ok(result) => (said(&result), false),
+                    Err(e) => (format!("error: {e}"), false),
+                }
+            }
+        };
+        Done {
+            text: cut(text, RESULT_MAX),
+            finished,
+        }
+    }
+}
+
+/// What the model reads of a call cut at the turn's deadline.
+const CUT: &str = "error: the call was cut at the turn's deadline";
+
+/// What the model reads of a server tool's result.
+pub(crate) fn said(result: &CallToolResult) -> String {
+    let blocks: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block.as_text() {
+            Some(text) => text.to_owned(),
+            None => serde_json::to_string(block).unwrap_or_default(),
+        })
+        .collect();
+    let text = match (&result.structured_content, blocks.is_empty()) {
+        (Some(structured), true) => structured.to_string(),
+        _ => blocks.join("\n"),
+    };
+    match result.is_error() {
+        true => format!("error: {text}"),
+        false => text,
+    }
+}
+
+/// `text`, cut at `max` bytes (on a character's boundary) with a note of how much was left
+/// out.
+pub(crate) fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let total = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("\n[cut: {end} of {total} bytes]"));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_wire::ContentBlock;
+    use serde_json::json;
+
+    use super::super::names::Offered;
+    use super::*;
+
+    fn offer() -> Offer {
+        let tools = [
+            Origin::Own("memory.set".into()),
+            Origin::Server {
+                server: "s".into(),
+                tool: "add".into(),
+            },
+        ];
+        let offered = tools.into_iter().map(|origin| Offered {
+            origin,
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        });
+        Offer::of(offered).0
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn calls_are_resolved_or_refused_with_a_reason() {
+        let offer = offer();
+        assert_eq!(
+            plan(&offer, &call("memory_set", r#"{"key": "k", "value": 1}"#)),
+            Planned::Own {
+                tool: "memory.set".into(),
+                arguments: json!({"key": "k", "value": 1}),
+            }
+        );
+        assert_eq!(
+            plan(&offer, &call("s__add", " ")),
+            Planned::Mcp {
+                server: "s".into(),
+                tool: "add".into(),
+                arguments: Map::new(),
+            }
+        );
+        let refused = |name: &str, arguments: &str| match plan(&offer, &call(name, arguments)) {
+            Planned::Refused(text) => text,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            refused("s__add", "{\"a\": ")
+                .starts_with("error: the arguments of s__add are not valid JSON")
+        );
+        assert_eq!(
+            refused("s__add", "[1]"),
+            "error: the arguments of s__add must be a JSON object"
+        );
+        assert_eq!(
+            refused("memory.set", "{}"),
+            "error: no function is named \"memory.set\": call one of those offered"
+        );
+        assert!(!plan(&offer, &call("memory_set", "{}")).finishes());
+    }
+
+    #[test]
+    fn results_are_said_as_text() {
+        let mut result =
+            CallToolResult::new(vec![ContentBlock::text("one"), ContentBlock::text("two")]);
+        assert_eq!(said(&result), "one\ntwo");
+        result.is_error = Some(true);
+        assert_eq!(said(&result), "error: one\ntwo");
+        let mut structured = CallToolResult::new(Vec::new());
+        structured.structured_content = Some(json!({"result": 5}));
+        assert_eq!(said(&structured), r#"{"result":5}"#);
+    }
+
+    #[test]
+    fn a_long_result_is_cut_on_a_character() {
+        assert_eq!(cut("short".into(), RESULT_MAX), "short");
+        let long = format!("{}é", "x".repeat(RESULT_MAX - 1));
+        let cut = cut(long, RESULT_MAX);
+        assert!(cut.starts_with(&"x".repeat(RESULT_MAX - 1)));
+        assert!(cut.ends_with(&format!(
+            "\n[cut: {} of {} bytes]",
+            RESULT_MAX - 1,
+            RESULT_MAX + 1
+        )));
+    }
+}

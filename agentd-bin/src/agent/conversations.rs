@@ -1,0 +1,470 @@
+//! The agent at work: its conversations, each taking one turn at a time.
+//!
+//! A message appended to a conversation's inbox (`message.send`, `agentd say`) is told by the
+//! store ([`Store::delivered`]) and wakes the conversation's task, which starts a turn unless
+//! one is running: the turn takes every message of the inbox no turn took yet, in their
+//! order, as the user's. Messages that arrive during a turn wait for the next, which starts
+//! as soon as it ends and takes them all. At start, each conversation whose inbox holds
+//! messages no turn took starts a turn. `root` is the instance's own conversation; any
+//! other is made by its first message. Every conversation's turns call agentd's own tools as
+//! the root scope, in that conversation ([`Caller::root`]).
+//!
+//! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
+//! tools, the servers held with their listings, the turn's deadline), again at each change;
+//! a turn works with the setup it started with. The tools' names are made from it
+//! ([`Offer`]) and each collision is logged once (`tool.name.collision`). A turn that fails
+//! is logged (`turn.failed`); every turn's end is told to whoever waits for it
+//! ([`Agent::say`]).
+//!
+//! Every task runs on the daemon's tracker and ends at its shutdown: a turn under way is
+//! dropped there (its calls cancelled, the history kept as far as it went).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentd_tools::{Caller, Scope};
+use mcp_negotiate::Catalog;
+use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::calls::{Runner, cut};
+use super::meta::{Place, TurnIds};
+use super::model::{Message, Model};
+use super::names::{Collision, Offer};
+use super::turn::{Durable, Turn, TurnError};
+use super::workers::{Elicitors, Followed, Workers};
+use crate::clock::{random_bytes, wall_ms};
+use crate::store::{self, Delivered, Store};
+use crate::telemetry::catalogue::own;
+use crate::tools::Own;
+
+/// A turn's deadline unless configured (`limits.turn_timeout`).
+pub(crate) const TURN_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The instance's own conversation.
+pub(crate) const ROOT: &str = "root";
+
+/// The most bytes of a message's text a turn takes from the inbox (the rest is cut, and
+/// the text says so): its history keeps it whatever `store.max_value_bytes` lets in.
+const USER_MAX: usize = 1024 * 1024;
+
+/// How many inbox messages one read takes (a turn takes them all, read after read).
+const INBOX_PAGE: usize = 100;
+
+/// How many turns' ends wait for the slowest [`Agent::say`].
+const ANSWERS: usize = 256;
+
+/// What the agent's turns work with, as the daemon has it now.
+#[derive(Debug, Clone)]
+pub(crate) struct Setup {
+    /// The instance's name.
+    pub(crate) instance: String,
+    /// agentd's own tools.
+    pub(crate) own: Arc<Own>,
+    /// The servers held and listed, by name.
+    pub(crate) servers: BTreeMap<String, Held>,
+    /// A turn's deadline.
+    pub(crate) turn_timeout: Duration,
+}
+
+/// A server held, as the agent sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// What its worker follows.
+    pub(crate) followed: Followed,
+    /// Its tools, as last listed by the supervisor.
+    pub(crate) catalog: Arc<Catalog>,
+}
+
+/// A setup with the tools offered from it.
+#[derive(Debug)]
+struct Ready {
+    setup: Setup,
+    offer: Offer,
+    collisions: Vec<Collision>,
+}
+
+impl Ready {
+    /// `setup` and its offer; the collisions not in `before` are logged.
+    fn new(setup: Setup, before: &[Collision]) -> Self {
+        let own = setup.own.granted(Scope::Root);
+        let servers = setup.servers.iter();
+        let (offer, collisions) =
+            Offer::new(own, servers.map(|(n, h)| (n.as_str(), h.catalog.tools())));
+        for c in collisions.iter().filter(|c| !before.contains(c)) {
+            let (server, tool) = (c.origin.server(), c.origin.tool());
+            own::tool_name_collision(&setup.instance, server, tool, &c.wanted, &c.name);
+        }
+        Self {
+            setup,
+            offer,
+            collisions,
+        }
+    }
+}
+
+/// A turn's end, told to whoever waits for it.
+#[derive(Debug, Clone)]
+struct Answer {
+    conversation: String,
+    /// The inbox messages it took: past `after`, up to `through`.
+    after: u64,
+    through: u64,
+    /// The model's answer, or why the turn failed.
+    answer: Result<Option<String>, String>,
+}
+
+/// Why [`Agent::say`] has no answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub(crate) enum SayError {
+    /// The message was refused (`message.send`'s error).
+    Refused(agentd_tools::Error),
+    /// The turn that took it failed.
+    Failed(String),
+    /// Too many turns ended meanwhile: its end was missed.
+    Missed,
+    /// The daemon is shutting down.
+    ShuttingDown,
+}
+
+impl SayError {
+    /// The stable code word of the error.
+    pub(crate) fn code(&self) -> &'static str {
+        match self {
+            Self::Refused(e) => e.code(),
+            Self::Failed(_) => "turn_failed",
+            Self::Missed => "missed",
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
+impl fmt::Display for SayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Refused(e) => e.fmt(f),
+            Self::Failed(e) => write!(f, "the turn failed: {e}"),
+            Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
+            Self::ShuttingDown => f.write_str("shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for SayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Refused(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What the agent's tasks share.
+#[derive(Debug)]
+struct Shared {
+    store: Store,
+    ready: watch::Sender<Arc<Ready>>,
+    workers: Workers,
+    answers: broadcast::Sender<Answer>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// The running agent, as the daemon and the control socket hold it; cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Agent {
+    shared: Arc<Shared>,
+}
+
+impl Agent {
+    /// Starts the agent over `model` and `store` with `setup`, its workers answering a
+    /// server's elicitations with the elicitor `elicitors` makes for it, its tasks on `tasks`
+    /// until `shutdown`.
+    pub(crate) fn start<M: Model>(
+        model: M,
+        setup: Setup,
+        store: Store,
+        elicitors: Elicitors,
+        tasks: &TaskTracker,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let workers = Workers::new(elicitors, tasks.clone());
+        workers.follow(&followed(&setup));
+        // Subscribed before the inboxes are read: nothing falls between.
+        let delivered = store.delivered();
+        let shared = Arc::new(Shared {
+            store,
+            ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
+            workers,
+            answers: broadcast::Sender::new(ANSWERS),
+            shutdown,
+            tasks: tasks.clone(),
+        });
+        tasks.spawn(dispatch(shared.clone(), Arc::new(model), delivered));
+        Self { shared }
+    }
+
+    /// What turns work with from now on (a turn under way keeps its own); the workers of
+    /// servers no longer held as they were are let go.
+    pub(crate) fn set(&self, setup: Setup) {
+        let before = self.shared.ready.borrow().collisions.clone();
+        self.shared.workers.follow(&followed(&setup));
+        self.shared
+            .ready
+            .send_replace(Arc::new(Ready::new(setup, &before)));
+    }
+
+    /// Lets every worker go (a reload, the drain): each is closed once its calls end.
+    pub(crate) fn let_workers_go(&self) {
+        self.shared.workers.clear();
+    }
+
+    /// Sends `text` into `conversation` as the operator (`message.send`) and waits for the
+    /// end of the turn that takes it: the model's answer.
+    pub(crate) async fn say(
+        &self,
+        conversation: &str,
+        text: &str,
+    ) -> Result<Option<String>, SayError> {
+        let shared = &self.shared;
+        // Subscribed before the message is sent: its turn's end cannot pass unseen.
+        let mut answers = shared.answers.subscribe();
+        let own = shared.ready.borrow().setup.own.clone();
+        let caller = Caller::operator(Scope::Root);
+        let arguments = json!({"conversation": conversation, "text": text});
+        let sent = own.call(&caller, "message.send", arguments, None);
+        let sent = sent.await.map_err(SayError::Refused)?;
+        let id = sent["id"].as_u64().unwrap_or_default();
+        loop {
+            let answer = tokio::select! {
+                answer = answers.recv() => answer,
+                () = shared.shutdown.cancelled() => return Err(SayError::ShuttingDown),
+            };
+            match answer {
+                Ok(a) if a.conversation == conversation && a.after < id && id <= a.through => {
+                    return a.answer.map_err(SayError::Failed);
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return Err(SayError::Missed),
+                Err(RecvError::Closed) => return Err(SayError::ShuttingDown),
+            }
+        }
+    }
+}
+
+/// What the workers of `setup`'s servers follow.
+fn followed(setup: &Setup) -> BTreeMap<String, Followed> {
+    let servers = setup.servers.iter();
+    servers
+        .map(|(n, h)| (n.clone(), h.followed.clone()))
+        .collect()
+}
+
+/// Wakes each conversation with messages to take: those waiting at start (or after a lag),
+/// then each told delivered; a conversation's task is started at its first wake.
+async fn dispatch<M: Model>(
+    shared: Arc<Shared>,
+    model: Arc<M>,
+    mut delivered: broadcast::Receiver<Delivered>,
+) {
+    let mut wakes: BTreeMap<String, Arc<Notify>> = BTreeMap::new();
+    let mut wake = |conversation: String| {
+        let notify = wakes
+            .entry(conversation)
+            .or_insert_with_key(|conversation| {
+                let notify = Arc::new(Notify::new());
+                let task = converse(
+                    shared.clone(),
+                    model.clone(),
+                    conversation.clone(),
+                    notify.clone(),
+                );
+                shared.tasks.spawn(task);
+                notify
+            });
+        // Kept when the task is in a turn: it looks again after.
+        notify.notify_one();
+    };
+    let mut scan = true;
+    loop {
+        if std::mem::take(&mut scan) {
+            match shared.store.conversations_waiting().await {
+                Ok(waiting) => waiting.into_iter().for_each(&mut wake),
+                // Looked at again after the next delivery.
+                Err(_) => scan = true,
+            }
+        }
+        let told = tokio::select! {
+            told = delivered.recv() => told,
+            () = shared.shutdown.cancelled() => return,
+        };
+        match told {
+            Ok(told) => wake(told.conversation),
+            Err(RecvError::Lagged(_)) => scan = true,
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// What a conversation's task holds between turns.
+#[derive(Debug)]
+struct Kept {
+    /// The last inbox message a turn took.
+    taken: u64,
+    /// The history, as the store has it.
+    history: Vec<Message>,
+}
+
+/// A conversation's task: at each wake, turns until its inbox holds nothing new.
+async fn converse<M: Model>(
+    shared: Arc<Shared>,
+    model: Arc<M>,
+    conversation: String,
+    wake: Arc<Notify>,
+) {
+    let mut held = None;
+    loop {
+        tokio::select! {
+            () = wake.notified() => {}
+            () = shared.shutdown.cancelled() => return,
+        }
+        loop {
+            let next = tokio::select! {
+                next = shared.turn(&*model, &conversation, &mut held) => next,
+                () = shared.shutdown.cancelled() => return,
+            };
+            match next {
+                Ok(true) => {}
+                Ok(false) => break,
+                // No turn could start: whoever waits for one hears why. The conversation is
+                // read again from the store at the next wake.
+                Err(e) => {
+                    held = None;
+                    let _ = shared.answers.send(Answer {
+                        conversation: conversation.clone(),
+                        after: 0,
+                        through: u64::MAX,
+                        answer: Err(format!("no turn could start: {e}")),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Runs one turn of `conversation` over the messages of its inbox no turn took: whether
+    /// there were any. A turn that fails is logged and told; a store that fails before the
+    /// turn starts is the error.
+    async fn turn<M: Model>(
+        &self,
+        model: &M,
+        conversation: &str,
+        held: &mut Option<Kept>,
+    ) -> Result<bool, store::Error> {
+        let state = match held {
+            Some(state) => state,
+            None => held.insert(self.load(conversation).await?),
+        };
+        let mut taken = Vec::new();
+        loop {
+            let after = taken
+                .last()
+                .map_or(state.taken, |m: &store::inbox::Message| m.id);
+            let page = self.store.messages(conversation, after, INBOX_PAGE).await?;
+            let more = page.len() == INBOX_PAGE;
+            taken.extend(page);
+            if !more {
+                break;
+            }
+        }
+        let Some(through) = taken.last().map(|m| m.id) else {
+            return Ok(false);
+        };
+        let said: Vec<Message> = taken
+            .into_iter()
+            .map(|m| Message::User {
+                text: cut(m.text, USER_MAX),
+            })
+            .collect();
+        let ready = self.ready.borrow().clone();
+        let number = self
+            .store
+            .turn_start(conversation, through, &said, wall_ms())
+            .await?;
+        let after = std::mem::replace(&mut state.taken, through);
+        state.history.extend(said);
+        let setup = &ready.setup;
+        let caller = Caller::root(conversation);
+        let place = Place {
+            instance: &setup.instance,
+            conversation,
+            turn: number,
+        };
+        let turn = Turn {
+            model,
+            runner: Runner {
+                own: &*setup.own,
+                workers: &self.workers,
+                caller: &caller,
+                deadline: Instant::now() + setup.turn_timeout,
+            },
+            offer: &ready.offer,
+            history: &Durable {
+                store: &self.store,
+                conversation,
+                turn: number,
+            },
+            place,
+            ids: TurnIds::new(random_bytes(), random_bytes()),
+            spans: random_bytes::<8>,
+        };
+        let ended = turn.run(&mut state.history).await;
+        if let Err(e) = &ended {
+            own::turn_failed(&setup.instance, conversation, number, &e.to_string());
+        }
+        let failed_store = matches!(ended, Err(TurnError::Store(_)));
+        let _ = self.answers.send(Answer {
+            conversation: conversation.to_owned(),
+            after,
+            through,
+            answer: ended.map(|e| e.text).map_err(|e| e.to_string()),
+        });
+        if failed_store {
+            // The history as kept may differ from the one held: read it again.
+            *held = None;
+        }
+        Ok(true)
+    }
+
+    /// A conversation as the store keeps it: how far into its inbox its turns read, and its
+    /// history.
+    async fn load(&self, conversation: &str) -> Result<Kept, store::Error> {
+        let taken = self.store.conversation(conversation).await?;
+        let mut history = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.store.conversation_history::<Message>(
+                conversation,
+                after,
+                store::conversations::PAGE_MAX,
+            );
+            let page = page.await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            history.extend(page.into_iter().map(|e| e.message));
+        }
+        Ok(Kept {
+            taken: taken.map_or(0, |c| c.taken),
+            history,
+        })
+    }
+}

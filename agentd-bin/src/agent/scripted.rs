@@ -1,0 +1,112 @@
+//! A model answering from a script, for the tests of turns and of the daemon's agent: it
+//! records every request and, past its script, fails.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::model::{Finish, Model, ModelError, Reply, Request, ToolCall, Usage};
+
+/// What the scripted model does when asked.
+#[derive(Debug)]
+pub(crate) enum Scene {
+    /// Answers this.
+    Reply(Reply),
+    /// Says it was asked (`asked`), waits to be let go (`release`), then answers `reply`.
+    Held {
+        asked: Arc<Notify>,
+        release: Arc<Notify>,
+        reply: Reply,
+    },
+}
+
+/// A model answering from a script, recording every request; past its script it fails
+/// ([`ModelError::Decode`]: "the script is over").
+#[derive(Debug, Default)]
+pub(crate) struct Scripted {
+    scenes: Mutex<VecDeque<Scene>>,
+    asked: Mutex<Vec<Request>>,
+}
+
+impl Scripted {
+    /// A model playing `scenes`, in order.
+    pub(crate) fn new(scenes: impl IntoIterator<Item = Scene>) -> Arc<Self> {
+        Arc::new(Self {
+            scenes: Mutex::new(scenes.into_iter().collect()),
+            asked: Mutex::default(),
+        })
+    }
+
+    /// What it was asked, in order.
+    pub(crate) fn asked(&self) -> Vec<Request> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Model for Arc<Scripted> {
+    fn complete(
+        &self,
+        request: &Request,
+        _deadline: Instant,
+    ) -> impl Future<Output = Result<Reply, ModelError>> + Send {
+        self.asked.lock().unwrap().push(request.clone());
+        let scene = self.scenes.lock().unwrap().pop_front();
+        async move {
+            match scene {
+                Some(Scene::Reply(reply)) => Ok(reply),
+                Some(Scene::Held {
+                    asked,
+                    release,
+                    reply,
+                }) => {
+                    asked.notify_one();
+                    release.notified().await;
+                    Ok(reply)
+                }
+                None => Err(ModelError::Decode {
+                    detail: "the script is over".into(),
+                }),
+            }
+        }
+    }
+}
+
+/// The tokens every scripted reply used.
+pub(crate) const USED: Usage = Usage {
+    input: 10,
+    output: 5,
+};
+
+/// A reply of `text` alone.
+pub(crate) fn said(text: &str) -> Reply {
+    Reply {
+        text: Some(text.into()),
+        calls: Vec::new(),
+        finish: Finish::Stop,
+        usage: USED,
+    }
+}
+
+/// The scene of a reply of `text` alone.
+pub(crate) fn text(text: &str) -> Scene {
+    Scene::Reply(said(text))
+}
+
+/// The scene of a reply calling `(id, function, arguments)` each.
+pub(crate) fn calls(calls: &[(&str, &str, &str)]) -> Scene {
+    Scene::Reply(Reply {
+        text: None,
+        calls: calls
+            .iter()
+            .map(|(id, name, arguments)| ToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                arguments: (*arguments).into(),
+            })
+            .collect(),
+        finish: Finish::ToolCalls,
+        usage: USED,
+    })
+}

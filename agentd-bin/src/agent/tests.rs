@@ -1,0 +1,647 @@
+//! Turns against a scripted model, the reference server of both eras (over turn workers) and
+//! the in-memory own tools; the agent at work over the store.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agentd_tools::in_memory::InMemory;
+use agentd_tools::{Caller, Grants, Scope, Tools};
+use mcp_negotiate::{Client, Recovery, Start};
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::calls::Runner;
+use super::conversations::{Agent, SayError, Setup, TURN_TIMEOUT};
+use super::human::Gate;
+use super::meta::{Place, TurnIds};
+use super::model::{Finish, Message, Reply, Request, ToolCall};
+use super::names::Offer;
+use super::scripted::{Scene, Scripted, USED, calls, said, text};
+use super::turn::{Durable, Ended, History, Turn, TurnError};
+use super::workers::{self, Followed, Workers};
+use crate::config::Server;
+use crate::store::{self, Limits, Store};
+
+fn user(text: &str) -> Message {
+    Message::User { text: text.into() }
+}
+
+/// A history held in memory, as a turn under paused time keeps it (the store's thread would
+/// let tokio's clock jump while it writes).
+#[derive(Debug, Default)]
+struct Recorded {
+    messages: Mutex<Vec<Message>>,
+    tokens: AtomicU64,
+}
+
+impl History for Recorded {
+    fn append(
+        &self,
+        message: &Message,
+    ) -> impl Future<Output = Result<(), store::Error>> + Send + 'static {
+        self.messages.lock().unwrap().push(message.clone());
+        async { Ok(()) }
+    }
+
+    fn used(&self, tokens: u64) -> impl Future<Output = Result<(), store::Error>> + Send + 'static {
+        self.tokens.fetch_add(tokens, Ordering::Relaxed);
+        async { Ok(()) }
+    }
+}
+
+/// A reference server (`legacy`: of 2025-11-25 alone, else both eras, reached at
+/// 2026-07-28) held by a supervisor's connection, its worker, and the in-memory own tools.
+struct Bench {
+    server: ReferenceServer,
+    workers: Workers,
+    tools: Tools<InMemory>,
+    offer: Offer,
+    _supervisor: Client,
+}
+
+fn server_config(url: String) -> Server {
+    Server {
+        name: "s".into(),
+        url,
+        timeout: Duration::from_secs(5),
+        headers: Vec::new(),
+        tags: BTreeMap::new(),
+    }
+}
+
+async fn bench(legacy: bool) -> Bench {
+    bench_asking(legacy, workers::cancelling()).await
+}
+
+/// As [`bench`], its workers' elicitations answered by `elicitors`.
+async fn bench_asking(legacy: bool, elicitors: workers::Elicitors) -> Bench {
+    let mut options = Options::default();
+    options.modern = !legacy;
+    let server = ReferenceServer::start(options).await;
+    let config = server_config(server.url());
+    let supervisor = crate::dial::connect("t", &config, Recovery::ByOwner)
+        .await
+        .unwrap();
+    let followed = Followed {
+        server: config,
+        actor: 1,
+        start: Start::Like(supervisor.reached_by()),
+    };
+    let workers = Workers::new(elicitors, TaskTracker::new());
+    workers.follow(&BTreeMap::from([("s".to_owned(), followed)]));
+    let tools = Tools::new(InMemory::new("t"), Grants::default());
+    let catalog = supervisor.catalog();
+    let (offer, collisions) = Offer::new(tools.offered(Scope::Root), [("s", catalog.tools())]);
+    assert!(collisions.is_empty());
+    Bench {
+        server,
+        workers,
+        tools,
+        offer,
+        _supervisor: supervisor,
+    }
+}
+
+fn ids() -> TurnIds {
+    TurnIds::new(crate::clock::random_bytes(), crate::clock::random_bytes())
+}
+
+impl Bench {
+    /// Runs turn `turn` of `conversation` over `history` with `model`, kept in `kept`.
+    async fn turn(
+        &self,
+        model: &Arc<Scripted>,
+        kept: &impl History,
+        (conversation, turn): (&str, u64),
+        timeout: Duration,
+        history: &mut Vec<Message>,
+    ) -> (TurnIds, Result<Ended, TurnError>) {
+        let caller = Caller::root(conversation);
+        let turn = Turn {
+            model,
+            runner: Runner {
+                own: &self.tools,
+                workers: &self.workers,
+                caller: &caller,
+                deadline: Instant::now() + timeout,
+            },
+            offer: &self.offer,
+            history: kept,
+            place: Place {
+                instance: "t",
+                conversation,
+                turn,
+            },
+            ids: ids(),
+            spans: crate::clock::random_bytes::<8>,
+        };
+        let ended = turn.run(history).await;
+        (turn.ids, ended)
+    }
+
+    /// The `tools/call` requests of `tool` the server received.
+    fn calls_of(&self, tool: &str) -> Vec<Value> {
+        let log = self.server.log();
+        let calls = log.into_iter().filter(|l| {
+            l.method.as_deref() == Some("tools/call") && l.body["params"]["name"] == tool
+        });
+        calls.map(|l| l.body).collect()
+    }
+}
+
+/// The results each call of `history` got, by call id.
+fn results(history: &[Message]) -> BTreeMap<String, String> {
+    let results = history.iter().filter_map(|m| match m {
+        Message::Tool { call_id, text } => Some((call_id.clone(), text.clone())),
+        _ => None,
+    });
+    results.collect()
+}
+
+/// A reply's calls of an MCP tool and of an own tool run, their results go back, the model
+/// answers; every call carries the turn's `_meta` on the wire; the worker started the way
+/// the supervisor's connection did; the history is there after the store is opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_s_calls_run_and_carry_the_turn_s_meta_in_each_era() {
+    for legacy in [false, true] {
+        let bench = bench(legacy).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+        let asked = [user("add 2 and 3, and keep 1 as k")];
+        assert_eq!(store.turn_start("root", 0, &asked, 1).await.unwrap(), 1);
+        let model = Scripted::new([
+            calls(&[
+                ("c1", "s__add", r#"{"a": 2, "b": 3}"#),
+                ("c2", "memory_set", r#"{"key": "k", "value": 1}"#),
+                ("c3", "s__add", r#"{"a": 1, "b": 1}"#),
+            ]),
+            text("5; k is kept"),
+        ]);
+        let kept = Durable {
+            store: &store,
+            conversation: "root",
+            turn: 1,
+        };
+        let mut history = asked.to_vec();
+        let (ids, ended) = bench
+            .turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history)
+            .await;
+        let ended = ended.unwrap();
+        assert_eq!(
+            (ended.text.as_deref(), ended.finished, ended.rounds),
+            (Some("5; k is kept"), false, 2),
+            "legacy {legacy}"
+        );
+        let got = results(&history);
+        assert_eq!(got["c1"], "5");
+        assert_eq!(got["c2"], r#"{"version":1}"#);
+        assert_eq!(got["c3"], "2");
+        let asked = model.asked();
+        let asked_again = &asked[1];
+        assert_eq!(
+            asked_again.messages[0],
+            Message::System {
+                text: super::turn::SYSTEM.into()
+            }
+        );
+        assert_eq!(results(&asked_again.messages), got, "the results went back");
+        assert_eq!(asked_again.tools, bench.offer.functions());
+        let caller = Caller::root("root");
+        let k = bench.tools.call(&caller, "memory.get", json!({"key": "k"}));
+        assert_eq!(k.await.unwrap()["value"], 1);
+
+        // Each MCP call's `_meta`: the turn's, its own span and key.
+        let adds = bench.calls_of("add");
+        assert_eq!(adds.len(), 2, "legacy {legacy}");
+        let metas: Vec<&Value> = adds.iter().map(|b| &b["params"]["_meta"]).collect();
+        let trace = |m: &Value| -> (String, String) {
+            let parent = m["traceparent"].as_str().unwrap();
+            let parts: Vec<&str> = parent.split('-').collect();
+            assert_eq!(parts.len(), 4, "{parent}");
+            assert_eq!((parts[0], parts[3]), ("00", "01"), "{parent}");
+            assert_eq!((parts[1].len(), parts[2].len()), (32, 16), "{parent}");
+            let hex = |s: &str| {
+                s.chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            };
+            assert!(hex(parts[1]) && hex(parts[2]), "{parent}");
+            (parts[1].to_owned(), parts[2].to_owned())
+        };
+        let (trace0, span0) = trace(metas[0]);
+        let (trace1, span1) = trace(metas[1]);
+        assert_eq!(trace0, trace1, "one trace per turn");
+        assert_ne!(span0, span1, "a span per call");
+        let mut keys = Vec::new();
+        for meta in &metas {
+            assert_eq!(meta["agent/run_id"], ids.run_id.as_str());
+            assert_eq!(meta["agent/instance"], "t");
+            assert_eq!(
+                meta["agent/ctx"],
+                json!({"conversation": "root", "turn": 1})
+            );
+            keys.push(meta["agent/idempotency_key"].as_str().unwrap().to_owned());
+        }
+        keys.sort();
+        assert_eq!(
+            keys,
+            [0, 2].map(|index| ids.idempotency_key(1, index)),
+            "one key per call of the model"
+        );
+
+        // The worker: no title, elicitation declared, started as the supervisor's was.
+        let methods = bench.server.methods();
+        let count = |m: &str| methods.iter().filter(|x| *x == m).count();
+        match legacy {
+            true => {
+                assert_eq!(count("server/discover"), 1, "the worker did not probe");
+                assert_eq!(count("initialize"), 2);
+                let log = bench.server.log();
+                let inits: Vec<&Value> = log
+                    .iter()
+                    .filter(|l| l.method.as_deref() == Some("initialize"))
+                    .map(|l| &l.body["params"])
+                    .collect();
+                assert_eq!(inits[0]["clientInfo"]["title"], "t", "the supervisor's");
+                assert_eq!(inits[1]["clientInfo"]["title"], Value::Null, "the worker's");
+                assert!(inits[1]["capabilities"]["elicitation"].is_object());
+            }
+            false => {
+                assert_eq!(count("server/discover"), 2);
+                assert_eq!(count("initialize"), 0);
+                let info = &metas[0]["io.modelcontextprotocol/clientInfo"];
+                assert_eq!(info["name"], "agentd");
+                assert_eq!(info["title"], Value::Null, "the worker's");
+                let caps = &metas[0]["io.modelcontextprotocol/clientCapabilities"];
+                assert!(caps["elicitation"].is_object(), "{caps}");
+            }
+        }
+
+        // Every message was kept: there after the store is opened again.
+        store.close().await;
+        let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+        let kept = store
+            .conversation_history::<Message>("root", 0, 100)
+            .await
+            .unwrap();
+        let kept: Vec<Message> = kept.into_iter().map(|e| e.message).collect();
+        assert_eq!(kept, history, "legacy {legacy}");
+        let root = store.conversation("root").await.unwrap().unwrap();
+        assert_eq!(root.tokens, 2 * USED.total());
+        store.close().await;
+    }
+}
+
+/// In virtual time: a reply calls a tool that would run for ten minutes with two that answer
+/// at once; the two go back as they end, the long one is cut at the turn's deadline and
+/// cancelled on the wire, and the turn ends there.
+#[tokio::test(start_paused = true)]
+async fn a_call_cut_at_the_deadline_is_cancelled_and_holds_up_no_other() {
+    for legacy in [false, true] {
+        let bench = bench(legacy).await;
+        let model = Scripted::new([calls(&[
+            ("long", "s__slow", r#"{"steps": 600, "delay_ms": 1000}"#),
+            ("sum", "s__add", r#"{"a": 1, "b": 2}"#),
+            ("set", "memory_set", r#"{"key": "k", "value": 1}"#),
+        ])]);
+        let kept = Recorded::default();
+        let mut history = vec![user("go")];
+        let timeout = Duration::from_secs(10);
+        let start = Instant::now();
+        let (_, ended) = bench
+            .turn(&model, &kept, ("root", 1), timeout, &mut history)
+            .await;
+        assert!(matches!(ended, Err(TurnError::Deadline)), "{ended:?}");
+        assert!(Instant::now() >= start + timeout);
+        assert_eq!(model.asked().len(), 1, "no round after the deadline");
+        // The calls that answered at once went back first; the long one was cut.
+        let kept = kept.messages.lock().unwrap().clone();
+        let order: Vec<(&str, &str)> = kept
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { call_id, text } => Some((call_id.as_str(), text.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order.len(), 3, "{order:?}");
+        assert_eq!(
+            order[2],
+            ("long", "error: the call was cut at the turn's deadline"),
+            "legacy {legacy}"
+        );
+        let first: BTreeMap<&str, &str> = order[..2].iter().copied().collect();
+        assert_eq!(
+            first,
+            BTreeMap::from([("sum", "3"), ("set", r#"{"version":1}"#)])
+        );
+        assert_eq!(kept, history[1..]);
+
+        // On the wire: a legacy server is told, a modern one sees the stream close.
+        let slow = bench.calls_of("slow");
+        assert_eq!(slow.len(), 1);
+        let id = slow[0]["id"].clone();
+        match legacy {
+            true => {
+                let log = bench.server.log();
+                let cancelled = log
+                    .iter()
+                    .find(|l| l.method.as_deref() == Some("notifications/cancelled"))
+                    .expect("notifications/cancelled");
+                assert_eq!(cancelled.body["params"]["requestId"], id);
+                assert!(cancelled.at >= start + timeout, "at the bound, not before");
+            }
+            false => {
+                let seen = tokio::time::timeout(Duration::from_secs(60), async {
+                    while !bench.server.abandoned().contains(&id) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                });
+                seen.await.expect("the server saw the stream close");
+            }
+        }
+    }
+}
+
+/// What cannot be called, and a tool that fails, go back to the model as an error it reads,
+/// and the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_cannot_be_called_goes_back_as_an_error() {
+    let bench = bench(false).await;
+    let model = Scripted::new([
+        calls(&[
+            ("json", "memory_set", r#"{"key": "#),
+            ("array", "s__add", "[1, 2]"),
+            ("name", "memory.set", "{}"),
+            ("schema", "memory_set", r#"{"key": "k"}"#),
+            ("fails", "s__fail", ""),
+        ]),
+        text("I could not"),
+    ]);
+    let kept = Recorded::default();
+    let mut history = vec![user("try")];
+    let (_, ended) = bench
+        .turn(&model, &kept, ("c", 1), TURN_TIMEOUT, &mut history)
+        .await;
+    assert_eq!(ended.unwrap().text.as_deref(), Some("I could not"));
+    let got = results(&history);
+    assert!(
+        got["json"].starts_with("error: the arguments of memory_set are not valid JSON"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got["array"],
+        "error: the arguments of s__add must be a JSON object"
+    );
+    assert_eq!(
+        got["name"],
+        "error: no function is named \"memory.set\": call one of those offered"
+    );
+    assert!(
+        got["schema"]
+            .starts_with("error: invalid_arguments: memory.set: arguments at \"\" break required"),
+        "{got:?}"
+    );
+    assert_eq!(got["fails"], "error: the tool failed");
+    // Only the one that could be made reached the server.
+    assert!(bench.calls_of("add").is_empty());
+    assert_eq!(bench.calls_of("fail").len(), 1);
+    // A server no longer held.
+    bench.workers.follow(&BTreeMap::new());
+    let model = Scripted::new([
+        calls(&[("gone", "s__add", r#"{"a": 1, "b": 1}"#)]),
+        text("ok"),
+    ]);
+    let (_, ended) = bench
+        .turn(&model, &kept, ("c", 2), TURN_TIMEOUT, &mut history)
+        .await;
+    assert!(ended.is_ok());
+    assert_eq!(
+        results(&history)["gone"],
+        "error: the server is not connected"
+    );
+}
+
+/// A round in which the model calls `finish` is the turn's last: it ends with the model's
+/// text or the summary; a unit finished before ends it all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_ends_the_turn_after_its_round() {
+    let bench = bench(false).await;
+    let model = Scripted::new([
+        calls(&[
+            ("set", "memory_set", r#"{"key": "k", "value": 2}"#),
+            (
+                "end",
+                "finish",
+                r#"{"status": "done", "summary": "k is 2"}"#,
+            ),
+        ]),
+        Scene::Reply(Reply {
+            text: Some("done again".into()),
+            calls: vec![ToolCall {
+                id: "again".into(),
+                name: "finish".into(),
+                arguments: r#"{"status": "done", "summary": "twice"}"#.into(),
+            }],
+            finish: Finish::ToolCalls,
+            usage: USED,
+        }),
+    ]);
+    let kept = Recorded::default();
+    let mut history = vec![user("set k to 2")];
+    let (_, ended) = bench
+        .turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history)
+        .await;
+    let ended = ended.unwrap();
+    assert_eq!(
+        (ended.text.as_deref(), ended.finished, ended.rounds),
+        (Some("k is 2"), true, 1)
+    );
+    assert_eq!(model.asked().len(), 1, "not asked after the round");
+    let got = results(&history);
+    assert_eq!(got["set"], r#"{"version":1}"#);
+    assert_eq!(
+        serde_json::from_str::<Value>(&got["end"]).unwrap()["unit"],
+        "conversation:root"
+    );
+    history.push(user("and again"));
+    let (_, ended) = bench
+        .turn(&model, &kept, ("root", 2), TURN_TIMEOUT, &mut history)
+        .await;
+    let ended = ended.unwrap();
+    assert_eq!(
+        (ended.text.as_deref(), ended.finished),
+        (Some("done again"), true)
+    );
+    assert!(results(&history)["again"].starts_with("error: already_finished"));
+}
+
+/// The agent at work over the store: `say` is answered by the turn that takes the message;
+/// messages sent during a turn wait and the next turn takes them all, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let gate = Gate::start(store.clone(), "t", shutdown.clone());
+    let own = Arc::new(crate::tools::Own::new(
+        store.clone(),
+        "t",
+        Grants::default(),
+        1024,
+        shutdown.clone(),
+        Arc::default(),
+        Arc::default(),
+        gate.await.unwrap(),
+    ));
+    let setup = Setup {
+        instance: "t".into(),
+        own: own.clone(),
+        servers: BTreeMap::new(),
+        turn_timeout: TURN_TIMEOUT,
+    };
+    let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let model = Scripted::new([
+        Scene::Held {
+            asked: asked.clone(),
+            release: release.clone(),
+            reply: said("first"),
+        },
+        Scene::Held {
+            asked: asked_again.clone(),
+            release: release_again.clone(),
+            reply: said("second"),
+        },
+        text("third"),
+    ]);
+    let tasks = TaskTracker::new();
+    let agent = Agent::start(
+        model.clone(),
+        setup,
+        store.clone(),
+        workers::cancelling(),
+        &tasks,
+        shutdown.clone(),
+    );
+    let saying = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.say("root", "one").await }
+    });
+    asked.notified().await;
+    let operator = Caller::operator(Scope::Root);
+    for text in ["two", "three"] {
+        let sent = json!({"conversation": "root", "text": text});
+        own.call(&operator, "message.send", sent, None)
+            .await
+            .unwrap();
+    }
+    release.notify_one();
+    assert_eq!(saying.await.unwrap().unwrap().as_deref(), Some("first"));
+    // The next turn takes both; `say` waits for the turn that takes its own.
+    asked_again.notified().await;
+    release_again.notify_one();
+    assert_eq!(
+        agent.say("root", "four").await.unwrap().as_deref(),
+        Some("third")
+    );
+    let asked = model.asked();
+    assert_eq!(asked.len(), 3);
+    let users = |r: &Request| -> Vec<String> {
+        let users = r.messages.iter().filter_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        users.collect()
+    };
+    assert_eq!(users(&asked[0]), ["one"]);
+    assert_eq!(users(&asked[1]), ["one", "two", "three"]);
+    assert_eq!(users(&asked[2]), ["one", "two", "three", "four"]);
+    let last = asked[2].messages.last().unwrap().clone();
+    assert_eq!(last, user("four"));
+    // Turn by turn, in the store.
+    let root = store.conversation("root").await.unwrap().unwrap();
+    assert_eq!(
+        (root.turns, root.taken, root.tokens),
+        (3, 4, 3 * USED.total())
+    );
+    let kept = store
+        .conversation_history::<Message>("root", 0, 100)
+        .await
+        .unwrap();
+    let turns: Vec<u64> = kept.iter().map(|e| e.turn).collect();
+    assert_eq!(turns, [1, 1, 2, 2, 2, 3, 3]);
+    // A message the inbox refuses is said so.
+    let refused = agent.say("", "x").await.unwrap_err();
+    assert!(
+        matches!(&refused, SayError::Refused(e) if e.code() == "invalid_arguments"),
+        "{refused:?}"
+    );
+    // A history the store cannot read: no turn starts, and `say` hears why.
+    let unreadable = store.turn_start("odd", 0, &[json!({"role": "nobody"})], 1);
+    unreadable.await.unwrap();
+    let failed = agent.say("odd", "hello").await.unwrap_err();
+    assert!(
+        matches!(&failed, SayError::Failed(e) if e.starts_with("no turn could start: store:")),
+        "{failed:?}"
+    );
+    // A turn that fails says why: the script is over.
+    let failed = agent.say("other", "hello").await.unwrap_err();
+    assert!(
+        matches!(&failed, SayError::Failed(e) if e.contains("the script is over")),
+        "{failed:?}"
+    );
+    shutdown.cancel();
+    tasks.close();
+    tasks.wait().await;
+    store.close().await;
+}
+
+/// A server's elicitation on a worker is a question to a person (the human gate): answered,
+/// its answer is the form's content, and the tool's result goes back to the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_on_a_worker_is_a_question_to_a_person() {
+    use agentd_tools::human::Humans as _;
+
+    for legacy in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let gate = gate.await.unwrap();
+        let asking = gate.clone();
+        let elicitors: workers::Elicitors = Arc::new(
+            move |server: &str| -> Arc<dyn mcp_transport::driver::Elicitor> {
+                Arc::new(asking.elicitor(server))
+            },
+        );
+        let bench = bench_asking(legacy, elicitors).await;
+        let model = Scripted::new([calls(&[("q", "s__ask", "{}")]), text("greeted")]);
+        let kept = Recorded::default();
+        let mut history = vec![user("greet someone")];
+        let turn = bench.turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history);
+        let answering = async {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let question = loop {
+                if let Some(question) = gate.open().await.unwrap().pop() {
+                    break question;
+                }
+                assert!(Instant::now() < deadline, "no question was asked");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            assert_eq!(question.origin.from(), "s", "legacy {legacy}");
+            assert_eq!(question.text, "What is your name?");
+            gate.answer(question.id, json!({"name": "Ada"}))
+                .await
+                .unwrap();
+        };
+        let ((_, ended), ()) = tokio::join!(turn, answering);
+        assert_eq!(ended.unwrap().text.as_deref(), Some("greeted"));
+        let greeting = &results(&history)["q"];
+        assert!(greeting.contains("Ada"), "legacy {legacy}: {greeting}");
+        store.close().await;
+    }
+}

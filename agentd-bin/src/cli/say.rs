@@ -1,0 +1,48 @@
+//! `agentd say`: a message into one of the running daemon's conversations, through its
+//! control socket; the model's answer printed once the turn that takes it ends.
+//!
+//! Exit statuses: 0 answered (the answer printed; nothing when the model said nothing); 1
+//! the turn failed, or no answer came (`agentd: CODE: message`); 2 bad usage, or a message
+//! or conversation id the inbox refuses (empty, or past its bound); 3 the daemon is not
+//! running; 4 the agent is not running (no model is configured).
+
+use std::process::ExitCode;
+
+use crate::config::Config;
+use crate::control::{CallError, Request, Say};
+
+/// `agentd say [--conversation C] TEXT`.
+pub(crate) async fn say(config: &Config, conversation: Option<String>, text: String) -> ExitCode {
+    let request = Request::Say(Say {
+        say: text,
+        conversation,
+    });
+    match crate::control::call(&config.store_path, &request).await {
+        Ok(answer) => {
+            if let Some(text) = answer["text"].as_str() {
+                crate::say!("{text}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("agentd: {e}");
+            ExitCode::from(status(&e))
+        }
+    }
+}
+
+/// The exit status of `e`.
+fn status(e: &CallError) -> u8 {
+    match e {
+        CallError::Connect(..) => 3,
+        CallError::Refused(error) => match error["code"].as_str() {
+            Some("no_agent") => 4,
+            Some("bad_request" | "invalid_arguments" | "too_large") => 2,
+            _ => 1,
+        },
+        CallError::Encode(_)
+        | CallError::Io(_)
+        | CallError::NotAnAnswer(_)
+        | CallError::Timeout => 1,
+    }
+}
