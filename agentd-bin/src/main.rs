@@ -156,9 +156,10 @@ enum Command {
     /// Say something in one of the running daemon's conversations and print the model's
     /// answer, once the turn that takes the message ends (through the control socket).
     ///
-    /// Exit statuses: 0 answered; 1 the turn failed (`agentd: CODE: message`); 2 bad
-    /// usage, or a message or conversation id the inbox refuses; 3 the daemon is not
-    /// running; 4 the agent is not running (no model is configured).
+    /// Exit statuses: 0 answered; 1 the turn failed, or the agent stopped before it ended
+    /// (`agentd: CODE: message`); 2 bad usage, or a message or conversation id the inbox
+    /// refuses; 3 the daemon is not running; 4 the agent is not running (no model is
+    /// configured).
     Say {
         /// The configuration file (its `store.path` is read).
         #[arg(long, default_value = "agentd.toml")]

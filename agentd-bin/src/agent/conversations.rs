@@ -16,8 +16,9 @@
 //! is logged (`turn.failed`); every turn's end is told to whoever waits for it
 //! ([`Agent::say`]).
 //!
-//! Every task runs on the daemon's tracker and ends at its shutdown: a turn under way is
-//! dropped there (its calls cancelled, the history kept as far as it went).
+//! Every task runs on the daemon's tracker and ends at its shutdown, or when the agent is
+//! stopped (a reload that changes `[model]`): a turn under way is dropped there (its calls
+//! cancelled, the history kept as far as it went).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,9 +44,6 @@ use crate::clock::{random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
 use crate::telemetry::catalogue::own;
 use crate::tools::Own;
-
-/// A turn's deadline unless configured (`limits.turn_timeout`).
-pub(crate) const TURN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The instance's own conversation.
 pub(crate) const ROOT: &str = "root";
@@ -130,8 +128,8 @@ pub(crate) enum SayError {
     Failed(String),
     /// Too many turns ended meanwhile: its end was missed.
     Missed,
-    /// The daemon is shutting down.
-    ShuttingDown,
+    /// The agent stopped: the daemon is shutting down, or a reload changed `[model]`.
+    Stopped,
 }
 
 impl SayError {
@@ -141,7 +139,7 @@ impl SayError {
             Self::Refused(e) => e.code(),
             Self::Failed(_) => "turn_failed",
             Self::Missed => "missed",
-            Self::ShuttingDown => "shutting_down",
+            Self::Stopped => "stopped",
         }
     }
 }
@@ -152,7 +150,9 @@ impl fmt::Display for SayError {
             Self::Refused(e) => e.fmt(f),
             Self::Failed(e) => write!(f, "the turn failed: {e}"),
             Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
-            Self::ShuttingDown => f.write_str("shutting down"),
+            Self::Stopped => f.write_str(
+                "the agent stopped: the daemon is shutting down, or a reload changed [model]",
+            ),
         }
     }
 }
@@ -186,7 +186,7 @@ pub(crate) struct Agent {
 impl Agent {
     /// Starts the agent over `model` and `store` with `setup`, its workers answering a
     /// server's elicitations with the elicitor `elicitors` makes for it, its tasks on `tasks`
-    /// until `shutdown`.
+    /// until `shutdown` (or [`Agent::stop`]).
     pub(crate) fn start<M: Model>(
         model: M,
         setup: Setup,
@@ -226,6 +226,13 @@ impl Agent {
         self.shared.workers.clear();
     }
 
+    /// Stops the agent: its tasks end, its turns under way are dropped (their history kept as
+    /// far as it went), its workers are let go.
+    pub(crate) fn stop(&self) {
+        self.shared.shutdown.cancel();
+        self.let_workers_go();
+    }
+
     /// Sends `text` into `conversation` as the operator (`message.send`) and waits for the
     /// end of the turn that takes it: the model's answer.
     pub(crate) async fn say(
@@ -245,7 +252,7 @@ impl Agent {
         loop {
             let answer = tokio::select! {
                 answer = answers.recv() => answer,
-                () = shared.shutdown.cancelled() => return Err(SayError::ShuttingDown),
+                () = shared.shutdown.cancelled() => return Err(SayError::Stopped),
             };
             match answer {
                 Ok(a) if a.conversation == conversation && a.after < id && id <= a.through => {
@@ -253,7 +260,7 @@ impl Agent {
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => return Err(SayError::Missed),
-                Err(RecvError::Closed) => return Err(SayError::ShuttingDown),
+                Err(RecvError::Closed) => return Err(SayError::Stopped),
             }
         }
     }

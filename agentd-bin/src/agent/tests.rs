@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::calls::Runner;
-use super::conversations::{Agent, SayError, Setup, TURN_TIMEOUT};
+use super::conversations::{Agent, SayError, Setup};
 use super::human::Gate;
 use super::meta::{Place, TurnIds};
 use super::model::{Finish, Message, Reply, Request, ToolCall};
@@ -27,6 +27,9 @@ use super::turn::{Durable, Ended, History, Turn, TurnError};
 use super::workers::{self, Followed, Workers};
 use crate::config::Server;
 use crate::store::{self, Limits, Store};
+
+/// A turn's deadline, as configured unless set.
+const TURN: Duration = Duration::from_secs(600);
 
 fn user(text: &str) -> Message {
     Message::User { text: text.into() }
@@ -190,7 +193,7 @@ async fn a_reply_s_calls_run_and_carry_the_turn_s_meta_in_each_era() {
         };
         let mut history = asked.to_vec();
         let (ids, ended) = bench
-            .turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history)
+            .turn(&model, &kept, ("root", 1), TURN, &mut history)
             .await;
         let ended = ended.unwrap();
         assert_eq!(
@@ -385,7 +388,7 @@ async fn what_cannot_be_called_goes_back_as_an_error() {
     let kept = Recorded::default();
     let mut history = vec![user("try")];
     let (_, ended) = bench
-        .turn(&model, &kept, ("c", 1), TURN_TIMEOUT, &mut history)
+        .turn(&model, &kept, ("c", 1), TURN, &mut history)
         .await;
     assert_eq!(ended.unwrap().text.as_deref(), Some("I could not"));
     let got = results(&history);
@@ -417,7 +420,7 @@ async fn what_cannot_be_called_goes_back_as_an_error() {
         text("ok"),
     ]);
     let (_, ended) = bench
-        .turn(&model, &kept, ("c", 2), TURN_TIMEOUT, &mut history)
+        .turn(&model, &kept, ("c", 2), TURN, &mut history)
         .await;
     assert!(ended.is_ok());
     assert_eq!(
@@ -454,7 +457,7 @@ async fn finish_ends_the_turn_after_its_round() {
     let kept = Recorded::default();
     let mut history = vec![user("set k to 2")];
     let (_, ended) = bench
-        .turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history)
+        .turn(&model, &kept, ("root", 1), TURN, &mut history)
         .await;
     let ended = ended.unwrap();
     assert_eq!(
@@ -470,7 +473,7 @@ async fn finish_ends_the_turn_after_its_round() {
     );
     history.push(user("and again"));
     let (_, ended) = bench
-        .turn(&model, &kept, ("root", 2), TURN_TIMEOUT, &mut history)
+        .turn(&model, &kept, ("root", 2), TURN, &mut history)
         .await;
     let ended = ended.unwrap();
     assert_eq!(
@@ -502,7 +505,7 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
         instance: "t".into(),
         own: own.clone(),
         servers: BTreeMap::new(),
-        turn_timeout: TURN_TIMEOUT,
+        turn_timeout: TURN,
     };
     let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
@@ -622,7 +625,7 @@ async fn an_elicitation_on_a_worker_is_a_question_to_a_person() {
         let model = Scripted::new([calls(&[("q", "s__ask", "{}")]), text("greeted")]);
         let kept = Recorded::default();
         let mut history = vec![user("greet someone")];
-        let turn = bench.turn(&model, &kept, ("root", 1), TURN_TIMEOUT, &mut history);
+        let turn = bench.turn(&model, &kept, ("root", 1), TURN, &mut history);
         let answering = async {
             let deadline = Instant::now() + Duration::from_secs(15);
             let question = loop {

@@ -2,9 +2,10 @@
 //! control socket; the model's answer printed once the turn that takes it ends.
 //!
 //! Exit statuses: 0 answered (the answer printed; nothing when the model said nothing); 1
-//! the turn failed, or no answer came (`agentd: CODE: message`); 2 bad usage, or a message
-//! or conversation id the inbox refuses (empty, or past its bound); 3 the daemon is not
-//! running; 4 the agent is not running (no model is configured).
+//! the turn failed, or no answer came: its end was missed, or the agent stopped first (a
+//! shutdown, a reload that changed `[model]`), said as `agentd: CODE: message`; 2 bad usage,
+//! or a message or conversation id the inbox refuses (empty, or past its bound); 3 the daemon
+//! is not running; 4 the agent is not running (no model is configured).
 
 use std::process::ExitCode;
 

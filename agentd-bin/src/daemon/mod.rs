@@ -34,11 +34,13 @@
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
 //!
-//! With a model, the agent ([`crate::agent::conversations::Agent`]) runs as a child of the
+//! With `[model]`, the agent ([`crate::agent::conversations::Agent`]) runs as a child of the
 //! supervisor: started at start, its tasks on the listeners' tracker, ended at shutdown. The
 //! supervisor hands it what its turns work with (the instance, the own tools, each held
-//! server's listing and how its connection started) at start and again at each change of the
-//! catalogue and at each reload (which also lets its turn workers go).
+//! server's listing and how its connection started, `limits.turn_timeout`) at start and again
+//! at each change of the catalogue and at each reload (which also lets its turn workers go).
+//! A reload that changes `[model]` starts the agent afresh over the new model (its turns
+//! under way dropped), or stops it when `[model]` is gone.
 
 pub(crate) mod schedule;
 pub(crate) mod server;
@@ -62,9 +64,11 @@ use tokio_util::task::TaskTracker;
 
 use self::server::{Handle, Report, Shared, Stop};
 use self::signals::{Signal, Signals};
-use crate::agent::conversations::{Agent, Held, Setup, TURN_TIMEOUT};
+use crate::agent::conversations::{Agent, Held, Setup};
 use crate::agent::human::Gate;
-use crate::agent::model::Model;
+use crate::agent::model::chat::Chat;
+use crate::agent::model::retry::Retry;
+use crate::agent::model::{Model, ModelError};
 use crate::agent::workers::{Elicitors, Followed};
 use crate::config::{self, Config};
 use crate::control::Served;
@@ -124,6 +128,8 @@ pub(crate) enum StartError {
     Store(store::Error),
     /// MCP Events could not start (its bindings).
     Events(events::Error),
+    /// The model's provider could not be made.
+    Model(ModelError),
 }
 
 impl std::fmt::Display for StartError {
@@ -139,6 +145,7 @@ impl std::fmt::Display for StartError {
             }
             Self::Store(e) => write!(f, "cannot open the store: {e}"),
             Self::Events(e) => write!(f, "cannot start MCP Events: {e}"),
+            Self::Model(e) => write!(f, "cannot ask the model: {e}"),
         }
     }
 }
@@ -149,6 +156,7 @@ impl std::error::Error for StartError {
             Self::Listen(_, e) | Self::ControlSocket(_, e) => Some(e),
             Self::Store(e) => Some(e),
             Self::Events(e) => Some(e),
+            Self::Model(e) => Some(e),
         }
     }
 }
@@ -208,6 +216,8 @@ impl Daemon {
     /// Binds the listeners, starts an actor per server (all dialed at once) and MCP Events,
     /// then serves.
     async fn start(config: Config, path: PathBuf) -> Result<Self, StartError> {
+        let model = config.model.as_ref().map(provider).transpose();
+        let model = model.map_err(StartError::Model)?;
         let shutdown = CancellationToken::new();
         let listeners = TaskTracker::new();
         let metrics = Arc::new(Metrics::default());
@@ -310,7 +320,7 @@ impl Daemon {
             );
             own::http_listening(&config.instance, bound);
         }
-        Ok(Self {
+        let mut daemon = Self {
             config,
             path,
             metrics,
@@ -331,7 +341,11 @@ impl Daemon {
             socket,
             shutdown,
             listeners,
-        })
+        };
+        if let Some(model) = model {
+            daemon.start_agent(model);
+        }
+        Ok(daemon)
     }
 
     /// What wakes the supervisor next: a signal, or an actor's report.
@@ -406,7 +420,7 @@ impl Daemon {
             instance: self.config.instance.clone(),
             own,
             servers: servers.collect(),
-            turn_timeout: TURN_TIMEOUT,
+            turn_timeout: self.config.turn_timeout,
         })
     }
 
@@ -417,25 +431,32 @@ impl Daemon {
         }
     }
 
-    /// Starts the agent over `model`: its turns answer every conversation's messages, and
-    /// `agentd say` is served. A server's elicitation on its worker is a question to a person
-    /// (the human gate).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the agent runs when a model is configured")
-    )]
+    /// Starts the agent over `model` (stopping the one running, if any): its turns answer
+    /// every conversation's messages, and `agentd say` is served. A server's elicitation on
+    /// its worker is a question to a person (the human gate).
     fn start_agent<M: Model>(&mut self, model: M) {
+        self.stop_agent();
         let Some(setup) = self.setup() else {
             return;
         };
-        let (store, tasks, shutdown) = (self.store.clone(), &self.listeners, &self.shutdown);
+        let (store, tasks) = (self.store.clone(), &self.listeners);
+        let stop = self.shutdown.child_token();
         let gate = self.gate.clone();
         let elicitors: Elicitors =
             Arc::new(move |server: &str| -> Arc<dyn Elicitor> { Arc::new(gate.elicitor(server)) });
-        let agent = Agent::start(model, setup, store, elicitors, tasks, shutdown.clone());
+        let agent = Agent::start(model, setup, store, elicitors, tasks, stop);
         let served = agent.clone();
         self.served.send_modify(|s| s.agent = Some(served));
         self.agent = Some(agent);
+    }
+
+    /// Stops the agent, if it runs: its turns under way are dropped (their history kept as
+    /// far as it went), a waiting `agentd say` answers that it stopped.
+    fn stop_agent(&mut self) {
+        if let Some(agent) = self.agent.take() {
+            agent.stop();
+            self.served.send_modify(|s| s.agent = None);
+        }
     }
 
     /// Reads the configuration file again: an invalid one is refused (`reload.refused`) and
@@ -463,6 +484,19 @@ impl Daemon {
             own::reload_refused(&self.config.instance, err);
             return;
         }
+        // A changed [model] makes a new provider first: one that cannot be made refuses the
+        // reload whole.
+        let model_changed = new.model != self.config.model;
+        let model = match &new.model {
+            Some(m) if model_changed => match provider(m) {
+                Ok(model) => Some(model),
+                Err(e) => {
+                    own::reload_refused(&self.config.instance, &format!("model: {e}"));
+                    return;
+                }
+            },
+            _ => None,
+        };
         // Every connection says who it is: a new name dials them all again.
         if new.instance != self.config.instance {
             crate::telemetry::log::set_instance(&new.instance);
@@ -511,11 +545,18 @@ impl Daemon {
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
-        // Workers are dialed again at their next call, as the supervisor's connections were.
-        if let Some(agent) = &self.agent {
-            agent.let_workers_go();
+        // A changed [model] starts the agent afresh (or stops it); else its workers are dialed
+        // again at their next call, as the supervisor's connections were.
+        match model {
+            Some(model) => self.start_agent(model),
+            None if model_changed => self.stop_agent(),
+            None => {
+                if let Some(agent) = &self.agent {
+                    agent.let_workers_go();
+                }
+                self.publish_setup();
+            }
         }
-        self.publish_setup();
     }
 
     /// Closes the servers removed or changed, dials the new or changed ones, and lists the
@@ -613,4 +654,9 @@ fn feeds(servers: &BTreeMap<String, Handle>) -> BTreeMap<String, Feed> {
         .iter()
         .map(|(name, h)| (name.clone(), h.feed()))
         .collect()
+}
+
+/// The provider of `model`, retrying as the reference says.
+fn provider(model: &config::Model) -> Result<Chat, ModelError> {
+    Chat::new(model, Retry::default(), crate::clock::random)
 }

@@ -2,22 +2,31 @@
 //! whose call goes over a worker of a held server.
 
 use mcp_reference_server::{Options, ReferenceServer};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
-use crate::agent::scripted::{Scripted, calls, text};
-use crate::control::{CallError, Request, Say};
+use agentd_tests::model::{Reply, ScriptedModel};
 
-/// A daemon holding `server`, its store in `dir`, every server listed.
-async fn daemon(dir: &std::path::Path, server: &ReferenceServer) -> Daemon {
+use crate::agent::scripted::{Scripted, calls, text};
+use crate::control::{CallError, Request, Say, ToolCall};
+
+/// The configuration file in `dir` of a daemon holding `server`, its store in `dir`, with
+/// `model` as its `[model]` TOML.
+fn write(dir: &std::path::Path, server: &ReferenceServer, model: &str) -> PathBuf {
     let path = dir.join("agentd.toml");
     let store = dir.join("store");
     let toml = format!(
-        "instance = \"d\"\n[[mcp.servers]]\nname = \"s\"\nurl = \"{}\"\n[store]\npath = \"{}\"\n",
+        "instance = \"d\"\n[[mcp.servers]]\nname = \"s\"\nurl = \"{}\"\n[store]\npath = \"{}\"\n{model}",
         server.url(),
         store.display()
     );
     std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// A daemon holding `server`, its store in `dir`, without a model, every server listed.
+async fn daemon(dir: &std::path::Path, server: &ReferenceServer) -> Daemon {
+    let path = write(dir, server, "");
     let config = config::load(&path, &|_| None).unwrap();
     let mut daemon = Daemon::start(config, path).await.unwrap();
     while daemon.catalogue.is_empty() {
@@ -72,5 +81,67 @@ async fn say_is_answered_by_the_agent_over_a_worker() {
         !offered.iter().any(|n| n.starts_with("events_")),
         "{offered:?}"
     );
+    daemon.drain().await;
+}
+
+/// A reload that adds `[model]` starts the agent over it; one that changes it starts it
+/// afresh; one that removes it stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_starts_and_stops_the_agent_with_model() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = daemon(dir.path(), &server).await;
+    let store_path = daemon.config.store_path.clone();
+    let say = |text: &str| {
+        Request::Say(Say {
+            say: text.into(),
+            conversation: Some("c".into()),
+        })
+    };
+    let first = ScriptedModel::start([Reply::text("from the first")]).await;
+    let second = ScriptedModel::start([Reply::text("from the second")]).await;
+    let model =
+        |m: &ScriptedModel| format!("[model]\nbase_url = \"{}\"\nmodel = \"m\"\n", m.base_url());
+    for (with, answer) in [(&first, "from the first"), (&second, "from the second")] {
+        write(dir.path(), &server, &model(with));
+        daemon.reload().await;
+        let answered = crate::control::call(&store_path, &say("hi")).await.unwrap();
+        assert_eq!(answered["text"], answer);
+    }
+    assert_eq!((first.requests().len(), second.requests().len()), (1, 1));
+    write(dir.path(), &server, "");
+    daemon.reload().await;
+    let refused = crate::control::call(&store_path, &say("hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, CallError::Refused(e) if e["code"] == "no_agent"),
+        "{refused:?}"
+    );
+    // A message sent while no agent runs is taken by the next one's first turn.
+    let sent = Request::Tool(ToolCall {
+        tool: "message.send".into(),
+        arguments: json!({"conversation": "w", "text": "waiting"}),
+        ..ToolCall::default()
+    });
+    crate::control::call(&store_path, &sent).await.unwrap();
+    write(dir.path(), &server, &model(&first));
+    first.push([Reply::text("and again"), Reply::text("and again")]);
+    daemon.reload().await;
+    let now = Request::Say(Say {
+        say: "now?".into(),
+        conversation: Some("w".into()),
+    });
+    let answered = crate::control::call(&store_path, &now).await.unwrap();
+    assert_eq!(answered["text"], "and again");
+    let asked = first.requests();
+    let users: Vec<&Value> = asked[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| &m["content"])
+        .collect();
+    assert_eq!(users[0], "waiting", "{users:?}");
     daemon.drain().await;
 }

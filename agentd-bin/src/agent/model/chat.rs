@@ -3,10 +3,6 @@
 //! its answer streamed and read as it arrives ([`wire`](super::wire)), failed tries asked
 //! again as the [`Retry`] policy says ([`retry`](super::retry)), the whole within the
 //! completion's deadline.
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the turns complete their conversations with it")
-)]
 
 use std::fmt;
 use std::time::SystemTime;
