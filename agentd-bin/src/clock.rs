@@ -1,6 +1,11 @@
 //! The wall clock and the randomness the daemon's drivers read; the cores are handed them.
+//! [`Clock`] is the own tools' and the human gate's: tokio's clock, anchored on the wall
+//! clock, its waits ending at shutdown.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use agentd_tools::wait::{Clock as WaitClock, Woke};
+use tokio_util::sync::CancellationToken;
 
 /// The Unix time in milliseconds.
 pub(crate) fn wall_ms() -> i64 {
@@ -27,4 +32,38 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
 /// `tokio::time::pause()` moves it.
 pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
+}
+
+/// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the
+/// wall clock when made; its waits end when `shutdown` is cancelled.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    shutdown: CancellationToken,
+    wall_ms: i64,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose waits end at `shutdown`.
+    pub(crate) fn new(shutdown: CancellationToken) -> Self {
+        Self {
+            shutdown,
+            wall_ms: wall_ms(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl WaitClock for Clock {
+    fn now_ms(&self) -> i64 {
+        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.wall_ms.saturating_add(since)
+    }
+
+    async fn sleep(&self, duration: Duration) -> Woke {
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Woke::Elapsed,
+            () = self.shutdown.cancelled() => Woke::ShuttingDown,
+        }
+    }
 }

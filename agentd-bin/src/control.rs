@@ -47,8 +47,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::conversations::{Agent, ROOT, SayError};
-use crate::agent::human::Gate;
 use crate::events::Control;
+use crate::human::Gate;
 use crate::tools::{Events, Own};
 
 /// The socket's directory inside `store.path`, and its name there.

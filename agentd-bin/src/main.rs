@@ -17,6 +17,7 @@ mod demo;
 mod dial;
 mod events;
 mod http;
+mod human;
 mod store;
 mod telemetry;
 mod tools;

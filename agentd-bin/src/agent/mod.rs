@@ -1,12 +1,12 @@
 //! The agent: a model provider ([`model`]), conversations ([`conversations`]) whose turns
 //! ([`turn`]) call agentd's own tools and the tools of the servers held over turn workers
 //! ([`workers`]), under names models accept ([`names`]), each call carrying the turn's
-//! request metadata ([`meta`]) and its result read back as text ([`calls`]); human gates
-//! ([`human`]), and subagents.
+//! request metadata ([`meta`]) and its result read back as text ([`calls`]), and
+//! subagents. A server's elicitation on a worker is a question to a person
+//! ([`crate::human`]).
 
 pub(crate) mod calls;
 pub(crate) mod conversations;
-pub(crate) mod human;
 pub(crate) mod meta;
 pub(crate) mod model;
 pub(crate) mod names;

@@ -18,7 +18,6 @@ use tokio_util::task::TaskTracker;
 
 use super::calls::Runner;
 use super::conversations::{Agent, SayError, Setup};
-use super::human::Gate;
 use super::meta::{Place, TurnIds};
 use super::model::{Finish, Message, Reply, Request, ToolCall};
 use super::names::Offer;
@@ -26,6 +25,7 @@ use super::scripted::{Scene, Scripted, USED, calls, said, text};
 use super::turn::{Durable, Ended, History, Turn, TurnError};
 use super::workers::{self, Followed, Workers};
 use crate::config::Server;
+use crate::human::Gate;
 use crate::store::{self, Limits, Store};
 
 /// A turn's deadline, as configured unless set.

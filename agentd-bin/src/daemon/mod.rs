@@ -17,7 +17,7 @@
 //! The store (`store.path`) is opened at start and closed last; the control socket
 //! (`<store.path>/control/agentd.sock`, [`crate::control`]) serves agentd's own tools over it
 //! ([`crate::tools`]), the events tools of MCP Events, and the open questions of the human
-//! gate ([`crate::agent::human`]: made once at start, where it cancels the questions a last
+//! gate ([`crate::human`]: made once at start, where it cancels the questions a last
 //! run left open, and kept across reloads). A reload takes the new `[tools.grants]`;
 //! `store.path` changes at a restart only.
 //!
@@ -65,7 +65,6 @@ use tokio_util::task::TaskTracker;
 use self::server::{Handle, Report, Shared, Stop};
 use self::signals::{Signal, Signals};
 use crate::agent::conversations::{Agent, Held, Setup};
-use crate::agent::human::Gate;
 use crate::agent::model::chat::Chat;
 use crate::agent::model::retry::Retry;
 use crate::agent::model::{Model, ModelError};
@@ -74,6 +73,7 @@ use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
 use crate::events::{self, Events, Feed, Reports};
+use crate::human::Gate;
 use crate::store::{self, Limits, Store};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
