@@ -1,6 +1,7 @@
-//! The wall clock and the randomness the daemon's drivers read; the cores are handed them.
+//! The wall clock and the randomness the daemon's drivers read (the cores are handed them), and
+//! the doubling backoff of their retry schedules ([`Backoff`]).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The Unix time in milliseconds.
 pub(crate) fn wall_ms() -> i64 {
@@ -19,4 +20,34 @@ pub(crate) fn random() -> u32 {
 /// `tokio::time::pause()` moves it.
 pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
+}
+
+/// A wait that doubles after each failure, up to a ceiling.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub(crate) const fn new(first: Duration, max: Duration) -> Self {
+        Self {
+            first,
+            max,
+            next: first,
+        }
+    }
+
+    /// The wait after one more failure.
+    pub(crate) fn fail(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(self.max);
+        wait
+    }
+
+    /// Back to the first wait, after a success.
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first;
+    }
 }
