@@ -27,13 +27,23 @@
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 //!
+//! The agent's instruction ([`Instruction`], `[instruction]`) and skills ([`Skills`],
+//! `skills.sources`) are started with the servers and reach them through [`Held`]; the
+//! supervisor tells them what happens: a server connected (its listing), a server that could
+//! not be dialed, a subscribed resource changed, an MCP Events occurrence appended into the
+//! stream `instruction`. A reload hands them the new configuration: a changed
+//! `[instruction]` follows its new source, changed `skills.sources` are discovered as each
+//! server is listed again.
+//!
 //! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]): a signal, a server
-//! actor's [`Report`], or MCP Events' ([`events::Report`]: the store's health, which the own
-//! tools' `status` tells). What it holds is a [`Daemon`]: started once, reloaded as a
+//! actor's [`Report`], a subscribed resource's change, or MCP Events' ([`events::Report`]:
+//! the store's health, which the own tools' `status` tells, and occurrences for the
+//! instruction). What it holds is a [`Daemon`]: started once, reloaded as a
 //! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
 
+mod held;
 pub(crate) mod schedule;
 pub(crate) mod server;
 mod signals;
@@ -47,13 +57,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcp_negotiate::Catalog;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::server::{Handle, Report, Shared, Stop};
+use self::held::Held;
+use self::server::{Handle, Report, Shared, Stop, Update};
 use self::signals::{Signal, Signals};
 use crate::agent::human::Gate;
+use crate::agent::instruction::Instruction;
+use crate::agent::skills::Skills;
 use crate::config::{self, Config};
 use crate::control::Served;
 use crate::events::hooks::Routes;
@@ -62,7 +76,7 @@ use crate::store::{self, Limits, Store};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
-use crate::tools::Own;
+use crate::tools::{Agent, Own};
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -82,6 +96,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             Wake::Signal(Signal::Reload) => daemon.reload().await,
             Wake::Signal(Signal::Shutdown) => break,
             Wake::Server(report) => daemon.on_report(report),
+            Wake::Updated(update) => daemon.on_update(update),
             Wake::Events(report) => daemon.on_events_report(report),
         }
     }
@@ -96,6 +111,8 @@ enum Wake {
     Signal(Signal),
     /// A server's actor reported.
     Server(Report),
+    /// A subscribed resource changed (`None`: changes were missed).
+    Updated(Option<Update>),
     /// MCP Events reported.
     Events(events::Report),
 }
@@ -156,6 +173,15 @@ struct Daemon {
     servers: BTreeMap<String, Handle>,
     /// What the actors report.
     reports: mpsc::UnboundedReceiver<Report>,
+    /// The subscribed resources' changes.
+    updates: broadcast::Receiver<Update>,
+    /// The servers as the agent's parts reach them.
+    held: Held,
+    /// The instruction, and the skills.
+    instruction: Instruction,
+    skills: Skills,
+    /// Their tasks.
+    agent: TaskTracker,
     /// Where MCP Events reports (handed to it at its start), and what it reported.
     events_reports: Reports,
     events_reported: mpsc::UnboundedReceiver<events::Report>,
@@ -218,6 +244,7 @@ impl Daemon {
             }
         };
         let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
+        let updates = shared.updates();
         let (events_to, events_reported) = mpsc::unbounded_channel();
         let events_reports = Reports::new(events_to);
         let events_degraded = Arc::new(AtomicBool::new(false));
@@ -229,6 +256,24 @@ impl Daemon {
                 (server.name.clone(), handle)
             })
             .collect();
+        let held = Held::default();
+        held.set(&servers);
+        let agent = TaskTracker::new();
+        let instance = &config.instance;
+        let instruction = Instruction::start(
+            instance,
+            config.instruction.as_ref(),
+            Arc::new(held.clone()),
+            &agent,
+            shutdown.clone(),
+        );
+        let skills = Skills::start(
+            instance,
+            &config.skill_sources,
+            Arc::new(held.clone()),
+            &agent,
+            shutdown.clone(),
+        );
         let started = match Events::wanted(&config) {
             true => Some(
                 Events::start(
@@ -247,6 +292,7 @@ impl Daemon {
         let events = match started.transpose() {
             Ok(events) => events,
             Err(e) => {
+                shutdown.cancel();
                 let _ = std::fs::remove_file(crate::control::path(&config.store_path));
                 for handle in servers.into_values() {
                     handle.stop(Stop::Shutdown);
@@ -263,7 +309,7 @@ impl Daemon {
                 &shutdown,
                 &metrics,
                 &events_degraded,
-                &gate,
+                (&gate, &instruction, &skills),
             )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
@@ -294,6 +340,11 @@ impl Daemon {
             shared,
             servers,
             reports,
+            updates,
+            held,
+            instruction,
+            skills,
+            agent,
             events_reports,
             events_reported,
             events_degraded,
@@ -313,11 +364,18 @@ impl Daemon {
         tokio::select! {
             signal = signals.next() => Wake::Signal(signal),
             Some(report) = self.reports.recv() => Wake::Server(report),
+            update = self.updates.recv() => match update {
+                Ok(update) => Wake::Updated(Some(update)),
+                // Closed only with the supervisor, which holds the sender.
+                Err(RecvError::Lagged(_) | RecvError::Closed) => Wake::Updated(None),
+            },
             Some(report) = self.events_reported.recv() => Wake::Events(report),
         }
     }
 
-    /// Takes an actor's report: a listing of a server held now enters the catalogue.
+    /// Takes an actor's report: a listing of a server held now enters the catalogue, and
+    /// tells the instruction and the skills that the server is connected; a failed dial
+    /// tells the skills.
     fn on_report(&mut self, report: Report) {
         match report {
             Report::Listed {
@@ -326,18 +384,37 @@ impl Daemon {
                 catalog,
             } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.instruction.connected(&server);
+                    self.skills.listed(&server);
                     self.catalogue.insert(server, (id, catalog));
                     self.publish_catalogue();
+                }
+            }
+            Report::Unreachable { server, id } => {
+                if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.skills.unreachable(&server);
                 }
             }
         }
     }
 
-    /// Takes MCP Events' report: the store's health, as the own tools' `status` says it.
+    /// A subscribed resource changed, or changes were missed: the instruction is told.
+    fn on_update(&mut self, update: Option<Update>) {
+        match update {
+            Some(Update { server, uri }) => self.instruction.updated(&server, &uri),
+            None => self.instruction.missed(),
+        }
+    }
+
+    /// Takes MCP Events' report: the store's health, as the own tools' `status` says it; an
+    /// occurrence for the instruction, which reads it again.
     fn on_events_report(&mut self, report: events::Report) {
         match report {
             events::Report::Store { degraded } => {
                 self.events_degraded.store(degraded, Ordering::Relaxed);
+            }
+            events::Report::Instruction { server, event_type } => {
+                self.instruction.event(&server, &event_type);
             }
         }
     }
@@ -421,13 +498,15 @@ impl Daemon {
             },
             None => {}
         }
+        self.instruction.reload(new.instruction.as_ref());
+        self.skills.reload(&new.skill_sources);
         let tools = own_tools(
             &new,
             &self.store,
             &self.shutdown,
             &self.metrics,
             &self.events_degraded,
-            &self.gate,
+            (&self.gate, &self.instruction, &self.skills),
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
@@ -461,6 +540,7 @@ impl Daemon {
                 }
             }
         }
+        self.held.set(&self.servers);
         self.publish_catalogue();
     }
 
@@ -478,7 +558,8 @@ impl Daemon {
         }
         let _ = std::fs::remove_file(&self.socket);
         let events = self.events.map(Events::stop);
-        let (shared, listeners) = (self.shared, self.listeners);
+        let (shared, listeners, agent) = (self.shared, self.listeners, self.agent);
+        agent.close();
         let _ = tokio::time::timeout_at(deadline, async {
             let events = async {
                 if let Some(events) = events {
@@ -488,7 +569,8 @@ impl Daemon {
             tokio::join!(
                 events,
                 shared.drain(self.config.drain_timeout),
-                listeners.wait()
+                listeners.wait(),
+                agent.wait()
             );
         })
         .await;
@@ -496,25 +578,27 @@ impl Daemon {
     }
 }
 
-/// The own tools of `config` over `store`, their waits ending at `shutdown`, asking people
-/// through `gate`.
+/// The own tools of `config` over `store` and the agent's parts (asking people through
+/// `gate`), their waits ending at `shutdown`.
 fn own_tools(
     config: &Config,
     store: &Store,
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
-    gate: &Arc<Gate>,
+    (gate, instruction, skills): (&Arc<Gate>, &Instruction, &Skills),
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
-        &config.instance,
-        config.tool_grants.clone(),
-        config.max_value_bytes,
+        config,
         shutdown.clone(),
         metrics.clone(),
         events_degraded.clone(),
-        gate.clone(),
+        Agent {
+            humans: gate.clone(),
+            instruction: instruction.clone(),
+            skills: skills.clone(),
+        },
     ))
 }
 

@@ -1,6 +1,7 @@
 //! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
-//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), and a
-//! [`Clock`] on tokio's clock whose waits end at shutdown.
+//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), a
+//! [`Clock`] on tokio's clock whose waits end at shutdown, and the agent's instruction and
+//! skills ([`crate::agent`]).
 //!
 //! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
@@ -23,15 +24,29 @@ use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
 use agentd_tools::status::{Inbox, Report, Status};
 use agentd_tools::wait::{Clock as WaitClock, Record, Streams, Woke};
-use agentd_tools::{Caller, Error, Grants, Scope, Services, Tools};
+use agentd_tools::{Caller, Error, Scope, Services, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::human::Gate;
+use crate::agent::instruction::Instruction;
+use crate::agent::skills::Skills;
+use crate::config::Config;
 use crate::events::Control;
 use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
+
+/// The agent's parts the tools act on.
+#[derive(Debug, Clone)]
+pub(crate) struct Agent {
+    /// The questions to people: the daemon's one gate, kept across reloads.
+    pub(crate) humans: Arc<Gate>,
+    /// The instruction.
+    pub(crate) instruction: Instruction,
+    /// The skills.
+    pub(crate) skills: Skills,
+}
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
 /// counted.
@@ -42,30 +57,30 @@ pub(crate) struct Own {
 }
 
 impl Own {
-    /// The tools over `store`, offered as `grants` say, for `instance` (whose `status` it
-    /// names); their waits end at `shutdown`; `ask_human` asks through `humans`.
-    #[expect(clippy::too_many_arguments, reason = "each is a part of the daemon's")]
+    /// The tools of `config` (offered as its `[tools.grants]` say, for its instance, whose
+    /// `status` they name) over `store` and the `agent`'s parts; their waits end at
+    /// `shutdown`.
     pub(crate) fn new(
         store: Store,
-        instance: &str,
-        grants: Grants,
-        max_value_bytes: usize,
+        config: &Config,
         shutdown: CancellationToken,
         metrics: Arc<Metrics>,
         events_degraded: Arc<AtomicBool>,
-        humans: Arc<Gate>,
+        agent: Agent,
     ) -> Self {
         let durable = Durable {
             store,
-            instance: instance.to_owned(),
-            max_value_bytes,
+            instance: config.instance.clone(),
+            max_value_bytes: config.max_value_bytes,
             degraded: AtomicBool::new(false),
             events_degraded,
             clock: Clock::new(shutdown),
-            humans,
+            humans: agent.humans,
+            instruction: agent.instruction,
+            skills: agent.skills,
         };
         Self {
-            tools: Tools::new(durable, grants),
+            tools: Tools::new(durable, config.tool_grants.clone()),
             metrics,
         }
     }
@@ -182,6 +197,8 @@ pub(crate) struct Durable {
     clock: Clock,
     /// The questions to people: the daemon's one gate, kept across reloads.
     humans: Arc<Gate>,
+    instruction: Instruction,
+    skills: Skills,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -464,6 +481,8 @@ impl Services for Durable {
     type Status = Self;
     type Humans = Gate;
     type Clock = Clock;
+    type Instruction = Instruction;
+    type Skills = Skills;
 
     fn memory(&self) -> &Self {
         self
@@ -492,7 +511,13 @@ impl Services for Durable {
     fn clock(&self) -> &Clock {
         &self.clock
     }
+    fn instruction(&self) -> &Instruction {
+        &self.instruction
+    }
+    fn skills(&self) -> &Skills {
+        &self.skills
+    }
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
