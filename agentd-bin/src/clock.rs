@@ -1,5 +1,6 @@
-//! The wall clock and the randomness the daemon's drivers read (the cores are handed them), and
-//! the doubling backoff of their retry schedules ([`Backoff`]).
+//! The wall clock and the randomness the daemon's drivers read (the cores are handed them),
+//! the doubling backoff of their retry schedules ([`Backoff`]), and the clock of agentd's own
+//! tools ([`Clock`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -49,5 +50,39 @@ impl Backoff {
     /// Back to the first wait, after a success.
     pub(crate) fn reset(&mut self) {
         self.next = self.first;
+    }
+}
+
+/// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the
+/// wall clock when made; its waits end when `shutdown` is cancelled.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    shutdown: tokio_util::sync::CancellationToken,
+    wall_ms: i64,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose waits end at `shutdown`.
+    pub(crate) fn new(shutdown: tokio_util::sync::CancellationToken) -> Self {
+        Self {
+            shutdown,
+            wall_ms: wall_ms(),
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl agentd_tools::wait::Clock for Clock {
+    fn now_ms(&self) -> i64 {
+        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.wall_ms.saturating_add(since)
+    }
+
+    async fn sleep(&self, duration: Duration) -> agentd_tools::wait::Woke {
+        tokio::select! {
+            () = tokio::time::sleep(duration) => agentd_tools::wait::Woke::Elapsed,
+            () = self.shutdown.cancelled() => agentd_tools::wait::Woke::ShuttingDown,
+        }
     }
 }

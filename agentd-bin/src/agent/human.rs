@@ -31,10 +31,10 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::dial::ELICITATION_TIMEOUT;
 use crate::store::{self, Store};
 use crate::telemetry::catalogue::own;
-use crate::tools::{Clock, from_store};
 
 /// The questions of the instance, and their askers waiting.
 #[derive(Debug)]
@@ -162,7 +162,7 @@ impl Humans for Gate {
         if let Err(e) = opened.await {
             asked.waiting = false;
             self.waiting().remove(&id);
-            return Err(from_store("ask_human", e));
+            return Err(e.into_tool("ask_human", ""));
         }
         own::human_asked(&self.instance, id, origin.kind(), origin.from());
         let answer = tokio::select! {
@@ -175,17 +175,17 @@ impl Humans for Gate {
         }
         // Unanswered in time: withdrawn, unless an answer was recorded meanwhile.
         let withdrawn = self.withdraw(id, &origin).await;
-        if withdrawn.map_err(|e| from_store("ask_human", e))? {
+        if withdrawn.map_err(|e| e.into_tool("ask_human", ""))? {
             return Ok(Reply::new(id, None));
         }
         let kept = self.store.question(id).await;
-        let kept = kept.map_err(|e| from_store("ask_human", e))?;
+        let kept = kept.map_err(|e| e.into_tool("ask_human", ""))?;
         Ok(Reply::new(id, kept.and_then(|q| q.answer)))
     }
 
     async fn open(&self) -> Result<Vec<Question>, Error> {
         let open = self.store.questions_open().await;
-        let open = open.map_err(|e| from_store("human", e))?;
+        let open = open.map_err(|e| e.into_tool("human", ""))?;
         Ok(open
             .into_iter()
             .map(|q| Question::new(q.id, q.origin, &q.text, q.schema, q.asked_ms))
@@ -199,7 +199,7 @@ impl Humans for Gate {
             store::Error::NotFound { .. } => Error::NotFound {
                 what: format!("open question {id}"),
             },
-            e => from_store("human", e),
+            e => e.into_tool("human", ""),
         })?;
         own::human_answered(&self.instance, id, origin.kind(), origin.from());
         if let Some(told) = self.waiting().remove(&id) {

@@ -110,6 +110,58 @@ impl Error {
         }
     }
 
+    /// The error as agentd's tools say it, of a request for `tool` about `key`: every kind
+    /// has its counterpart; a closed store means the daemon is shutting down.
+    pub(crate) fn into_tool(self, tool: &'static str, key: &str) -> agentd_tools::Error {
+        use agentd_tools::Error as T;
+        match self {
+            Self::Closed => T::ShuttingDown,
+            Self::Dir { .. }
+            | Self::Thread(_)
+            | Self::Sqlite(_)
+            | Self::Version { .. }
+            | Self::Store(_)
+            | Self::Corrupt(_) => T::Store {
+                detail: self.to_string(),
+            },
+            Self::BadKey { rule } => T::BadKey { reason: rule },
+            Self::Invalid { pointer, rule } => T::InvalidArguments {
+                tool: tool.to_owned(),
+                pointer,
+                message: rule.clone(),
+                rule,
+            },
+            Self::TooLarge { what, bytes, limit } => T::TooLarge {
+                what,
+                size: bytes,
+                max: limit,
+            },
+            Self::VersionMismatch { current } => T::VersionMismatch {
+                key: key.to_owned(),
+                current,
+            },
+            Self::NotAnArray => T::NotAnArray {
+                key: key.to_owned(),
+            },
+            Self::Exists { what } => T::Exists {
+                what: what.to_owned(),
+            },
+            Self::NotFound { what } => T::NotFound {
+                what: what.to_owned(),
+            },
+            Self::AlreadyFinished { unit } => T::AlreadyFinished { unit },
+            Self::BadAnswer {
+                pointer,
+                rule,
+                message,
+            } => T::BadAnswer {
+                pointer,
+                rule,
+                message,
+            },
+        }
+    }
+
     /// `Invalid` at `pointer`.
     pub(super) fn invalid(pointer: impl Into<String>, rule: impl Into<String>) -> Self {
         Self::Invalid {

@@ -1,7 +1,7 @@
 //! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
-//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), a
-//! [`Clock`] on tokio's clock whose waits end at shutdown, and the agent's instruction and
-//! skills ([`crate::agent`]).
+//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), the
+//! daemon's [`Clock`] (tokio's, its waits ending at shutdown), and the agent's parts
+//! ([`Agent`]: the human gate, the instruction and the skills).
 //!
 //! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use agentd_tools::artifact::{Artifact, Artifacts, Listed};
 use agentd_tools::finish::{Outcome, Units};
@@ -23,7 +22,7 @@ use agentd_tools::memory::{End, Entry, Memory, Page, Taken, Versioned};
 use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
 use agentd_tools::status::{Inbox, Report, Status};
-use agentd_tools::wait::{Clock as WaitClock, Record, Streams, Woke};
+use agentd_tools::wait::{Record, Streams};
 use agentd_tools::{Caller, Error, Scope, Services, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -31,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::human::Gate;
 use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::events::Control;
 use crate::store::{self, Store, units};
@@ -148,40 +148,6 @@ pub(crate) struct Events<'a> {
     pub(crate) owner: &'a str,
 }
 
-/// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the
-/// wall clock when made; its waits end when `shutdown` is cancelled.
-#[derive(Debug)]
-pub(crate) struct Clock {
-    shutdown: CancellationToken,
-    wall_ms: i64,
-    start: tokio::time::Instant,
-}
-
-impl Clock {
-    /// A clock whose waits end at `shutdown`.
-    pub(crate) fn new(shutdown: CancellationToken) -> Self {
-        Self {
-            shutdown,
-            wall_ms: crate::clock::wall_ms(),
-            start: tokio::time::Instant::now(),
-        }
-    }
-}
-
-impl WaitClock for Clock {
-    fn now_ms(&self) -> i64 {
-        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.wall_ms.saturating_add(since)
-    }
-
-    async fn sleep(&self, duration: Duration) -> Woke {
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Woke::Elapsed,
-            () = self.shutdown.cancelled() => Woke::ShuttingDown,
-        }
-    }
-}
-
 /// The services of the tools over the store: memory, artifacts, plans, inboxes, streams,
 /// finished units and the instance's status, and the human gate's questions. The store is
 /// *degraded* while its last request failed of its own fault (a `store` error); the next that
@@ -213,65 +179,8 @@ impl Durable {
     fn answer<T>(&self, about: About<'_>, answer: Result<T, store::Error>) -> Result<T, Error> {
         let degraded = matches!(&answer, Err(e) if e.code() == "store");
         self.degraded.store(degraded, Ordering::Relaxed);
-        answer.map_err(|e| tool_error(about, e))
+        answer.map_err(|e| e.into_tool(about.tool, about.key))
     }
-}
-
-/// A store error as the tools' [`Error`]: every kind has its counterpart; a closed store
-/// means the daemon is shutting down.
-fn tool_error(about: About<'_>, e: store::Error) -> Error {
-    use store::Error as S;
-    match e {
-        S::Closed => Error::ShuttingDown,
-        S::Dir { .. }
-        | S::Thread(_)
-        | S::Sqlite(_)
-        | S::Version { .. }
-        | S::Store(_)
-        | S::Corrupt(_) => Error::Store {
-            detail: e.to_string(),
-        },
-        S::BadKey { rule } => Error::BadKey { reason: rule },
-        S::Invalid { pointer, rule } => Error::InvalidArguments {
-            tool: about.tool.to_owned(),
-            pointer,
-            message: rule.clone(),
-            rule,
-        },
-        S::TooLarge { what, bytes, limit } => Error::TooLarge {
-            what,
-            size: bytes,
-            max: limit,
-        },
-        S::VersionMismatch { current } => Error::VersionMismatch {
-            key: about.key.to_owned(),
-            current,
-        },
-        S::NotAnArray => Error::NotAnArray {
-            key: about.key.to_owned(),
-        },
-        S::Exists { what } => Error::Exists {
-            what: what.to_owned(),
-        },
-        S::NotFound { what } => Error::NotFound {
-            what: what.to_owned(),
-        },
-        S::AlreadyFinished { unit } => Error::AlreadyFinished { unit },
-        S::BadAnswer {
-            pointer,
-            rule,
-            message,
-        } => Error::BadAnswer {
-            pointer,
-            rule,
-            message,
-        },
-    }
-}
-
-/// A store error of a request for `tool`, as the tools' [`Error`].
-pub(crate) fn from_store(tool: &'static str, e: store::Error) -> Error {
-    tool_error(about(tool, ""), e)
 }
 
 /// A request about `key`, for `tool`.
