@@ -1,11 +1,8 @@
-//! The wall clock and the randomness the daemon's drivers read; the cores are handed them.
-//! [`Clock`] is the own tools' and the human gate's: tokio's clock, anchored on the wall
-//! clock, its waits ending at shutdown.
+//! The wall clock and the randomness the daemon's drivers read (the cores are handed them),
+//! the doubling backoff of their retry schedules ([`Backoff`]), and the clock of agentd's own
+//! tools ([`Clock`]).
 
 use std::time::{Duration, SystemTime};
-
-use agentd_tools::wait::{Clock as WaitClock, Woke};
-use tokio_util::sync::CancellationToken;
 
 /// The Unix time in milliseconds.
 pub(crate) fn wall_ms() -> i64 {
@@ -34,18 +31,48 @@ pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
+/// A wait that doubles after each failure, up to a ceiling.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub(crate) const fn new(first: Duration, max: Duration) -> Self {
+        Self {
+            first,
+            max,
+            next: first,
+        }
+    }
+
+    /// The wait after one more failure.
+    pub(crate) fn fail(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(self.max);
+        wait
+    }
+
+    /// Back to the first wait, after a success.
+    pub(crate) fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
+
 /// Time as tokio's clock tells it (so that `tokio::time::pause()` moves it), anchored on the
 /// wall clock when made; its waits end when `shutdown` is cancelled.
 #[derive(Debug)]
 pub(crate) struct Clock {
-    shutdown: CancellationToken,
+    shutdown: tokio_util::sync::CancellationToken,
     wall_ms: i64,
     start: tokio::time::Instant,
 }
 
 impl Clock {
     /// A clock whose waits end at `shutdown`.
-    pub(crate) fn new(shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(shutdown: tokio_util::sync::CancellationToken) -> Self {
         Self {
             shutdown,
             wall_ms: wall_ms(),
@@ -54,16 +81,16 @@ impl Clock {
     }
 }
 
-impl WaitClock for Clock {
+impl agentd_tools::wait::Clock for Clock {
     fn now_ms(&self) -> i64 {
         let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
         self.wall_ms.saturating_add(since)
     }
 
-    async fn sleep(&self, duration: Duration) -> Woke {
+    async fn sleep(&self, duration: Duration) -> agentd_tools::wait::Woke {
         tokio::select! {
-            () = tokio::time::sleep(duration) => Woke::Elapsed,
-            () = self.shutdown.cancelled() => Woke::ShuttingDown,
+            () = tokio::time::sleep(duration) => agentd_tools::wait::Woke::Elapsed,
+            () = self.shutdown.cancelled() => agentd_tools::wait::Woke::ShuttingDown,
         }
     }
 }

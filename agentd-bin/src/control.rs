@@ -467,8 +467,6 @@ pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallErr
 
 #[cfg(test)]
 mod tests {
-    use agentd_tools::Grants;
-
     use super::*;
     use crate::store::{Limits, Store};
     use crate::telemetry::metrics::Metrics;
@@ -541,19 +539,9 @@ mod tests {
         let store = Store::open(dir.path(), limits).await.unwrap();
         let metrics = Arc::new(Metrics::default());
         let shutdown = CancellationToken::new();
-        let gate = Gate::start(store.clone(), "t", shutdown.clone())
-            .await
-            .unwrap();
-        let own = Own::new(
-            store,
-            "t",
-            Grants::default(),
-            1024,
-            shutdown,
-            metrics,
-            Arc::default(),
-            gate,
-        );
+        let config = crate::config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
+        let agent = crate::tools::tests::parts(&store, &shutdown).await;
+        let own = Own::new(store, &config, shutdown, metrics, Arc::default(), agent);
         let served = Served {
             tools: Some(Arc::new(own)),
             ..Served::default()

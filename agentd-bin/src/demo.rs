@@ -123,7 +123,7 @@ async fn one(
         server: name.to_owned(),
         step,
     };
-    let connection = tokio::time::timeout(DIAL, held.connection())
+    let connection = tokio::time::timeout(DIAL, held.reach().connection())
         .await
         .ok()
         .flatten()
@@ -145,7 +145,8 @@ async fn one(
         .to_owned();
 
     let mut updates = shared.updates();
-    held.subscribe(URI, OWNER)
+    held.reach()
+        .subscribe(URI, OWNER)
         .await
         .map_err(|e| failed(Step::Subscribe(e)))?;
     let toucher = server.clone();
@@ -182,7 +183,8 @@ async fn one(
         Some(mcp_wire::ResourceContents::Text { text, .. }) => text.clone(),
         _ => "?".to_owned(),
     };
-    held.release(URI, OWNER)
+    held.reach()
+        .release(URI, OWNER)
         .await
         .map_err(|e| failed(Step::Release(e)))?;
     Ok(vec![

@@ -144,8 +144,8 @@ enum Command {
     /// Print the MCP revisions agentd speaks.
     Revisions,
     /// agentd's own tools (memory, artifacts, plans, messages, status, sleep, await,
-    /// ask_human, finish, and the events tools for an owner) on the running daemon, through its
-    /// control socket (`<store.path>/control/agentd.sock`).
+    /// ask_human, finish, the instruction, skills, and the events tools for an owner) on the
+    /// running daemon, through its control socket (`<store.path>/control/agentd.sock`).
     ///
     /// Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad
     /// usage, or arguments that are not a JSON object; 3 the daemon is not running; 4

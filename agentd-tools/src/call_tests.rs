@@ -8,10 +8,20 @@ use serde_json::{Value, json};
 
 use crate::in_memory::InMemory;
 use crate::schema::assert_answer;
+use crate::skills::{Argument, LOADED_MAX, Role, Said, Skill};
 use crate::{Caller, Error, Grants, Scope, Tools, catalogue, testing};
 
 fn tools() -> Tools<InMemory> {
-    Tools::new(InMemory::new("agent-1"), Grants::default())
+    Tools::new(seeded(InMemory::new("agent-1")), Grants::default())
+}
+
+/// `services` with an instruction resource on server `docs` and its skill `docs/greet`.
+fn seeded(services: InMemory) -> InMemory {
+    services.resource("docs", "docs://instruction", "Be brief.");
+    let who = Argument::new("who", Some("whom to greet"), true);
+    let greet = Skill::new("docs", "greet", Some("Greets"), vec![who]);
+    services.skill(greet, vec![Said::new(Role::User, "Say hello to {who}.")]);
+    services
 }
 
 /// Calls `name` for `caller`; every answer must fit the tool's output schema.
@@ -46,6 +56,10 @@ async fn the_in_memory_services_conform() {
     testing::check_messages(&services).await;
     testing::check_units(&services).await;
     testing::check_humans(&services, &services).await;
+    let services = seeded(services);
+    testing::check_instruction(&services, "docs", "docs://instruction", "Be brief.").await;
+    let who = std::collections::BTreeMap::from([("who".to_owned(), "Ada".to_owned())]);
+    testing::check_skills(&services, "docs/greet", who).await;
     // And at the default bound.
     testing::check_memory(&InMemory::new("i")).await;
 }
@@ -195,6 +209,41 @@ async fn each_built_tool_checks_its_arguments_first() {
             "/status",
             "enum",
         ),
+        (
+            "instruction.read",
+            json!({}),
+            json!({"verbose": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "instruction.subscribe",
+            json!({"uri": "docs://instruction", "server": "docs"}),
+            json!({"server": "docs"}),
+            "",
+            "required",
+        ),
+        (
+            "skills.list",
+            json!({}),
+            json!({"all": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "skills.load",
+            json!({"name": "docs/greet", "arguments": {"who": "Ada"}}),
+            json!({"name": "docs/greet", "arguments": {"who": 1}}),
+            "/arguments/who",
+            "type",
+        ),
+        (
+            "skills.unload",
+            json!({"name": "docs/greet"}),
+            json!({"name": ""}),
+            "/name",
+            "minLength",
+        ),
         // Last: nobody answers here, so its valid call is made once the services shut down,
         // and is answered cancelled at once.
         (
@@ -290,7 +339,7 @@ async fn grants_refuse_and_narrow() {
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
     assert!(!names.contains(&"workflow.run"), "not built: not offered");
-    assert_eq!(offered(&t, Scope::Root).len(), 21);
+    assert_eq!(offered(&t, Scope::Root).len(), 26);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
     let narrow = Tools::new(InMemory::new("i"), grants);
@@ -917,6 +966,107 @@ async fn a_question_s_bounds_hold_at_the_bound_and_refuse_one_past() {
     assert_eq!(asked(json!({"question": "?"})).await, "invalid_arguments");
     // Every question asked at the bound was withdrawn when its asker went.
     assert_eq!(crate::human::Humans::open(t.services()).await, Ok(vec![]));
+}
+
+#[tokio::test]
+async fn instruction_and_skills_through_the_tools() {
+    let t = Tools::new(seeded(InMemory::new("agent-1").at(7)), Grants::default());
+    let sub = Caller::subagent("s1");
+    // Nothing followed yet.
+    let read = call(&t, &sub, "instruction.read", json!({})).await;
+    assert_eq!(
+        read,
+        Ok(
+            json!({"server": null, "uri": null, "text": null, "read_at_ms": null, "subscribed": false})
+        )
+    );
+    // Only root switches; a template, no server at all, and an unknown one are refused.
+    let switch = json!({"uri": "docs://instruction", "server": "docs"});
+    let refused = call(&t, &sub, "instruction.subscribe", switch.clone()).await;
+    assert_eq!(code(refused), "not_granted");
+    let template = json!({"uri": "docs://{name}", "server": "docs"});
+    let got = root(&t, "instruction.subscribe", template).await;
+    assert!(
+        matches!(&got, Err(Error::InvalidArguments { pointer, rule, .. }) if pointer == "/uri" && rule == "concrete"),
+        "{got:?}"
+    );
+    let unnamed = root(
+        &t,
+        "instruction.subscribe",
+        json!({"uri": "docs://instruction"}),
+    )
+    .await;
+    assert_eq!(code(unnamed), "not_found");
+    let unknown = json!({"uri": "docs://instruction", "server": "nope"});
+    assert_eq!(
+        code(root(&t, "instruction.subscribe", unknown).await),
+        "not_found"
+    );
+    let followed = root(&t, "instruction.subscribe", switch).await.unwrap();
+    let want = json!({
+        "server": "docs",
+        "uri": "docs://instruction",
+        "text": "Be brief.",
+        "read_at_ms": 7,
+        "subscribed": true,
+    });
+    assert_eq!(followed, want);
+    assert_eq!(
+        call(&t, &sub, "instruction.read", json!({})).await,
+        Ok(want)
+    );
+
+    // Skills: listed, loaded per unit, unloaded.
+    let listed = call(&t, &sub, "skills.list", json!({})).await.unwrap();
+    assert_eq!(
+        listed,
+        json!({
+            "skills": [{
+                "name": "docs/greet",
+                "server": "docs",
+                "prompt": "greet",
+                "description": "Greets",
+                "arguments": [{"name": "who", "description": "whom to greet", "required": true}],
+            }],
+            "loaded": [],
+        })
+    );
+    let load = json!({"name": "docs/greet", "arguments": {"who": "Ada"}});
+    let loaded = call(&t, &sub, "skills.load", load.clone()).await;
+    assert_eq!(
+        loaded,
+        Ok(json!({
+            "name": "docs/greet",
+            "server": "docs",
+            "messages": 1,
+            "bytes": 17,
+            "loaded": ["docs/greet"],
+        }))
+    );
+    let listed = root(&t, "skills.list", json!({})).await.unwrap();
+    assert_eq!(listed["loaded"], json!([]), "another unit's set");
+    let bare = root(&t, "skills.load", json!({"name": "docs/greet"})).await;
+    assert_eq!(code(bare), "invalid_arguments");
+    let unknown = root(&t, "skills.load", json!({"name": "greet"})).await;
+    assert_eq!(code(unknown), "not_found");
+    let unload = json!({"name": "docs/greet"});
+    let unloaded = call(&t, &sub, "skills.unload", unload.clone()).await;
+    assert_eq!(unloaded, Ok(json!({"unloaded": true, "loaded": []})));
+    let again = call(&t, &sub, "skills.unload", unload).await;
+    assert_eq!(again, Ok(json!({"unloaded": false, "loaded": []})));
+
+    // The set's bound on skills, through the tools: one past is refused.
+    for i in 0..LOADED_MAX {
+        let skill = Skill::new("docs", &format!("p{i}"), None, vec![]);
+        t.services()
+            .skill(skill, vec![Said::new(Role::Assistant, "ok")]);
+        let name = format!("docs/p{i}");
+        root(&t, "skills.load", json!({"name": name}))
+            .await
+            .unwrap();
+    }
+    let past = root(&t, "skills.load", load).await;
+    assert_eq!(code(past), "too_large");
 }
 
 #[test]

@@ -110,6 +110,23 @@ pub enum Error {
     },
     /// The runtime MCP Events subscriptions refused (`refused`).
     Refused(Refused),
+    /// The MCP server is configured but not connected now (`not_connected`).
+    NotConnected {
+        /// The server.
+        server: String,
+    },
+    /// The MCP server failed a request, or could not be reached (`server`).
+    Server {
+        /// The server.
+        server: String,
+        /// What failed.
+        detail: String,
+    },
+    /// A resource holds binary contents where text is needed (`not_text`).
+    NotText {
+        /// The resource's URI.
+        uri: String,
+    },
 }
 
 impl Error {
@@ -133,6 +150,9 @@ impl Error {
             Self::ShuttingDown => "shutting_down",
             Self::BadAnswer { .. } => "bad_answer",
             Self::Refused(_) => "refused",
+            Self::NotConnected { .. } => "not_connected",
+            Self::Server { .. } => "server",
+            Self::NotText { .. } => "not_text",
         }
     }
 
@@ -210,6 +230,9 @@ impl fmt::Display for Error {
                 message,
             } => write!(f, "the answer at {pointer:?} breaks {rule}: {message}"),
             Self::Refused(refused) => refused.fmt(f),
+            Self::NotConnected { server } => write!(f, "server {server:?} is not connected"),
+            Self::Server { server, detail } => write!(f, "server {server:?}: {detail}"),
+            Self::NotText { uri } => write!(f, "{uri} holds binary contents, not text"),
         }
     }
 }

@@ -15,9 +15,11 @@ use serde_json::Value;
 use crate::artifact::{Artifact, Artifacts, Listed};
 use crate::finish::{Outcome, Units};
 use crate::human::{self, Humans, Origin, Question, Reply};
+use crate::instruction::{Current, Instruction, Source};
 use crate::memory::{self, End, Entry, Memory, Page, Taken, Versioned};
 use crate::message::{Message, Messages};
 use crate::plan::{Plan, Plans, Step, Update};
+use crate::skills::{Loaded, LoadedSet, Said, Skill, Skills};
 use crate::status::{Inbox, Report, Status};
 use crate::wait::{Clock, Record, Streams, Woke};
 use crate::{Error, Services};
@@ -66,6 +68,13 @@ struct State {
     /// Moves on at every answer, move of the clock and shutdown: what waiting askers wait for.
     generation: u64,
     wakers: Vec<Waker>,
+    /// The text of each resource an instruction may be read from, by server and URI.
+    resources: BTreeMap<(String, String), String>,
+    instruction: Current,
+    /// The catalogue, each skill with the messages loading it gives (each `{argument}` in
+    /// them replaced by the argument's value).
+    skills: Vec<(Skill, Vec<Said>)>,
+    loaded: BTreeMap<String, LoadedSet>,
 }
 
 /// A question and how it stands.
@@ -140,6 +149,18 @@ impl InMemory {
         seq
     }
 
+    /// Resource `uri` of `server` holds `text` from now on, for the instruction to follow.
+    pub fn resource(&self, server: &str, uri: &str, text: &str) {
+        let key = (server.to_owned(), uri.to_owned());
+        self.lock().resources.insert(key, text.to_owned());
+    }
+
+    /// Offers `skill`, loaded as `messages` (each `{argument}` in them replaced by the
+    /// argument's value).
+    pub fn skill(&self, skill: Skill, messages: Vec<Said>) {
+        self.lock().skills.push((skill, messages));
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock leaves maps that are still whole.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -156,6 +177,8 @@ impl Services for InMemory {
     type Status = Self;
     type Humans = Self;
     type Clock = Self;
+    type Instruction = Self;
+    type Skills = Self;
 
     fn memory(&self) -> &Self {
         self
@@ -182,6 +205,12 @@ impl Services for InMemory {
         self
     }
     fn clock(&self) -> &Self {
+        self
+    }
+    fn instruction(&self) -> &Self {
+        self
+    }
+    fn skills(&self) -> &Self {
         self
     }
 }
@@ -578,5 +607,101 @@ impl Humans for InMemory {
         }
         self.changed_now();
         Ok(())
+    }
+}
+
+impl Instruction for InMemory {
+    async fn current(&self) -> Result<Current, Error> {
+        Ok(self.lock().instruction.clone())
+    }
+
+    async fn follow(&self, server: Option<&str>, uri: &str) -> Result<Current, Error> {
+        let now_ms = self.now_ms();
+        let mut state = self.lock();
+        let followed = state.instruction.source.as_ref().map(|s| s.server.clone());
+        let server = server
+            .map(str::to_owned)
+            .or(followed)
+            .ok_or(Error::NotFound {
+                what: "instruction server".to_owned(),
+            })?;
+        if !state.resources.keys().any(|(s, _)| *s == server) {
+            return Err(Error::NotFound {
+                what: format!("server {server:?}"),
+            });
+        }
+        let key = (server.clone(), uri.to_owned());
+        let text = state.resources.get(&key).cloned().ok_or(Error::Server {
+            server: server.clone(),
+            detail: format!("no resource {uri}"),
+        })?;
+        if text.len() > crate::instruction::TEXT_MAX {
+            return Err(Error::TooLarge {
+                what: "instruction",
+                size: text.len(),
+                max: crate::instruction::TEXT_MAX,
+            });
+        }
+        state.instruction = Current {
+            source: Some(Source::new(&server, uri)),
+            text: Some(text),
+            read_at_ms: Some(now_ms),
+            subscribed: true,
+        };
+        Ok(state.instruction.clone())
+    }
+}
+
+impl Skills for InMemory {
+    async fn list(&self) -> Result<Vec<Skill>, Error> {
+        Ok(self.lock().skills.iter().map(|(s, _)| s.clone()).collect())
+    }
+
+    async fn loaded(&self, unit: &str) -> Result<Vec<String>, Error> {
+        let state = self.lock();
+        Ok(state
+            .loaded
+            .get(unit)
+            .map(LoadedSet::names)
+            .unwrap_or_default())
+    }
+
+    async fn load(
+        &self,
+        unit: &str,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<Loaded, Error> {
+        let mut state = self.lock();
+        let (skill, messages) = state
+            .skills
+            .iter()
+            .find(|(s, _)| s.name == name)
+            .cloned()
+            .ok_or_else(|| Error::NotFound {
+                what: format!("skill {name:?}"),
+            })?;
+        skill.check(&arguments)?;
+        let said = messages.iter().map(|m| {
+            let text = arguments.iter().fold(m.text.clone(), |text, (k, v)| {
+                text.replace(&format!("{{{k}}}"), v)
+            });
+            Said::new(m.role, &text)
+        });
+        let loaded = Loaded::new(&skill, said.collect());
+        state
+            .loaded
+            .entry(unit.to_owned())
+            .or_default()
+            .load(loaded.clone())?;
+        Ok(loaded)
+    }
+
+    async fn unload(&self, unit: &str, name: &str) -> Result<bool, Error> {
+        let mut state = self.lock();
+        Ok(state
+            .loaded
+            .get_mut(unit)
+            .is_some_and(|set| set.unload(name)))
     }
 }

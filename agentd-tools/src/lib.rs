@@ -14,12 +14,14 @@ pub mod finish;
 mod grants;
 pub mod human;
 pub mod in_memory;
+pub mod instruction;
 pub mod memory;
 pub mod message;
 pub mod meta;
 pub mod plan;
 pub mod runtime;
 mod schema;
+pub mod skills;
 pub mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -494,7 +496,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 25, "{built:?}");
+        assert_eq!(built.len(), 30, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -502,6 +504,8 @@ mod tests {
             "await",
             "status",
             "ask_human",
+            "instruction.subscribe",
+            "skills.unload",
         ] {
             assert!(built.contains(&name), "{name}");
         }

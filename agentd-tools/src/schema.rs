@@ -54,7 +54,7 @@ pub(crate) fn input(tool: &str) -> Option<Value> {
     let id = |name: &str| object(json!({name: text()}), &[name]);
     let schema = match tool {
         "instruction.read" => none(),
-        "instruction.subscribe" => object(json!({"uri": text()}), &[]),
+        "instruction.subscribe" => object(json!({"uri": text(), "server": text()}), &["uri"]),
         "subagent.run" => object(
             json!({
                 "task": text(),
@@ -210,7 +210,14 @@ pub(crate) fn input(tool: &str) -> Option<Value> {
             &["questions"],
         ),
         "skills.list" => none(),
-        "skills.load" | "skills.unload" => id("name"),
+        "skills.load" => object(
+            json!({
+                "name": text(),
+                "arguments": {"type": "object", "additionalProperties": {"type": "string"}},
+            }),
+            &["name"],
+        ),
+        "skills.unload" => id("name"),
         "finish" => object(
             json!({"status": {"enum": ["done", "failed", "cancelled"]}, "summary": {"type": "string"}}),
             &["status", "summary"],
@@ -306,6 +313,25 @@ fn event_type() -> Value {
     )
 }
 
+fn nullable(kind: &str) -> Value {
+    json!({"type": [kind, "null"]})
+}
+
+fn skill() -> Value {
+    let argument = record(json!({
+        "name": text(),
+        "description": nullable("string"),
+        "required": boolean(),
+    }));
+    record(json!({
+        "name": text(),
+        "server": text(),
+        "prompt": text(),
+        "description": nullable("string"),
+        "arguments": list(argument),
+    }))
+}
+
 /// The JSON Schema of `tool`'s answer; `None` for a tool not built, and only for one.
 pub(crate) fn output(tool: &str) -> Option<Value> {
     let schema = match tool {
@@ -369,6 +395,22 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
             record(json!({"subscription": subscription()}))
         }
         "events.subscriptions" => record(json!({"subscriptions": list(subscription())})),
+        "instruction.read" | "instruction.subscribe" => record(json!({
+            "server": nullable("string"),
+            "uri": nullable("string"),
+            "text": nullable("string"),
+            "read_at_ms": nullable("integer"),
+            "subscribed": boolean(),
+        })),
+        "skills.list" => record(json!({"skills": list(skill()), "loaded": list(text())})),
+        "skills.load" => record(json!({
+            "name": text(),
+            "server": text(),
+            "messages": natural(),
+            "bytes": natural(),
+            "loaded": list(text()),
+        })),
+        "skills.unload" => record(json!({"unloaded": boolean(), "loaded": list(text())})),
         _ => return None,
     };
     Some(schema)

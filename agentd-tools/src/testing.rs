@@ -15,6 +15,7 @@
 //! # }
 //! ```
 
+use std::collections::BTreeMap;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -25,9 +26,11 @@ use crate::Error;
 use crate::artifact::{Artifact, Artifacts, Listed};
 use crate::finish::{Outcome, Units};
 use crate::human::{ANSWER_MAX, Humans, Origin, Question, Reply};
+use crate::instruction::{Instruction, Source};
 use crate::memory::{End, Memory, Taken, Versioned};
 use crate::message::Messages;
 use crate::plan::{Plan, Plans, Status, Step, Update};
+use crate::skills::Skills;
 use crate::wait::Clock;
 
 /// Checks [`Memory`]: versions, compare-and-set, listing pages, queues, the value bound
@@ -333,6 +336,62 @@ pub async fn check_humans(service: &impl Humans, clock: &impl Clock) {
         assert_eq!(asked_by_check(service).await.len(), 1);
     }
     assert_eq!(asked_by_check(service).await, []);
+}
+
+/// Checks [`Instruction`]: a server not configured is refused and nothing changes; resource
+/// `uri` of `server` (holding `text`) is followed once read, and followed again when no
+/// server is named.
+pub async fn check_instruction(service: &impl Instruction, server: &str, uri: &str, text: &str) {
+    let before = service.current().await.unwrap();
+    let unknown = service.follow(Some("check-no-such-server"), uri).await;
+    assert!(
+        matches!(unknown, Err(Error::NotFound { .. })),
+        "{unknown:?}"
+    );
+    assert_eq!(service.current().await.unwrap(), before);
+    let followed = service.follow(Some(server), uri).await.unwrap();
+    assert_eq!(followed.source, Some(Source::new(server, uri)));
+    assert_eq!(followed.text.as_deref(), Some(text));
+    assert!(followed.read_at_ms.is_some());
+    assert_eq!(service.current().await.unwrap(), followed);
+    let again = service.follow(None, uri).await.unwrap();
+    assert_eq!(again.source, followed.source);
+    assert_eq!(again.text, followed.text);
+}
+
+/// Checks [`Skills`]: skill `name` (in the catalogue, loaded with `arguments`, which give
+/// every argument it requires) is loaded into one unit's set only, once however often it is
+/// loaded, and unloaded; a skill not in the catalogue, and missing arguments, are refused.
+pub async fn check_skills(service: &impl Skills, name: &str, arguments: BTreeMap<String, String>) {
+    let (unit, other) = ("check:skills", "check:other");
+    let listed = service.list().await.unwrap();
+    let skill = listed.iter().find(|s| s.name == name).expect("the skill");
+    assert_eq!(service.loaded(unit).await, Ok(vec![]));
+    let missing = service
+        .load(unit, "check/no-such-skill", BTreeMap::new())
+        .await;
+    assert!(
+        matches!(missing, Err(Error::NotFound { .. })),
+        "{missing:?}"
+    );
+    if skill.arguments.iter().any(|a| a.required) {
+        let bare = service.load(unit, name, BTreeMap::new()).await;
+        assert!(
+            matches!(bare, Err(Error::InvalidArguments { .. })),
+            "{bare:?}"
+        );
+    }
+    let loaded = service.load(unit, name, arguments.clone()).await.unwrap();
+    assert_eq!(loaded.name, name);
+    assert!(!loaded.messages.is_empty());
+    assert_eq!(service.loaded(unit).await, Ok(vec![name.to_owned()]));
+    service.load(unit, name, arguments).await.unwrap();
+    assert_eq!(service.loaded(unit).await, Ok(vec![name.to_owned()]));
+    assert_eq!(service.loaded(other).await, Ok(vec![]));
+    assert_eq!(service.unload(other, name).await, Ok(false));
+    assert_eq!(service.unload(unit, name).await, Ok(true));
+    assert_eq!(service.unload(unit, name).await, Ok(false));
+    assert_eq!(service.loaded(unit).await, Ok(vec![]));
 }
 
 /// Every item of `taken`, each a shift's answer, once: what concurrent shifts of a queue

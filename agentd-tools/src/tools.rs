@@ -6,10 +6,12 @@ use serde_json::Value;
 use crate::artifact::{self, Artifacts};
 use crate::finish::{self, Units};
 use crate::human::{self, Humans};
+use crate::instruction::{self, Instruction};
 use crate::memory::{self, Memory};
 use crate::message::{self, Messages};
 use crate::plan::{self, Plans};
 use crate::schema::{Empty, parse};
+use crate::skills::{self, Skills};
 use crate::status::Status;
 use crate::wait::{self, Clock, Streams};
 use crate::{Caller, Error, Grants, Scope, Tool, catalogue, tool};
@@ -36,6 +38,10 @@ pub trait Services: Send + Sync {
     type Humans: Humans;
     /// Time and waiting.
     type Clock: Clock;
+    /// The instruction.
+    type Instruction: Instruction;
+    /// The skills catalogue and the loaded sets.
+    type Skills: Skills;
 
     /// Durable memory.
     fn memory(&self) -> &Self::Memory;
@@ -55,6 +61,10 @@ pub trait Services: Send + Sync {
     fn humans(&self) -> &Self::Humans;
     /// Time and waiting.
     fn clock(&self) -> &Self::Clock;
+    /// The instruction.
+    fn instruction(&self) -> &Self::Instruction;
+    /// The skills catalogue and the loaded sets.
+    fn skills(&self) -> &Self::Skills;
 }
 
 /// agentd's own tools over `services`, offered as `grants` say.
@@ -141,6 +151,8 @@ impl<S: Services> Tools<S> {
                 let now = s.clock().now_ms();
                 finish::call(s.units(), s.artifacts(), &caller.unit(), now, arguments).await
             }
+            "instruction" => instruction::call(s.instruction(), name, arguments).await,
+            "skills" => skills::call(s.skills(), &caller.unit(), name, arguments).await,
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),

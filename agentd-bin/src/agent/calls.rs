@@ -13,9 +13,11 @@
 //!
 //! A result past [`RESULT_MAX`] bytes is cut there, and says so.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
-use agentd_tools::{AgentMeta, Caller};
+use agentd_tools::{AgentMeta, Caller, Scope, Tool};
 use mcp_wire::CallToolResult;
 use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
@@ -34,36 +36,31 @@ pub(crate) const RESULT_MAX: usize = 100 * 1024;
 pub(crate) const FINISH: &str = "finish";
 
 /// agentd's own tools, as a turn calls them.
-pub(crate) trait OwnTools: Send + Sync {
+pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
     /// Calls `name` for `caller` with `arguments`.
-    fn call(
-        &self,
-        caller: &Caller,
-        name: &str,
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
         arguments: Value,
-    ) -> impl Future<Output = Result<Value, agentd_tools::Error>> + Send;
+    ) -> Pin<Box<dyn Future<Output = Result<Value, agentd_tools::Error>> + Send + 'a>>;
+
+    /// The tools offered to `scope`.
+    fn granted(&self, scope: Scope) -> Vec<&'static Tool>;
 }
 
-impl<S: agentd_tools::Services> OwnTools for agentd_tools::Tools<S> {
-    async fn call(
-        &self,
-        caller: &Caller,
-        name: &str,
+impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Tools<S> {
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
         arguments: Value,
-    ) -> Result<Value, agentd_tools::Error> {
-        Self::call(self, caller, name, arguments).await
+    ) -> Pin<Box<dyn Future<Output = Result<Value, agentd_tools::Error>> + Send + 'a>> {
+        Box::pin(Self::call(self, caller, name, arguments))
     }
-}
 
-/// The daemon's: every call logged and counted.
-impl OwnTools for crate::tools::Own {
-    async fn call(
-        &self,
-        caller: &Caller,
-        name: &str,
-        arguments: Value,
-    ) -> Result<Value, agentd_tools::Error> {
-        Self::call(self, caller, name, arguments, None).await
+    fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
+        self.offered(scope).collect()
     }
 }
 
@@ -146,7 +143,7 @@ pub(crate) struct Done {
 /// Where a turn's calls run: agentd's own tools for the conversation's caller, the servers'
 /// over the workers, everything by the turn's deadline.
 #[derive(Debug)]
-pub(crate) struct Runner<'a, O> {
+pub(crate) struct Runner<'a, O: ?Sized> {
     /// The own tools.
     pub(crate) own: &'a O,
     /// The workers.
@@ -157,7 +154,7 @@ pub(crate) struct Runner<'a, O> {
     pub(crate) deadline: Instant,
 }
 
-impl<O: OwnTools> Runner<'_, O> {
+impl<O: OwnTools + ?Sized> Runner<'_, O> {
     /// Runs `planned`; an MCP call carries `meta` and is bounded by what is left of the turn,
     /// at most [`CALL_MAX`]; an own tool's by what is left of the turn.
     pub(crate) async fn run(&self, planned: Planned, meta: AgentMeta) -> Done {

@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::calls::OwnTools;
 use super::calls::{Runner, cut};
 use super::meta::{Place, TurnIds};
 use super::model::{Message, Model};
@@ -43,7 +44,6 @@ use super::workers::{Elicitors, Followed, Workers};
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
 use crate::telemetry::catalogue::own;
-use crate::tools::Own;
 
 /// The instance's own conversation.
 pub(crate) const ROOT: &str = "root";
@@ -64,7 +64,7 @@ pub(crate) struct Setup {
     /// The instance's name.
     pub(crate) instance: String,
     /// agentd's own tools.
-    pub(crate) own: Arc<Own>,
+    pub(crate) own: Arc<dyn OwnTools>,
     /// The servers held and listed, by name.
     pub(crate) servers: BTreeMap<String, Held>,
     /// A turn's deadline.
@@ -91,7 +91,7 @@ struct Ready {
 impl Ready {
     /// `setup` and its offer; the collisions not in `before` are logged.
     fn new(setup: Setup, before: &[Collision]) -> Self {
-        let own = setup.own.granted(Scope::Root);
+        let own = setup.own.granted(Scope::Root).into_iter();
         let servers = setup.servers.iter();
         let (offer, collisions) =
             Offer::new(own, servers.map(|(n, h)| (n.as_str(), h.catalog.tools())));
@@ -246,7 +246,7 @@ impl Agent {
         let own = shared.ready.borrow().setup.own.clone();
         let caller = Caller::operator(Scope::Root);
         let arguments = json!({"conversation": conversation, "text": text});
-        let sent = own.call(&caller, "message.send", arguments, None);
+        let sent = own.call(&caller, "message.send", arguments);
         let sent = sent.await.map_err(SayError::Refused)?;
         let id = sent["id"].as_u64().unwrap_or_default();
         loop {

@@ -1,17 +1,21 @@
 //! The agent: a model provider ([`model`]), conversations ([`conversations`]) whose turns
 //! ([`turn`]) call agentd's own tools and the tools of the servers held over turn workers
 //! ([`workers`]), under names models accept ([`names`]), each call carrying the turn's
-//! request metadata ([`meta`]) and its result read back as text ([`calls`]), and
-//! subagents. A server's elicitation on a worker is a question to a person
-//! ([`crate::human`]).
+//! request metadata ([`meta`]) and its result read back as text ([`calls`]); subagents; the
+//! instruction that is their system prompt ([`instruction`]) and the skills they load into
+//! their context ([`skills`]). A server's elicitation on a worker is a question to a person
+//! ([`crate::human`]). The parts reach the supervisor's servers through [`servers`].
 
 pub(crate) mod calls;
 pub(crate) mod conversations;
+pub(crate) mod instruction;
 pub(crate) mod meta;
 pub(crate) mod model;
 pub(crate) mod names;
 #[cfg(test)]
 pub(crate) mod scripted;
+pub(crate) mod servers;
+pub(crate) mod skills;
 #[cfg(test)]
 mod tests;
 pub(crate) mod turn;

@@ -11,17 +11,15 @@ use agentd_tools::{Caller, Grants, Scope, Tools};
 use mcp_negotiate::{Client, Recovery, Start};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::calls::Runner;
-use super::conversations::{Agent, SayError, Setup};
 use super::meta::{Place, TurnIds};
-use super::model::{Finish, Message, Reply, Request, ToolCall};
+use super::model::{Finish, Message, Reply, ToolCall};
 use super::names::Offer;
-use super::scripted::{Scene, Scripted, USED, calls, said, text};
+use super::scripted::{Scene, Scripted, USED, calls, text};
 use super::turn::{Durable, Ended, History, Turn, TurnError};
 use super::workers::{self, Followed, Workers};
 use crate::config::Server;
@@ -481,127 +479,6 @@ async fn finish_ends_the_turn_after_its_round() {
         (Some("done again"), true)
     );
     assert!(results(&history)["again"].starts_with("error: already_finished"));
-}
-
-/// The agent at work over the store: `say` is answered by the turn that takes the message;
-/// messages sent during a turn wait and the next turn takes them all, in order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-    let shutdown = CancellationToken::new();
-    let gate = Gate::start(store.clone(), "t", shutdown.clone());
-    let own = Arc::new(crate::tools::Own::new(
-        store.clone(),
-        "t",
-        Grants::default(),
-        1024,
-        shutdown.clone(),
-        Arc::default(),
-        Arc::default(),
-        gate.await.unwrap(),
-    ));
-    let setup = Setup {
-        instance: "t".into(),
-        own: own.clone(),
-        servers: BTreeMap::new(),
-        turn_timeout: TURN,
-    };
-    let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let model = Scripted::new([
-        Scene::Held {
-            asked: asked.clone(),
-            release: release.clone(),
-            reply: said("first"),
-        },
-        Scene::Held {
-            asked: asked_again.clone(),
-            release: release_again.clone(),
-            reply: said("second"),
-        },
-        text("third"),
-    ]);
-    let tasks = TaskTracker::new();
-    let agent = Agent::start(
-        model.clone(),
-        setup,
-        store.clone(),
-        workers::cancelling(),
-        &tasks,
-        shutdown.clone(),
-    );
-    let saying = tokio::spawn({
-        let agent = agent.clone();
-        async move { agent.say("root", "one").await }
-    });
-    asked.notified().await;
-    let operator = Caller::operator(Scope::Root);
-    for text in ["two", "three"] {
-        let sent = json!({"conversation": "root", "text": text});
-        own.call(&operator, "message.send", sent, None)
-            .await
-            .unwrap();
-    }
-    release.notify_one();
-    assert_eq!(saying.await.unwrap().unwrap().as_deref(), Some("first"));
-    // The next turn takes both; `say` waits for the turn that takes its own.
-    asked_again.notified().await;
-    release_again.notify_one();
-    assert_eq!(
-        agent.say("root", "four").await.unwrap().as_deref(),
-        Some("third")
-    );
-    let asked = model.asked();
-    assert_eq!(asked.len(), 3);
-    let users = |r: &Request| -> Vec<String> {
-        let users = r.messages.iter().filter_map(|m| match m {
-            Message::User { text } => Some(text.clone()),
-            _ => None,
-        });
-        users.collect()
-    };
-    assert_eq!(users(&asked[0]), ["one"]);
-    assert_eq!(users(&asked[1]), ["one", "two", "three"]);
-    assert_eq!(users(&asked[2]), ["one", "two", "three", "four"]);
-    let last = asked[2].messages.last().unwrap().clone();
-    assert_eq!(last, user("four"));
-    // Turn by turn, in the store.
-    let root = store.conversation("root").await.unwrap().unwrap();
-    assert_eq!(
-        (root.turns, root.taken, root.tokens),
-        (3, 4, 3 * USED.total())
-    );
-    let kept = store
-        .conversation_history::<Message>("root", 0, 100)
-        .await
-        .unwrap();
-    let turns: Vec<u64> = kept.iter().map(|e| e.turn).collect();
-    assert_eq!(turns, [1, 1, 2, 2, 2, 3, 3]);
-    // A message the inbox refuses is said so.
-    let refused = agent.say("", "x").await.unwrap_err();
-    assert!(
-        matches!(&refused, SayError::Refused(e) if e.code() == "invalid_arguments"),
-        "{refused:?}"
-    );
-    // A history the store cannot read: no turn starts, and `say` hears why.
-    let unreadable = store.turn_start("odd", 0, &[json!({"role": "nobody"})], 1);
-    unreadable.await.unwrap();
-    let failed = agent.say("odd", "hello").await.unwrap_err();
-    assert!(
-        matches!(&failed, SayError::Failed(e) if e.starts_with("no turn could start: store:")),
-        "{failed:?}"
-    );
-    // A turn that fails says why: the script is over.
-    let failed = agent.say("other", "hello").await.unwrap_err();
-    assert!(
-        matches!(&failed, SayError::Failed(e) if e.contains("the script is over")),
-        "{failed:?}"
-    );
-    shutdown.cancel();
-    tasks.close();
-    tasks.wait().await;
-    store.close().await;
 }
 
 /// A server's elicitation on a worker is a question to a person (the human gate): answered,

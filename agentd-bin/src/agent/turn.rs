@@ -128,7 +128,7 @@ impl History for Durable<'_> {
 
 /// A turn, ready to run.
 #[derive(Debug)]
-pub(crate) struct Turn<'a, M, O, H> {
+pub(crate) struct Turn<'a, M, O: ?Sized, H> {
     /// The model.
     pub(crate) model: &'a M,
     /// Where its tool calls run, and its deadline.
@@ -145,7 +145,7 @@ pub(crate) struct Turn<'a, M, O, H> {
     pub(crate) spans: fn() -> [u8; 8],
 }
 
-impl<M: Model, O: OwnTools, H: History> Turn<'_, M, O, H> {
+impl<M: Model, O: OwnTools + ?Sized, H: History> Turn<'_, M, O, H> {
     /// Runs the turn over `history` (the conversation so far, the turn's first messages
     /// included), which it extends as it goes.
     pub(crate) async fn run(&self, history: &mut Vec<Message>) -> Result<Ended, TurnError> {

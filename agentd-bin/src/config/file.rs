@@ -24,6 +24,9 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) limits: Limits,
     pub(super) model: Option<ModelFile>,
+    pub(super) instruction: Option<InstructionFile>,
+    #[serde(default)]
+    pub(super) skills: SkillsFile,
 }
 
 /// `[model]`.
@@ -34,6 +37,23 @@ pub(super) struct ModelFile {
     pub(super) model: Spanned<String>,
     pub(super) api_key: Option<Spanned<String>>,
     pub(super) max_output_tokens: Option<Spanned<u64>>,
+}
+
+/// `[instruction]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InstructionFile {
+    pub(super) server: Spanned<String>,
+    pub(super) uri: Spanned<String>,
+    pub(super) refresh: Option<Spanned<String>>,
+}
+
+/// `[skills]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SkillsFile {
+    #[serde(default)]
+    pub(super) sources: Vec<Spanned<String>>,
 }
 
 /// `[mcp]`.

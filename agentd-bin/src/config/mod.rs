@@ -45,6 +45,10 @@ pub(crate) struct Config {
     pub(crate) turn_timeout: Duration,
     /// The tokens the agent may spend, if bounded (`limits.budget_tokens`).
     pub(crate) budget_tokens: Option<u64>,
+    /// The instruction (`[instruction]`), if configured.
+    pub(crate) instruction: Option<Instruction>,
+    /// The servers whose prompts are the skills (`skills.sources`), in their order.
+    pub(crate) skill_sources: Vec<String>,
 }
 
 /// The model the agent's turns ask: an OpenAI-compatible Chat Completions endpoint. Its
@@ -72,6 +76,21 @@ impl fmt::Debug for Model {
             .finish()
     }
 }
+
+/// `[instruction]`: the resource read as the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Instruction {
+    /// The server, one of `mcp.servers`.
+    pub(crate) server: String,
+    /// The resource's URI: a concrete URI, not a template.
+    pub(crate) uri: String,
+    /// How often it is read again when its server offers no subscriptions (`refresh`,
+    /// [`REFRESH`] when not set).
+    pub(crate) refresh: Duration,
+}
+
+/// `instruction.refresh` when the file says nothing.
+pub(crate) const REFRESH: Duration = Duration::from_secs(5 * 60);
 
 /// A grant of runtime MCP Events subscriptions to an owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -414,6 +433,47 @@ pub(crate) fn parse(
         Some((*scope, patterns.iter().map(|p| p.get_ref().as_str())))
     }))
     .map_err(|e| at(None, "tools.grants", e.to_string()))?;
+    let configured =
+        |name: &Spanned<String>, key: &str| match servers.iter().any(|s| s.name == *name.get_ref())
+        {
+            true => Ok(name.get_ref().clone()),
+            false => Err(at(
+                Some(name.span()),
+                key,
+                format!("{:?} is not one of mcp.servers", name.get_ref()),
+            )),
+        };
+    let instruction = match &raw.instruction {
+        None => None,
+        Some(i) => {
+            let uri = i.uri.get_ref();
+            if let Err(rule) = agentd_tools::instruction::check_uri(uri) {
+                return Err(at(
+                    Some(i.uri.span()),
+                    "instruction.uri",
+                    format!("{uri:?} is not {rule}"),
+                ));
+            }
+            Some(Instruction {
+                server: configured(&i.server, "instruction.server")?,
+                uri: uri.clone(),
+                refresh: duration(&i.refresh, "instruction.refresh", REFRESH)?,
+            })
+        }
+    };
+    let mut skill_sources: Vec<String> = Vec::new();
+    for (i, source) in raw.skills.sources.iter().enumerate() {
+        let key = format!("skills.sources[{i}]");
+        let name = configured(source, &key)?;
+        if skill_sources.contains(&name) {
+            return Err(at(
+                Some(source.span()),
+                &key,
+                format!("{name:?} is listed twice"),
+            ));
+        }
+        skill_sources.push(name);
+    }
     Ok(Config {
         model,
         budget_tokens,
@@ -422,6 +482,8 @@ pub(crate) fn parse(
             "limits.turn_timeout",
             Duration::from_secs(600),
         )?,
+        instruction,
+        skill_sources,
         grants,
         tool_grants,
         listen,

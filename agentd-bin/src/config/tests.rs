@@ -442,3 +442,81 @@ fn a_binding_given_twice_is_refused() {
     assert_eq!(err.key, "events.bindings[1].server", "{err}");
     assert!(err.message.contains("events.bindings[0]"), "{err}");
 }
+
+#[test]
+fn the_instruction_and_the_skills_name_configured_servers() {
+    let servers = "[[mcp.servers]]\nname = \"docs\"\nurl = \"http://127.0.0.1:1/mcp\"\n\
+                   [[mcp.servers]]\nname = \"kit\"\nurl = \"http://127.0.0.1:2/mcp\"\n";
+    let c = parse("agentd.toml", servers, &env).unwrap();
+    assert_eq!((c.instruction, c.skill_sources.len()), (None, 0));
+    let text = format!(
+        "{servers}[instruction]\nserver = \"docs\"\nuri = \"docs://instruction\"\n\
+         [skills]\nsources = [\"kit\", \"docs\"]\n"
+    );
+    let c = parse("agentd.toml", &text, &env).unwrap();
+    assert_eq!(
+        c.instruction,
+        Some(Instruction {
+            server: "docs".into(),
+            uri: "docs://instruction".into(),
+            refresh: REFRESH,
+        })
+    );
+    assert_eq!(REFRESH, Duration::from_secs(300));
+    assert_eq!(c.skill_sources, ["kit", "docs"]);
+    let text = format!(
+        "{servers}[instruction]\nserver = \"docs\"\nuri = \"docs://i\"\nrefresh = \"30s\"\n"
+    );
+    let c = parse("agentd.toml", &text, &env).unwrap();
+    assert_eq!(c.instruction.unwrap().refresh, Duration::from_secs(30));
+
+    // (text, key, what the error says, line)
+    let cases = [
+        (
+            "[instruction]\nserver = \"nope\"\nuri = \"docs://i\"\n",
+            "instruction.server",
+            "\"nope\" is not one of mcp.servers",
+            8,
+        ),
+        (
+            "[instruction]\nserver = \"docs\"\nuri = \"docs://{name}\"\n",
+            "instruction.uri",
+            "not a template",
+            9,
+        ),
+        (
+            "[instruction]\nserver = \"docs\"\nuri = \"\"\n",
+            "instruction.uri",
+            "a concrete resource URI",
+            9,
+        ),
+        (
+            "[instruction]\nserver = \"docs\"\nuri = \"docs://i\"\nrefresh = \"0s\"\n",
+            "instruction.refresh",
+            "not a duration",
+            10,
+        ),
+        (
+            "[skills]\nsources = [\"kit\", \"nope\"]\n",
+            "skills.sources[1]",
+            "\"nope\" is not one of mcp.servers",
+            8,
+        ),
+        (
+            "[skills]\nsources = [\"kit\", \"kit\"]\n",
+            "skills.sources[1]",
+            "\"kit\" is listed twice",
+            8,
+        ),
+    ];
+    for (tail, key, says, line) in cases {
+        let e = err(&format!("{servers}{tail}"));
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.message.contains(says), "{e}");
+        assert_eq!(e.line, line, "{e}");
+    }
+    let e = err(&format!("{servers}[instruction]\nserver = \"docs\"\n"));
+    assert!(e.message.contains("uri"), "{e}");
+    let e = err(&format!("{servers}[skills]\nsource = [\"kit\"]\n"));
+    assert!(e.message.contains("source"), "{e}");
+}

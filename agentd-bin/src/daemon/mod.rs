@@ -27,9 +27,18 @@
 //! At SIGINT or SIGTERM every connection is closed inside `lifecycle.drain_timeout`, and the
 //! process exits 0.
 //!
+//! The agent's instruction ([`Instruction`], `[instruction]`) and skills ([`Skills`],
+//! `skills.sources`) are started with the servers and reach them through [`Held`]; the
+//! supervisor tells them what happens: a server connected (its listing), a server that could
+//! not be dialed, a subscribed resource changed, an MCP Events occurrence appended into the
+//! stream `instruction`. A reload hands them the new configuration: a changed
+//! `[instruction]` follows its new source, changed `skills.sources` are discovered as each
+//! server is listed again.
+//!
 //! The supervisor is one loop ([`run`]) over what wakes it ([`Wake`]): a signal, a server
-//! actor's [`Report`], or MCP Events' ([`events::Report`]: the store's health, which the own
-//! tools' `status` tells). What it holds is a [`Daemon`]: started once, reloaded as a
+//! actor's [`Report`], a subscribed resource's change, or MCP Events' ([`events::Report`]:
+//! the store's health, which the own tools' `status` tells, and occurrences for the
+//! instruction). What it holds is a [`Daemon`]: started once, reloaded as a
 //! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
@@ -42,6 +51,7 @@
 //! A reload that changes `[model]` starts the agent afresh over the new model (its turns
 //! under way dropped), or stops it when `[model]` is gone.
 
+mod held;
 pub(crate) mod schedule;
 pub(crate) mod server;
 mod signals;
@@ -58,16 +68,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcp_negotiate::{Catalog, Start};
 use mcp_transport::driver::Elicitor;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::server::{Handle, Report, Shared, Stop};
+use self::held::Held;
+use self::server::{Handle, Report, Shared, Stop, Update};
 use self::signals::{Signal, Signals};
-use crate::agent::conversations::{Agent, Held, Setup};
+use crate::agent::conversations::{self, Agent, Setup};
+use crate::agent::instruction::Instruction;
 use crate::agent::model::chat::Chat;
 use crate::agent::model::retry::Retry;
 use crate::agent::model::{Model, ModelError};
+use crate::agent::skills::Skills;
 use crate::agent::workers::{Elicitors, Followed};
 use crate::config::{self, Config};
 use crate::control::Served;
@@ -78,7 +92,7 @@ use crate::store::{self, Limits, Store};
 use crate::telemetry::catalogue::connections::Dial;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
-use crate::tools::Own;
+use crate::tools::{Own, Parts};
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -98,6 +112,7 @@ pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
             Wake::Signal(Signal::Reload) => daemon.reload().await,
             Wake::Signal(Signal::Shutdown) => break,
             Wake::Server(report) => daemon.on_report(report),
+            Wake::Updated(update) => daemon.on_update(update),
             Wake::Events(report) => daemon.on_events_report(report),
         }
     }
@@ -112,6 +127,8 @@ enum Wake {
     Signal(Signal),
     /// A server's actor reported.
     Server(Report),
+    /// A subscribed resource changed (`None`: changes were missed).
+    Updated(Option<Update>),
     /// MCP Events reported.
     Events(events::Report),
 }
@@ -176,6 +193,15 @@ struct Daemon {
     servers: BTreeMap<String, Handle>,
     /// What the actors report.
     reports: mpsc::UnboundedReceiver<Report>,
+    /// The subscribed resources' changes.
+    updates: broadcast::Receiver<Update>,
+    /// The servers as the agent's parts reach them.
+    held: Held,
+    /// The instruction, and the skills.
+    instruction: Instruction,
+    skills: Skills,
+    /// Their tasks.
+    parts: TaskTracker,
     /// Where MCP Events reports (handed to it at its start), and what it reported.
     events_reports: Reports,
     events_reported: mpsc::UnboundedReceiver<events::Report>,
@@ -252,6 +278,7 @@ impl Daemon {
             }
         };
         let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
+        let updates = shared.updates();
         let (events_to, events_reported) = mpsc::unbounded_channel();
         let events_reports = Reports::new(events_to);
         let events_degraded = Arc::new(AtomicBool::new(false));
@@ -263,6 +290,24 @@ impl Daemon {
                 (server.name.clone(), handle)
             })
             .collect();
+        let held = Held::default();
+        held.set(&servers);
+        let parts = TaskTracker::new();
+        let instance = &config.instance;
+        let instruction = Instruction::start(
+            instance,
+            config.instruction.as_ref(),
+            Arc::new(held.clone()),
+            &parts,
+            shutdown.clone(),
+        );
+        let skills = Skills::start(
+            instance,
+            &config.skill_sources,
+            Arc::new(held.clone()),
+            &parts,
+            shutdown.clone(),
+        );
         let started = match Events::wanted(&config) {
             true => Some(
                 Events::start(
@@ -281,6 +326,7 @@ impl Daemon {
         let events = match started.transpose() {
             Ok(events) => events,
             Err(e) => {
+                shutdown.cancel();
                 let _ = std::fs::remove_file(crate::control::path(&config.store_path));
                 for handle in servers.into_values() {
                     handle.stop(Stop::Shutdown);
@@ -297,7 +343,7 @@ impl Daemon {
                 &shutdown,
                 &metrics,
                 &events_degraded,
-                &gate,
+                (&gate, &instruction, &skills),
             )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
@@ -329,6 +375,11 @@ impl Daemon {
             shared,
             servers,
             reports,
+            updates,
+            held,
+            instruction,
+            skills,
+            parts,
             events_reports,
             events_reported,
             events_degraded,
@@ -353,11 +404,18 @@ impl Daemon {
         tokio::select! {
             signal = signals.next() => Wake::Signal(signal),
             Some(report) = self.reports.recv() => Wake::Server(report),
+            update = self.updates.recv() => match update {
+                Ok(update) => Wake::Updated(Some(update)),
+                // Closed only with the supervisor, which holds the sender.
+                Err(RecvError::Lagged(_) | RecvError::Closed) => Wake::Updated(None),
+            },
             Some(report) = self.events_reported.recv() => Wake::Events(report),
         }
     }
 
-    /// Takes an actor's report: a listing of a server held now enters the catalogue.
+    /// Takes an actor's report: a listing of a server held now enters the catalogue, and
+    /// tells the instruction and the skills that the server is connected; a failed dial
+    /// tells the skills.
     fn on_report(&mut self, report: Report) {
         match report {
             Report::Listed {
@@ -367,19 +425,38 @@ impl Daemon {
                 start,
             } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.instruction.connected(&server);
+                    self.skills.listed(&server);
                     let listing = Listing { id, catalog, start };
                     self.catalogue.insert(server, listing);
                     self.publish_catalogue();
                 }
             }
+            Report::Unreachable { server, id } => {
+                if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.skills.unreachable(&server);
+                }
+            }
         }
     }
 
-    /// Takes MCP Events' report: the store's health, as the own tools' `status` says it.
+    /// A subscribed resource changed, or changes were missed: the instruction is told.
+    fn on_update(&mut self, update: Option<Update>) {
+        match update {
+            Some(Update { server, uri }) => self.instruction.updated(&server, &uri),
+            None => self.instruction.missed(),
+        }
+    }
+
+    /// Takes MCP Events' report: the store's health, as the own tools' `status` says it; an
+    /// occurrence for the instruction, which reads it again.
     fn on_events_report(&mut self, report: events::Report) {
         match report {
             events::Report::Store { degraded } => {
                 self.events_degraded.store(degraded, Ordering::Relaxed);
+            }
+            events::Report::Instruction { server, event_type } => {
+                self.instruction.event(&server, &event_type);
             }
         }
     }
@@ -414,7 +491,7 @@ impl Daemon {
                 start: listing.start,
             };
             let catalog = listing.catalog.clone();
-            Some((name.clone(), Held { followed, catalog }))
+            Some((name.clone(), conversations::Held { followed, catalog }))
         });
         Some(Setup {
             instance: self.config.instance.clone(),
@@ -535,13 +612,15 @@ impl Daemon {
             },
             None => {}
         }
+        self.instruction.reload(new.instruction.as_ref());
+        self.skills.reload(&new.skill_sources);
         let tools = own_tools(
             &new,
             &self.store,
             &self.shutdown,
             &self.metrics,
             &self.events_degraded,
-            &self.gate,
+            (&self.gate, &self.instruction, &self.skills),
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
@@ -587,6 +666,7 @@ impl Daemon {
                 }
             }
         }
+        self.held.set(&self.servers);
         self.publish_catalogue();
     }
 
@@ -608,7 +688,8 @@ impl Daemon {
         }
         let _ = std::fs::remove_file(&self.socket);
         let events = self.events.map(Events::stop);
-        let (shared, listeners) = (self.shared, self.listeners);
+        let (shared, listeners, parts) = (self.shared, self.listeners, self.parts);
+        parts.close();
         let _ = tokio::time::timeout_at(deadline, async {
             let events = async {
                 if let Some(events) = events {
@@ -618,7 +699,8 @@ impl Daemon {
             tokio::join!(
                 events,
                 shared.drain(self.config.drain_timeout),
-                listeners.wait()
+                listeners.wait(),
+                parts.wait()
             );
         })
         .await;
@@ -626,25 +708,27 @@ impl Daemon {
     }
 }
 
-/// The own tools of `config` over `store`, their waits ending at `shutdown`, asking people
-/// through `gate`.
+/// The own tools of `config` over `store` and the agent's parts (asking people through
+/// `gate`), their waits ending at `shutdown`.
 fn own_tools(
     config: &Config,
     store: &Store,
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
-    gate: &Arc<Gate>,
+    (gate, instruction, skills): (&Arc<Gate>, &Instruction, &Skills),
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
-        &config.instance,
-        config.tool_grants.clone(),
-        config.max_value_bytes,
+        config,
         shutdown.clone(),
         metrics.clone(),
         events_degraded.clone(),
-        gate.clone(),
+        Parts {
+            humans: gate.clone(),
+            instruction: instruction.clone(),
+            skills: skills.clone(),
+        },
     ))
 }
 

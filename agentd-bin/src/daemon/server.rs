@@ -73,6 +73,15 @@ pub(crate) enum Report {
         /// How its connection started: a connection following it starts the same way.
         start: Start,
     },
+    /// The server could not be dialed: the first failure of its join, at start or after a
+    /// reload; it is dialed again on the join schedule, and reports [`Report::Listed`] once
+    /// it answers.
+    Unreachable {
+        /// The server, by its configured name.
+        server: String,
+        /// Which actor of that name ([`Handle::id`]).
+        id: u64,
+    },
 }
 
 /// What every held server shares.
@@ -134,8 +143,6 @@ impl Shared {
     }
 
     /// Changes of subscribed resources, from every held server, from now on.
-    // Resource subscriptions are ordered by `agentd demo` alone (feature `demo`).
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) fn updates(&self) -> broadcast::Receiver<Update> {
         self.updates.subscribe()
     }
@@ -149,13 +156,11 @@ async fn stopped(mut stop: watch::Receiver<Stop>) {
 /// An owner's order about a subscription, answered once it was tried.
 #[derive(Debug)]
 enum Order {
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     Subscribe {
         uri: String,
         owner: String,
         answer: oneshot::Sender<Answer>,
     },
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     Release {
         uri: String,
         owner: String,
@@ -165,13 +170,69 @@ enum Order {
     Relist,
 }
 
+/// What reaches a held server's task from elsewhere: its connection, and the resource
+/// subscriptions it keeps by owner. Cloned freely; an order to a task let go is answered
+/// [`SubscriptionError::Gone`].
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    orders: mpsc::Sender<Order>,
+    connection: watch::Receiver<Option<Arc<Client>>>,
+}
+
+impl Reach {
+    /// The connection, once the server is connected; `None` when it was let go first.
+    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
+    pub(crate) async fn connection(&self) -> Option<Arc<Client>> {
+        let mut connection = self.connection.clone();
+        let held = connection.wait_for(Option::is_some).await.ok()?;
+        held.clone()
+    }
+
+    /// The connection held now, if the server is connected.
+    pub(crate) fn connected(&self) -> Option<Arc<Client>> {
+        self.connection.borrow().clone()
+    }
+
+    /// `owner` wants `uri`: subscribed once the server is connected, unless another owner
+    /// has it subscribed already. The first try's outcome; a try that failed in a way that
+    /// may pass is tried again on the subscription schedule, and every subscription is asked
+    /// for again on a new session.
+    pub(crate) async fn subscribe(&self, uri: &str, owner: &str) -> Answer {
+        let (answer, answered) = oneshot::channel();
+        let order = Order::Subscribe {
+            uri: uri.to_owned(),
+            owner: owner.to_owned(),
+            answer,
+        };
+        self.order(order, answered).await
+    }
+
+    /// `owner` lets `uri` go: released (`mcp.unsubscribed`) when no owner wants it.
+    pub(crate) async fn release(&self, uri: &str, owner: &str) -> Answer {
+        let (answer, answered) = oneshot::channel();
+        let order = Order::Release {
+            uri: uri.to_owned(),
+            owner: owner.to_owned(),
+            answer,
+        };
+        self.order(order, answered).await
+    }
+
+    async fn order(&self, order: Order, answered: oneshot::Receiver<Answer>) -> Answer {
+        self.orders
+            .send(order)
+            .await
+            .map_err(|_| SubscriptionError::Gone)?;
+        answered.await.map_err(|_| SubscriptionError::Gone)?
+    }
+}
+
 /// A held server: its configuration and the task that holds it.
 #[derive(Debug)]
 pub(crate) struct Handle {
     pub(crate) server: Server,
     stop: watch::Sender<Stop>,
-    orders: mpsc::Sender<Order>,
-    connection: watch::Receiver<Option<Arc<Client>>>,
+    reach: Reach,
     /// Counts the server's `notifications/events/list_changed`.
     events_changed: watch::Receiver<u64>,
     /// This actor, among every actor of the process.
@@ -202,69 +263,29 @@ impl Handle {
         Self {
             server,
             stop,
-            orders,
-            connection,
+            reach: Reach { orders, connection },
             events_changed,
             id,
         }
     }
 
+    /// What reaches the server's task from elsewhere.
+    pub(crate) fn reach(&self) -> Reach {
+        self.reach.clone()
+    }
+
     /// What MCP Events reads of this server: its connection and its types' changes.
     pub(crate) fn feed(&self) -> Feed {
         Feed {
-            connections: self.connection.clone(),
+            connections: self.reach.connection.clone(),
             changed: self.events_changed.clone(),
         }
-    }
-
-    /// The connection, once the server is connected; `None` when it was let go first.
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
-    pub(crate) async fn connection(&self) -> Option<Arc<Client>> {
-        let mut connection = self.connection.clone();
-        let held = connection.wait_for(Option::is_some).await.ok()?;
-        held.clone()
-    }
-
-    /// `owner` wants `uri`: subscribed once the server is connected, unless another owner
-    /// has it subscribed already. The first try's outcome; a try that failed in a way that
-    /// may pass is tried again on the subscription schedule, and every subscription is asked
-    /// for again on a new session.
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
-    pub(crate) async fn subscribe(&self, uri: &str, owner: &str) -> Answer {
-        let (answer, answered) = oneshot::channel();
-        let order = Order::Subscribe {
-            uri: uri.to_owned(),
-            owner: owner.to_owned(),
-            answer,
-        };
-        self.order(order, answered).await
-    }
-
-    /// `owner` lets `uri` go: released (`mcp.unsubscribed`) when no owner wants it.
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
-    pub(crate) async fn release(&self, uri: &str, owner: &str) -> Answer {
-        let (answer, answered) = oneshot::channel();
-        let order = Order::Release {
-            uri: uri.to_owned(),
-            owner: owner.to_owned(),
-            answer,
-        };
-        self.order(order, answered).await
-    }
-
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
-    async fn order(&self, order: Order, answered: oneshot::Receiver<Answer>) -> Answer {
-        self.orders
-            .send(order)
-            .await
-            .map_err(|_| SubscriptionError::Gone)?;
-        answered.await.map_err(|_| SubscriptionError::Gone)?
     }
 
     /// Lists the server's tools again once it is connected (a reload rebuilds the
     /// catalogue); an order already waiting is enough.
     pub(crate) fn relist(&self) {
-        let _ = self.orders.try_send(Order::Relist);
+        let _ = self.reach.orders.try_send(Order::Relist);
     }
 
     /// Lets the server go; its task ends once its connection is closed (see
@@ -343,6 +364,12 @@ impl Task {
                     why,
                     Some(&self.shared.metrics),
                 ),
+            }
+            if !joining {
+                let _ = self.shared.reports.send(Report::Unreachable {
+                    server: self.server.name.clone(),
+                    id: self.id,
+                });
             }
             joining = true;
             if !self.sleep(backoff.fail()).await {
@@ -578,11 +605,11 @@ mod tests {
         let server = ReferenceServer::start(options).await;
         let shared = Shared::new("t", Arc::default());
         let held = Handle::start(&shared, server_config(server.url()), None);
-        held.connection().await.expect("connected");
-        assert!(held.subscribe("demo://counter", "a").await.is_ok());
+        held.reach().connection().await.expect("connected");
+        assert!(held.reach().subscribe("demo://counter", "a").await.is_ok());
         server.expire_sessions();
         assert!(
-            held.subscribe("demo://other", "b").await.is_err(),
+            held.reach().subscribe("demo://other", "b").await.is_err(),
             "met the 404"
         );
         let sessions = || {
@@ -644,7 +671,7 @@ mod tests {
         server.script("tools/list", unlisted, Times::Once);
         let shared = Shared::new("t", Arc::default());
         let held = Handle::start(&shared, server_config(server.url()), None);
-        timeout(Duration::from_secs(60), held.connection())
+        timeout(Duration::from_secs(60), held.reach().connection())
             .await
             .expect("joined")
             .expect("connected");
@@ -674,7 +701,7 @@ mod tests {
         let server = ReferenceServer::start(options).await;
         let shared = Shared::new("t", Arc::default());
         let held = Handle::start(&shared, server_config(server.url()), None);
-        held.connection().await.expect("connected");
+        held.reach().connection().await.expect("connected");
         let attached = async {
             while server.get_streams() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -743,8 +770,8 @@ mod tests {
         let shared = Shared::new("t", Arc::default());
         let _unread = shared.updates();
         let held = Handle::start(&shared, server_config(server.url()), None);
-        held.connection().await.expect("connected");
-        assert!(held.subscribe("demo://counter", "a").await.is_ok());
+        held.reach().connection().await.expect("connected");
+        assert!(held.reach().subscribe("demo://counter", "a").await.is_ok());
         wait_for("listening", || server.listening("demo://counter") > 0).await;
         let listens = || received(&server, "subscriptions/listen").len();
         let opened = listens();
@@ -790,7 +817,7 @@ mod tests {
         let (_guard, written) = crate::telemetry::log::tests::capture();
         let shared = Shared::new("t", Arc::default());
         let held = Handle::start(&shared, server_config(server.url()), None);
-        held.connection().await.expect("connected");
+        held.reach().connection().await.expect("connected");
         let unavailable = || {
             let lines = mcp_lines(&written);
             lines
@@ -806,7 +833,7 @@ mod tests {
         let failed = gets();
         let retry = Duration::from_millis(unavailable().unwrap()["retry_ms"].as_u64().unwrap());
         assert_eq!(retry, listen::RETRY_FIRST);
-        assert!(held.subscribe("demo://counter", "a").await.is_ok());
+        assert!(held.reach().subscribe("demo://counter", "a").await.is_ok());
         let subscribed = received(&server, "resources/subscribe");
         assert_eq!(subscribed.len(), 1);
         assert!(

@@ -7,7 +7,19 @@ use serde_json::{Value, json};
 use super::*;
 use agentd_tests::model::{Reply, ScriptedModel};
 
-use crate::agent::scripted::{Scripted, calls, text};
+use crate::agent::conversations::SayError;
+use crate::agent::model::{self, Message};
+use crate::agent::scripted::{Scene, Scripted, USED, calls, said, text};
+use crate::agent::workers;
+use agentd_tools::{Caller, Scope};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+const TURN: Duration = Duration::from_secs(600);
+
+fn user(text: &str) -> Message {
+    Message::User { text: text.into() }
+}
 use crate::control::{CallError, Request, Say, ToolCall};
 
 /// The configuration file in `dir` of a daemon holding `server`, its store in `dir`, with
@@ -144,4 +156,125 @@ async fn a_reload_starts_and_stops_the_agent_with_model() {
         .collect();
     assert_eq!(users[0], "waiting", "{users:?}");
     daemon.drain().await;
+}
+
+/// The agent at work over the store: `say` is answered by the turn that takes the message;
+/// messages sent during a turn wait and the next turn takes them all, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let mut config = config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
+    config.max_value_bytes = 1024;
+    let parts = crate::tools::tests::parts(&store, &shutdown).await;
+    let own = Arc::new(Own::new(
+        store.clone(),
+        &config,
+        shutdown.clone(),
+        Arc::default(),
+        Arc::default(),
+        parts,
+    ));
+    let setup = Setup {
+        instance: "t".into(),
+        own: own.clone(),
+        servers: BTreeMap::new(),
+        turn_timeout: TURN,
+    };
+    let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let model = Scripted::new([
+        Scene::Held {
+            asked: asked.clone(),
+            release: release.clone(),
+            reply: said("first"),
+        },
+        Scene::Held {
+            asked: asked_again.clone(),
+            release: release_again.clone(),
+            reply: said("second"),
+        },
+        text("third"),
+    ]);
+    let tasks = TaskTracker::new();
+    let agent = Agent::start(
+        model.clone(),
+        setup,
+        store.clone(),
+        workers::cancelling(),
+        &tasks,
+        shutdown.clone(),
+    );
+    let saying = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.say("root", "one").await }
+    });
+    asked.notified().await;
+    let operator = Caller::operator(Scope::Root);
+    for text in ["two", "three"] {
+        let sent = json!({"conversation": "root", "text": text});
+        own.call(&operator, "message.send", sent, None)
+            .await
+            .unwrap();
+    }
+    release.notify_one();
+    assert_eq!(saying.await.unwrap().unwrap().as_deref(), Some("first"));
+    // The next turn takes both; `say` waits for the turn that takes its own.
+    asked_again.notified().await;
+    release_again.notify_one();
+    assert_eq!(
+        agent.say("root", "four").await.unwrap().as_deref(),
+        Some("third")
+    );
+    let asked = model.asked();
+    assert_eq!(asked.len(), 3);
+    let users = |r: &model::Request| -> Vec<String> {
+        let users = r.messages.iter().filter_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        users.collect()
+    };
+    assert_eq!(users(&asked[0]), ["one"]);
+    assert_eq!(users(&asked[1]), ["one", "two", "three"]);
+    assert_eq!(users(&asked[2]), ["one", "two", "three", "four"]);
+    let last = asked[2].messages.last().unwrap().clone();
+    assert_eq!(last, user("four"));
+    // Turn by turn, in the store.
+    let root = store.conversation("root").await.unwrap().unwrap();
+    assert_eq!(
+        (root.turns, root.taken, root.tokens),
+        (3, 4, 3 * USED.total())
+    );
+    let kept = store
+        .conversation_history::<Message>("root", 0, 100)
+        .await
+        .unwrap();
+    let turns: Vec<u64> = kept.iter().map(|e| e.turn).collect();
+    assert_eq!(turns, [1, 1, 2, 2, 2, 3, 3]);
+    // A message the inbox refuses is said so.
+    let refused = agent.say("", "x").await.unwrap_err();
+    assert!(
+        matches!(&refused, SayError::Refused(e) if e.code() == "invalid_arguments"),
+        "{refused:?}"
+    );
+    // A history the store cannot read: no turn starts, and `say` hears why.
+    let unreadable = store.turn_start("odd", 0, &[json!({"role": "nobody"})], 1);
+    unreadable.await.unwrap();
+    let failed = agent.say("odd", "hello").await.unwrap_err();
+    assert!(
+        matches!(&failed, SayError::Failed(e) if e.starts_with("no turn could start: store:")),
+        "{failed:?}"
+    );
+    // A turn that fails says why: the script is over.
+    let failed = agent.say("other", "hello").await.unwrap_err();
+    assert!(
+        matches!(&failed, SayError::Failed(e) if e.contains("the script is over")),
+        "{failed:?}"
+    );
+    shutdown.cancel();
+    tasks.close();
+    tasks.wait().await;
+    store.close().await;
 }

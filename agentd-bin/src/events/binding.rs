@@ -221,7 +221,8 @@ async fn deliver(
 /// Commits a batch in one transaction, on the store's thread: how many of its records the
 /// store passed over (its stream held them already), or why it did not take it. Once the
 /// store has appended some, `agent_mcp_event_lag_ms` is the time now minus the server's
-/// timestamp of the last.
+/// timestamp of the last; appended into the instruction's stream, they have the instruction
+/// read again.
 pub(super) async fn commit(
     ctx: &Shared,
     b: &Binding,
@@ -234,6 +235,9 @@ pub(super) async fn commit(
     ctx.reports.committed(committed.is_ok());
     match committed {
         Ok(appended) => {
+            if appended > 0 && c.into == agentd_tools::instruction::STREAM {
+                ctx.reports.instruction(&c.server, &c.event);
+            }
             if let Some(occurred) = occurred.filter(|_| appended > 0) {
                 let lag = wall_ms().saturating_sub(occurred);
                 ctx.metrics.lag((&c.server, &c.event), lag);

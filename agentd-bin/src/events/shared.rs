@@ -32,7 +32,7 @@ pub(super) struct Shared {
 }
 
 /// What MCP Events tells the supervisor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub(crate) enum Report {
     /// The store did not take a commit of MCP Events (`degraded`), or took one again after
@@ -41,9 +41,18 @@ pub(crate) enum Report {
         /// Whether its last commit failed.
         degraded: bool,
     },
+    /// Occurrences were appended into the instruction's stream
+    /// ([`STREAM`](agentd_tools::instruction::STREAM)): the instruction is read again.
+    Instruction {
+        /// The server they came from.
+        server: String,
+        /// Their type.
+        event_type: String,
+    },
 }
 
-/// Where MCP Events reports: each change of the store's health, once.
+/// Where MCP Events reports: each change of the store's health, once, and each commit into
+/// the instruction's stream.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reports {
     to: Option<mpsc::UnboundedSender<Report>>,
@@ -66,6 +75,16 @@ impl Reports {
             && let Some(to) = &self.to
         {
             let _ = to.send(Report::Store { degraded: !ok });
+        }
+    }
+
+    /// Occurrences of `event_type` from `server` were appended into the instruction's stream.
+    pub(super) fn instruction(&self, server: &str, event_type: &str) {
+        if let Some(to) = &self.to {
+            let _ = to.send(Report::Instruction {
+                server: server.to_owned(),
+                event_type: event_type.to_owned(),
+            });
         }
     }
 }

@@ -1,6 +1,7 @@
 //! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
-//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), and a
-//! [`Clock`] on tokio's clock whose waits end at shutdown.
+//! services ([`Durable`]) that keep their state in the store ([`crate::store`]), the
+//! daemon's [`Clock`] (tokio's, its waits ending at shutdown), and the agent's parts
+//! ([`Parts`]: the human gate, the instruction and the skills).
 //!
 //! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
@@ -12,6 +13,8 @@
 //! arguments or the values) and counts it in `agent_tool_calls_total{tool, outcome}` (a
 //! name no tool has is `unknown` there).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,16 +25,31 @@ use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
 use agentd_tools::status::{Inbox, Report, Status};
 use agentd_tools::wait::{Record, Streams};
-use agentd_tools::{Caller, Error, Grants, Scope, Services, Tool, Tools};
+use agentd_tools::{Caller, Error, Scope, Services, Tool, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::calls::OwnTools;
+use crate::agent::instruction::Instruction;
+use crate::agent::skills::Skills;
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::events::Control;
 use crate::human::Gate;
 use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
+
+/// The agent's parts the tools act on.
+#[derive(Debug, Clone)]
+pub(crate) struct Parts {
+    /// The questions to people: the daemon's one gate, kept across reloads.
+    pub(crate) humans: Arc<Gate>,
+    /// The instruction.
+    pub(crate) instruction: Instruction,
+    /// The skills.
+    pub(crate) skills: Skills,
+}
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
 /// counted.
@@ -42,30 +60,30 @@ pub(crate) struct Own {
 }
 
 impl Own {
-    /// The tools over `store`, offered as `grants` say, for `instance` (whose `status` it
-    /// names); their waits end at `shutdown`; `ask_human` asks through `humans`.
-    #[expect(clippy::too_many_arguments, reason = "each is a part of the daemon's")]
+    /// The tools of `config` (offered as its `[tools.grants]` say, for its instance, whose
+    /// `status` they name) over `store` and the agent's `parts`; their waits end at
+    /// `shutdown`.
     pub(crate) fn new(
         store: Store,
-        instance: &str,
-        grants: Grants,
-        max_value_bytes: usize,
+        config: &Config,
         shutdown: CancellationToken,
         metrics: Arc<Metrics>,
         events_degraded: Arc<AtomicBool>,
-        humans: Arc<Gate>,
+        parts: Parts,
     ) -> Self {
         let durable = Durable {
             store,
-            instance: instance.to_owned(),
-            max_value_bytes,
+            instance: config.instance.clone(),
+            max_value_bytes: config.max_value_bytes,
             degraded: AtomicBool::new(false),
             events_degraded,
             clock: Clock::new(shutdown),
-            humans,
+            humans: parts.humans,
+            instruction: parts.instruction,
+            skills: parts.skills,
         };
         Self {
-            tools: Tools::new(durable, grants),
+            tools: Tools::new(durable, config.tool_grants.clone()),
             metrics,
         }
     }
@@ -152,6 +170,8 @@ pub(crate) struct Durable {
     clock: Clock,
     /// The questions to people: the daemon's one gate, kept across reloads.
     humans: Arc<Gate>,
+    instruction: Instruction,
+    skills: Skills,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -166,13 +186,8 @@ impl Durable {
     fn answer<T>(&self, about: About<'_>, answer: Result<T, store::Error>) -> Result<T, Error> {
         let degraded = matches!(&answer, Err(e) if e.code() == "store");
         self.degraded.store(degraded, Ordering::Relaxed);
-        answer.map_err(|e| tool_error(about, e))
+        answer.map_err(|e| e.into_tool(about.tool, about.key))
     }
-}
-
-/// A store error of a request for `about`, as the tools' [`Error`].
-fn tool_error(about: About<'_>, e: store::Error) -> Error {
-    e.into_tool(about.tool, about.key)
 }
 
 /// A request about `key`, for `tool`.
@@ -382,6 +397,8 @@ impl Services for Durable {
     type Status = Self;
     type Humans = Gate;
     type Clock = Clock;
+    type Instruction = Instruction;
+    type Skills = Skills;
 
     fn memory(&self) -> &Self {
         self
@@ -410,7 +427,29 @@ impl Services for Durable {
     fn clock(&self) -> &Clock {
         &self.clock
     }
+    fn instruction(&self) -> &Instruction {
+        &self.instruction
+    }
+    fn skills(&self) -> &Skills {
+        &self.skills
+    }
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+
+/// The agent's turns call the own tools as the operator's calls do: logged and counted.
+impl OwnTools for Own {
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
+        arguments: Value,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>> {
+        Box::pin(Self::call(self, caller, name, arguments, None))
+    }
+
+    fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
+        Self::granted(self, scope).collect()
+    }
+}

@@ -7,7 +7,20 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::agent::servers::Unheld;
 use crate::store::Limits;
+
+/// The agent's parts over `store`: its gate, and the instruction and the skills of no
+/// server.
+pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts {
+    let tasks = tokio_util::task::TaskTracker::new();
+    let gate = Gate::start(store.clone(), "t", shutdown.clone()).await;
+    Parts {
+        humans: gate.unwrap(),
+        instruction: Instruction::start("t", None, Arc::new(Unheld), &tasks, shutdown.clone()),
+        skills: Skills::start("t", &[], Arc::new(Unheld), &tasks, shutdown.clone()),
+    }
+}
 
 async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) {
     let limits = Limits {
@@ -16,18 +29,17 @@ async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) 
     let store = Store::open(dir, limits).await.unwrap();
     let shutdown = CancellationToken::new();
     let metrics = Arc::new(Metrics::default());
-    let gate = Gate::start(store.clone(), "t", shutdown.clone())
-        .await
-        .unwrap();
+    let mut config = crate::config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
+    config.tool_grants = grants;
+    config.max_value_bytes = 1024;
+    let parts = parts(&store, &shutdown).await;
     let own = Own::new(
         store,
-        "t",
-        grants,
-        1024,
+        &config,
         shutdown.clone(),
         metrics,
         Arc::default(),
-        gate,
+        parts,
     );
     (own, shutdown)
 }

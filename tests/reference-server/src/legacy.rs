@@ -187,7 +187,7 @@ async fn initialize(state: &Arc<State>, id: &RequestId, params: &Value) -> Respo
         "protocolVersion": revision,
         "capabilities": {
             "tools": {"listChanged": true},
-            "resources": {"subscribe": true, "listChanged": true},
+            "resources": {"subscribe": state.options.subscribe, "listChanged": true},
             "prompts": {"listChanged": false},
             "completions": {},
         },

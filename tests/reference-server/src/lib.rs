@@ -82,10 +82,13 @@ pub struct Options {
     pub events: bool,
     /// The `nextPollMs` its polls answer.
     pub poll_ms: u64,
+    /// Declare `resources.subscribe` (else a client sees that it offers no subscriptions).
+    pub subscribe: bool,
 }
 
 impl Default for Options {
-    /// Both eras, JSON answers, a GET stream, keep-alives every 15 s.
+    /// Both eras, JSON answers, a GET stream, keep-alives every 15 s, subscriptions
+    /// declared.
     fn default() -> Self {
         Self {
             legacy: true,
@@ -98,6 +101,7 @@ impl Default for Options {
             tls: false,
             events: false,
             poll_ms: 1000,
+            subscribe: true,
         }
     }
 }

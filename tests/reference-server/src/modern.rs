@@ -241,7 +241,7 @@ pub(crate) async fn post(
         "server/discover" => {
             let mut capabilities = json!({
                 "tools": {"listChanged": true},
-                "resources": {"subscribe": true, "listChanged": true},
+                "resources": {"subscribe": state.options.subscribe, "listChanged": true},
                 "prompts": {"listChanged": false},
                 "completions": {},
             });

@@ -1,6 +1,6 @@
 //! Every log line agentd writes, one typed constructor per event: the reference's tables
-//! ("Log events": [`connections`], [`listens`], [`events`] for MCP Events) and agentd's own
-//! additions ([`own`]). Each names its event, its level and its fields in the reference's
+//! ("Log events": [`connections`], [`listens`], [`subscriptions`], [`skills`], [`events`] for
+//! MCP Events) and agentd's own additions ([`own`]). Each names its event, its level and its fields in the reference's
 //! order; reasons and causes the reference lists are enums, rendered here once. Text that came
 //! from a server is made safe here ([`mcp_wire::log_text`]) before it is written.
 //!
@@ -12,5 +12,7 @@ pub(crate) mod events;
 mod line;
 pub(crate) mod listens;
 pub(crate) mod own;
+pub(crate) mod skills;
+pub(crate) mod subscriptions;
 #[cfg(test)]
 mod tests;

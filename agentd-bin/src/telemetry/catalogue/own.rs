@@ -2,6 +2,8 @@
 
 use std::net::SocketAddr;
 
+use mcp_wire::log_text;
+
 use super::line::line;
 
 /// The events of this module, for the check against the reference's tables.
@@ -15,6 +17,8 @@ pub(super) const NAMES: &[&str] = &[
     "human.withdrawn",
     "tool.name.collision",
     "turn.failed",
+    "instruction.read.fail",
+    "skills.discover.fail",
 ];
 
 /// `http.listening` (info): the daemon's HTTP listener is bound at `addr`.
@@ -53,7 +57,7 @@ pub(crate) fn human_asked(instance: &str, id: u64, origin: &str, from: &str) {
         instance,
         id = id,
         origin = origin,
-        from = mcp_wire::log_text(from)
+        from = log_text(from)
     );
 }
 
@@ -66,7 +70,7 @@ pub(crate) fn human_answered(instance: &str, id: u64, origin: &str, from: &str) 
         instance,
         id = id,
         origin = origin,
-        from = mcp_wire::log_text(from)
+        from = log_text(from)
     );
 }
 
@@ -79,7 +83,33 @@ pub(crate) fn human_withdrawn(instance: &str, id: u64, origin: &str, from: &str)
         instance,
         id = id,
         origin = origin,
-        from = mcp_wire::log_text(from)
+        from = log_text(from)
+    );
+}
+
+/// `instruction.read.fail` (warn): the instruction `uri` of `server` could not be read, or
+/// was no instruction (`err`: the server's error, binary contents, past the size bound); the
+/// instruction read before stays the system prompt.
+pub(crate) fn instruction_read_fail(instance: &str, server: &str, uri: &str, err: &str) {
+    line!(
+        WARN,
+        "instruction.read.fail",
+        instance,
+        server = server,
+        uri = log_text(uri),
+        err = log_text(err),
+    );
+}
+
+/// `skills.discover.fail` (warn): the prompts of skills source `server` could not be
+/// listed (`err`); its skills as last listed stay.
+pub(crate) fn skills_discover_fail(instance: &str, server: &str, err: &str) {
+    line!(
+        WARN,
+        "skills.discover.fail",
+        instance,
+        server = server,
+        err = log_text(err),
     );
 }
 

@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use super::connections::{self, Dial, Disconnect};
 use super::events::{self, Of, Subscription};
-use super::{listens, own};
+use super::{listens, own, skills, subscriptions};
 use crate::telemetry::log::tests::captured;
 
 /// The rows of the reference's tables that agentd does not write yet: the owners of
-/// subscriptions (workflow starts, waits, instructions), skills, and subagent sessions.
+/// subscriptions (workflow starts, waits), and subagent sessions.
 const NOT_YET_EMITTED: &[&str] = &[
     "mcp.tools_refreshed",
     "start.subscribe.armed",
@@ -26,11 +26,6 @@ const NOT_YET_EMITTED: &[&str] = &[
     "start.subscribe.no_server",
     "wait.resubscribed",
     "wait.resubscribe.fail",
-    "instruction.subscribe.unsupported",
-    "instruction.subscribe.fail",
-    "instruction.event",
-    "skills.discovered",
-    "skills.source.unavailable",
 ];
 
 /// One row: the event, its levels, its fields.
@@ -150,6 +145,13 @@ fn samples() {
     own::human_withdrawn(i, 2, "elicitation", "tickets");
     own::tool_name_collision(i, Some("s"), "memory.get", "memory_get", "memory_get_2");
     own::turn_failed(i, "root", 1, "the model did not answer before the deadline");
+    own::instruction_read_fail(i, "s", "demo://x", "too large");
+    own::skills_discover_fail(i, "s", "busy");
+    subscriptions::instruction_unsupported(i, "s", "demo://x");
+    subscriptions::instruction_fail(i, "s", "demo://x", "busy");
+    subscriptions::instruction_event(i, "s", "e");
+    skills::discovered(i, "s", &["s/greet".to_owned()]);
+    skills::source_unavailable(i, "s");
 }
 
 /// The event names the catalogue's sources write.
@@ -159,6 +161,8 @@ fn names_in_sources() -> BTreeSet<String> {
         include_str!("listens.rs"),
         include_str!("events.rs"),
         include_str!("own.rs"),
+        include_str!("subscriptions.rs"),
+        include_str!("skills.rs"),
     ];
     let mut names = BTreeSet::new();
     for source in sources {

@@ -1,0 +1,62 @@
+//! The held servers as the agent's parts reach them ([`Servers`]): each configured server's
+//! [`Reach`], replaced as the supervisor replaces its tasks (a reload, a new instance name).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use mcp_negotiate::Client;
+
+use super::server::{Handle, Reach};
+use super::subscriptions::SubscriptionError;
+use crate::agent::servers::{Absent, Answer, Refused, Servers};
+
+/// Every held server's [`Reach`], by name.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Held(Arc<RwLock<BTreeMap<String, Reach>>>);
+
+impl Held {
+    /// The servers held now are `servers`.
+    pub(crate) fn set(&self, servers: &BTreeMap<String, Handle>) {
+        let reached = servers
+            .iter()
+            .map(|(n, h)| (n.clone(), h.reach()))
+            .collect();
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = reached;
+    }
+
+    fn reach(&self, server: &str) -> Option<Reach> {
+        let held = self.0.read().unwrap_or_else(|e| e.into_inner());
+        held.get(server).cloned()
+    }
+}
+
+impl Servers for Held {
+    fn connection(&self, server: &str) -> Result<Arc<Client>, Absent> {
+        let reach = self.reach(server).ok_or(Absent::Unknown)?;
+        reach.connected().ok_or(Absent::NotConnected)
+    }
+
+    fn subscribe(&self, server: &str, uri: &str, owner: &str) -> Answer {
+        let (reach, uri, owner) = (self.reach(server), uri.to_owned(), owner.to_owned());
+        Box::pin(async move {
+            let reach = reach.ok_or(Refused::Gone)?;
+            reach.subscribe(&uri, &owner).await.map_err(refused)
+        })
+    }
+
+    fn release(&self, server: &str, uri: &str, owner: &str) -> Answer {
+        let (reach, uri, owner) = (self.reach(server), uri.to_owned(), owner.to_owned());
+        Box::pin(async move {
+            let reach = reach.ok_or(Refused::Gone)?;
+            reach.release(&uri, &owner).await.map_err(refused)
+        })
+    }
+}
+
+fn refused(e: SubscriptionError) -> Refused {
+    match e {
+        SubscriptionError::Pending => Refused::Pending,
+        SubscriptionError::Gone => Refused::Gone,
+        other => Refused::Failed(other.to_string()),
+    }
+}
