@@ -554,7 +554,12 @@ impl Client {
                 // The last round's answer would never be sent: nobody is asked for it.
                 Outcome::InputRequired(_) if round == MAX_INPUT_ROUNDS => break,
                 Outcome::InputRequired(asked) => {
-                    let (responses, state) = self.answer(asked).await?;
+                    // A person may be asked: the request's cancel ends the wait (and the
+                    // question with it), and no further round is sent.
+                    let (responses, state) = tokio::select! {
+                        answered = self.answer(asked) => answered?,
+                        () = cancel.as_mut() => return Err(Error::Cancelled),
+                    };
                     answer(&mut params, responses, state);
                 }
             }
@@ -650,35 +655,51 @@ impl Client {
         cancel: &mut Cancel<'_>,
     ) -> Result<TypedResponse<T>, Error> {
         let id = self.dialer.next_id();
+        // Kept for a cancel that comes before the answer's head (or its JSON body), and as
+        // the progress token.
+        let sent = id.clone();
         let mut meta = RequestMeta::default();
         meta.extra = target.meta;
         if target.progress {
-            meta.progress_token = Some(&id);
+            meta.progress_token = Some(&sent);
         }
         let mut body = Vec::with_capacity(256);
-        let call = match &current.dialed.link {
-            Link::Modern {
-                transport,
-                meta: rendered,
-            } => {
-                meta.modern = Some(rendered);
-                encode(&mut body, &id, method_name, params, meta)?;
-                let mut routing = Routing::default();
-                routing.name = target.name;
-                routing.params = target.params;
-                transport
-                    .call::<T>(id, method_name, Bytes::from(body), routing)
-                    .await?
-            }
-            Link::Legacy(transport) => {
-                encode(&mut body, &id, method_name, params, meta)?;
-                transport
-                    .call::<T>(id, method_name, Bytes::from(body), None)
-                    .await?
-                    .call
+        let call = async {
+            Ok::<_, Error>(match &current.dialed.link {
+                Link::Modern {
+                    transport,
+                    meta: rendered,
+                } => {
+                    meta.modern = Some(rendered);
+                    encode(&mut body, &id, method_name, params, meta)?;
+                    let mut routing = Routing::default();
+                    routing.name = target.name;
+                    routing.params = target.params;
+                    transport
+                        .call::<T>(id, method_name, Bytes::from(body), routing)
+                        .await?
+                }
+                Link::Legacy(transport) => {
+                    encode(&mut body, &id, method_name, params, meta)?;
+                    transport
+                        .call::<T>(id, method_name, Bytes::from(body), None)
+                        .await?
+                        .call
+                }
+            })
+        };
+        let mut call = tokio::select! {
+            call = call => call?,
+            () = cancel.as_mut() => {
+                // A 2026-07-28 request is abandoned with its connection's stream; a legacy
+                // server is told.
+                if let Link::Legacy(transport) = &current.dialed.link {
+                    let reason = Some("cancelled by the client".into());
+                    transport.cancel(sent.clone(), reason).await;
+                }
+                return Err(Error::Cancelled);
             }
         };
-        let mut call = call;
         let read = async {
             loop {
                 match call.next().await? {

@@ -1752,3 +1752,122 @@ async fn a_silent_call_fails_at_the_silence_bound_and_holds_up_nothing() {
         assert_eq!(text(&other.unwrap()), "4", "{era:?}");
     }
 }
+
+/// A person asked who never answers; each question dropped (withdrawn) is counted on
+/// `withdrawn`.
+fn never_answered(withdrawn: Arc<tokio::sync::Notify>) -> ClientBuilder {
+    /// Lives as long as the question does.
+    struct Asked(Arc<tokio::sync::Notify>);
+    impl Drop for Asked {
+        fn drop(&mut self) {
+            self.0.notify_one();
+        }
+    }
+    worker_with(move |_: mcp_wire::ElicitRequestParams| {
+        let asked = Asked(withdrawn.clone());
+        async move {
+            let _asked = asked;
+            std::future::pending::<mcp_wire::ElicitResult>().await
+        }
+    })
+}
+
+/// A 2026-07-28 call whose server asks a person: the call's cancel ends the wait for the
+/// answer, withdraws the question, and sends no further round.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_withdraws_the_question_of_an_input_required_call() {
+    let server = server_in(Era::Modern).await;
+    let withdrawn = Arc::new(tokio::sync::Notify::new());
+    let connection = connect(&server, Era::Modern, never_answered(withdrawn.clone())).await;
+    let start = tokio::time::Instant::now();
+    let cancel = tokio::time::sleep(Duration::from_secs(5));
+    let asked = connection.call_tool_until("ask", None, None, |_: Notice| {}, cancel);
+    let asked = tokio::time::timeout(Duration::from_secs(300), asked)
+        .await
+        .expect("the call ends");
+    assert!(matches!(asked, Err(Error::Cancelled)), "{asked:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    bounded("the question withdrawn", withdrawn.notified()).await;
+    assert_eq!(calls_of(&server, "ask").len(), 1, "no further round");
+}
+
+/// A legacy call cancelled before its answer's head arrives: the server is told, with the
+/// call's id, and the call ends at the cancel.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
+    let server = server_in(Era::Legacy).await;
+    let connection = connect(&server, Era::Legacy, supervisor_kind()).await;
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let start = tokio::time::Instant::now();
+    let cancel = tokio::time::sleep(Duration::from_secs(5));
+    let added =
+        connection.call_tool_until("add", Some(add_args(1, 2)), None, |_: Notice| {}, cancel);
+    let added = tokio::time::timeout(Duration::from_secs(300), added)
+        .await
+        .expect("the call ends");
+    assert!(matches!(added, Err(Error::Cancelled)), "{added:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    let call = calls_of(&server, "add").pop().expect("the call was sent");
+    let cancelled = requests(&server, "notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
+}
+
+/// A legacy call abandoned while the client answers its server's elicitation: the answer's
+/// task ends with the call, and the person is asked no more.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_abandoned_mid_elicitation_withdraws_the_question() {
+    let server = server_in(Era::Legacy).await;
+    let withdrawn = Arc::new(tokio::sync::Notify::new());
+    let connection = connect(&server, Era::Legacy, never_answered(withdrawn.clone())).await;
+    let cancel = tokio::time::sleep(Duration::from_secs(5));
+    let wait = object(json!({"wait_ms": 600_000}));
+    let asked = connection.call_tool_until("ask", Some(wait), None, |_: Notice| {}, cancel);
+    let asked = tokio::time::timeout(Duration::from_secs(300), asked)
+        .await
+        .expect("the call ends");
+    assert!(matches!(asked, Err(Error::Cancelled)), "{asked:?}");
+    bounded("the question withdrawn", withdrawn.notified()).await;
+    let cancelled = requests(&server, "notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+}
+
+/// A legacy server asking more questions on one call's stream than the client answers at
+/// once: the one past the bound is refused at once with -32603, the others stay asked.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_refuses_the_question_past_its_answering_bound() {
+    let server = server_in(Era::Legacy).await;
+    let withdrawn = Arc::new(tokio::sync::Notify::new());
+    let connection = connect(&server, Era::Legacy, never_answered(withdrawn)).await;
+    // The client answers at most 4 of a stream's requests at once.
+    let asks = object(json!({"asks": 5, "wait_ms": 10_000}));
+    let asked = connection.call_tool_with("ask", Some(asks), None, |_: Notice| {});
+    let result = tokio::time::timeout(Duration::from_secs(300), asked)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert_eq!(
+        text(&result),
+        "no answer, no answer, no answer, no answer, invalid answer"
+    );
+    let refused: Vec<Logged> = server
+        .log()
+        .into_iter()
+        .filter(|l| l.method.is_none() && l.body.get("error").is_some())
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].body["error"]["code"], -32603);
+
+    // At the bound, every question is asked.
+    let asks = object(json!({"asks": 4, "wait_ms": 10_000}));
+    let asked = connection.call_tool_with("ask", Some(asks), None, |_: Notice| {});
+    let result = tokio::time::timeout(Duration::from_secs(300), asked)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert_eq!(text(&result), "no answer, no answer, no answer, no answer");
+}

@@ -46,6 +46,19 @@ impl Notice {
     }
 }
 
+/// How many of a server's requests one call's stream has answered at once; one past them is
+/// refused (`-32603`).
+pub(crate) const ANSWERING_MAX: usize = 4;
+
+/// The `notifications/cancelled` of request `id`, encoded; `None` if it cannot be.
+pub(crate) fn cancelled(id: RequestId, reason: Option<String>) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    let params = mcp_wire::CancelledParams::new(id, reason);
+    mcp_wire::encode_notification(&mut body, method::notification::CANCELLED, Some(&params))
+        .ok()
+        .map(|()| body)
+}
+
 /// Whether `bytes` is `{}`, spaces aside.
 fn is_empty_object(bytes: &[u8]) -> bool {
     let mut rest = bytes.iter().filter(|b| !b.is_ascii_whitespace());
@@ -104,9 +117,27 @@ impl Legacy {
         if written.is_err() {
             return;
         }
+        self.post(body).await;
+    }
+
+    /// Answers a server's request it sent while [`ANSWERING_MAX`] others are being
+    /// answered on the same stream: refused, at once.
+    async fn refuse(self, id: RequestId) {
+        let mut body = Vec::new();
+        let busy = ErrorObject::new(
+            code::INTERNAL_ERROR,
+            "the client is answering too many requests of this stream",
+        );
+        if encode_error(&mut body, Some(&id), &busy).is_ok() {
+            self.post(body).await;
+        }
+    }
+
+    /// POSTs a message of the client's (an answer, a cancellation), bounded by the answer
+    /// timeout. Its fate does not change the stream's: a server that does not take it will
+    /// say so on the stream, or fall silent and meet the silence bound.
+    async fn post(&self, body: Vec<u8>) {
         let bound = self.client.config().answer_timeout;
-        // The answer's fate does not change the stream's: a server that does not take it
-        // will say so on the stream, or fall silent and meet the silence bound.
         let _ = tokio::time::timeout(bound, async {
             let timer = pin!(tokio::time::sleep(bound));
             let response = self
@@ -213,6 +244,16 @@ pub struct Call<T> {
     _result: PhantomData<fn() -> T>,
 }
 
+/// A call dropped (its response read, or abandoned) stops answering its server's requests:
+/// a person still being asked is asked no more.
+impl<T> Drop for Call<T> {
+    fn drop(&mut self) {
+        for answer in &self.answering {
+            answer.abort();
+        }
+    }
+}
+
 impl<T> fmt::Debug for Call<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Call")
@@ -317,25 +358,9 @@ impl<T: DeserializeOwned> Call<T> {
         if self.endless || matches!(self.source, Source::Done) {
             return;
         }
-        let mut body = Vec::new();
-        let params = mcp_wire::CancelledParams::new(self.id.clone(), reason);
-        if mcp_wire::encode_notification(&mut body, method::notification::CANCELLED, Some(&params))
-            .is_err()
-        {
-            return;
+        if let Some(body) = cancelled(self.id.clone(), reason) {
+            legacy.post(body).await;
         }
-        let bound = legacy.client.config().answer_timeout;
-        let timer = pin!(tokio::time::sleep(bound));
-        let _ = legacy
-            .client
-            .send(
-                Method::POST,
-                Some(Bytes::from(body)),
-                ACCEPT_POST,
-                &legacy.headers(),
-                &mut Silence::new(timer, bound),
-            )
-            .await;
     }
 
     async fn read(&mut self) -> Result<Option<Delivery<T>>, Error> {
@@ -463,12 +488,17 @@ impl<T: DeserializeOwned> Call<T> {
             Ok(TypedMessage::Request(r)) => {
                 if let Some(legacy) = legacy {
                     // Answered on a task of its own: the stream is read on meanwhile, and
-                    // a caller that stops reading does not lose the answer.
-                    answering.push(tokio::spawn(legacy.clone().answer(
-                        r.id,
-                        r.method.into_owned(),
-                        r.params.map(RawJson::from),
-                    )));
+                    // a caller that stops reading (not the call) does not lose the answer.
+                    answering.retain(|answer| !answer.is_finished());
+                    if answering.len() < ANSWERING_MAX {
+                        answering.push(tokio::spawn(legacy.clone().answer(
+                            r.id,
+                            r.method.into_owned(),
+                            r.params.map(RawJson::from),
+                        )));
+                    } else {
+                        tokio::spawn(legacy.clone().refuse(r.id));
+                    }
                 }
                 Ok(None)
             }

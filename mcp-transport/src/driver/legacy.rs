@@ -10,7 +10,7 @@ use http::{HeaderMap, Method};
 use mcp_wire::{RequestId, Revision, method};
 use serde::de::DeserializeOwned;
 
-use super::call::{Call, Legacy};
+use super::call::{Call, Legacy, cancelled};
 use super::client::{HttpClient, Silence, read_body};
 use super::features::ClientFeatures;
 use crate::Error;
@@ -157,6 +157,18 @@ impl LegacyTransport {
             .exchange(Method::POST, method_name, Some(body), None, &mut silence)
             .await?;
         accepted(&self.client, response, &mut silence).await
+    }
+
+    /// Cancels request `id`, sent on this session and not yet answered (its answer's head
+    /// not even read): `notifications/cancelled`, bounded by the answer timeout. Whether the
+    /// server took it is not known.
+    pub async fn cancel(&self, id: RequestId, reason: Option<String>) {
+        let Some(body) = cancelled(id, reason) else {
+            return;
+        };
+        let bound = self.client.config().answer_timeout;
+        let notified = self.notify(method::notification::CANCELLED, Bytes::from(body));
+        let _ = tokio::time::timeout(bound, notified).await;
     }
 
     /// Opens the GET stream a server pushes on (notifications and requests unrelated to any

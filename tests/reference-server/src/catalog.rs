@@ -24,7 +24,8 @@ pub(crate) fn tools() -> Vec<Value> {
         json!({
             "name": "ask",
             "description": "Asks the person for a name, then greets them.",
-            "inputSchema": {"type": "object"},
+            "inputSchema": {"type": "object", "properties": {
+                "asks": {"type": "integer"}, "wait_ms": {"type": "integer"}}},
         }),
         json!({
             "name": "region",

@@ -284,15 +284,6 @@ async fn slow(
 /// answer` to anything but an elicitation's answer).
 async fn ask(state: &Arc<State>, id: &RequestId, arguments: &Value) -> Response<AnyBody> {
     let (events, body) = body::stream();
-    let ask_id = RequestId::String(format!("e-{}", state.next()));
-    let (tx, rx) = oneshot::channel();
-    state
-        .legacy
-        .waiting
-        .lock()
-        .expect("waiting")
-        .insert(ask_id.clone(), tx);
-    let id = id.clone();
     let method = arguments["method"].as_str().unwrap_or("elicitation/create");
     let params = match &arguments["params"] {
         Value::Null => json!({
@@ -301,15 +292,38 @@ async fn ask(state: &Arc<State>, id: &RequestId, arguments: &Value) -> Response<
         }),
         params => params.clone(),
     };
-    let request = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "params": params});
+    // `asks` questions at once (1 unless told), each awaited for `wait_ms`.
+    let asks = arguments["asks"].as_u64().unwrap_or(1).clamp(1, 64);
+    let mut questions = Vec::new();
+    for _ in 0..asks {
+        let ask_id = RequestId::String(format!("e-{}", state.next()));
+        let (tx, rx) = oneshot::channel();
+        state
+            .legacy
+            .waiting
+            .lock()
+            .expect("waiting")
+            .insert(ask_id.clone(), tx);
+        let request = json!({"jsonrpc": "2.0", "id": ask_id, "method": method, "params": params});
+        questions.push((request, rx));
+    }
+    let id = id.clone();
     let wait = Duration::from_millis(arguments["wait_ms"].as_u64().unwrap_or(30_000));
     tokio::spawn(async move {
-        events.send(None, None, &request.to_string()).await;
-        let answer = tokio::time::timeout(wait, rx).await;
-        let text = match answer {
-            Ok(Ok(answer)) => greeting(&answer),
-            _ => "no answer".to_owned(),
-        };
+        let mut answers = Vec::new();
+        for (request, rx) in questions {
+            events.send(None, None, &request.to_string()).await;
+            answers.push(rx);
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut texts = Vec::new();
+        for rx in answers {
+            texts.push(match tokio::time::timeout_at(deadline, rx).await {
+                Ok(Ok(answer)) => greeting(&answer),
+                _ => "no answer".to_owned(),
+            });
+        }
+        let text = texts.join(", ");
         let done =
             json!({"jsonrpc": "2.0", "id": id, "result": catalog::text_result(&text, false)});
         events.send(None, None, &done.to_string()).await;
