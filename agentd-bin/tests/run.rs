@@ -384,7 +384,7 @@ fn held_tools(file: &TempFile) -> String {
     }
 }
 
-/// The Python SDK's server, stateful and stateless: each held at 2026-07-28 with its four
+/// The Python SDK's server, stateful and stateless: each held at 2026-07-28 with its five
 /// tools; one added by a reload; SIGTERM drains and exits 0. The drain is given a minute, so
 /// that a process that exits while `terminate` waits (at most 10 s) has drained, not given up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,7 +396,7 @@ async fn the_python_sdk_server_is_held_reloaded_and_drained() {
     let mut agentd = Daemon::run(&file);
     let connect = agentd.wait_for("mcp.connect", Some("py"));
     assert_eq!(connect["protocol"], "2026-07-28", "{connect}");
-    assert_eq!(connect["tools"], 4, "{connect}");
+    assert_eq!(connect["tools"], 5, "{connect}");
     assert!(connect.get("reason").is_none(), "{connect}");
 
     file.write(&config(

@@ -1,9 +1,11 @@
 """Test peer: an MCP server built on the Python SDK (`mcp==2.3.0`, `MCPServer`).
 
 Serves Streamable HTTP on http://127.0.0.1:PORT/mcp, both protocol eras on one
-endpoint (2025-11-25 sessions and the stateless 2026-07-28 wire).
+endpoint (2025-11-25 sessions and the stateless 2026-07-28 wire), or with
+`--legacy` the sessions alone: a request stating 2026-07-28 (`server/discover`
+first) is answered -32601, as a server that predates that revision does.
 
-    py_server.py --port PORT [--json] [--stateless]
+    py_server.py --port PORT [--json] [--stateless] [--legacy]
 
 `--port 0` lets the OS pick the port. Once the socket is listening the server
 prints `READY <port>` on stdout (flushed); everything else goes to stderr.
@@ -11,25 +13,36 @@ With AGENTD_PEER_WATCH_STDIN=1 the process exits as soon as its stdin reaches
 EOF, so it dies with the test process that spawned it even if that one is
 killed without running its destructors.
 
-Tools: add(a, b), slow(steps), ask_name(), touch(); resource demo://greeting.
+Tools: add(a, b), slow(steps), ask_name(), ask_name_rounds(), touch(); resource
+demo://greeting. `ask_name` elicits mid-call, which the 2026-07-28 wire cannot;
+`ask_name_rounds` elicits through a resolver, mid-call at 2025-11-25 and as an
+`input_required` result at 2026-07-28.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 import threading
 import warnings
 from collections import defaultdict
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import uvicorn
 from pydantic import BaseModel, Field
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.streamable_http import (
     EventCallback,
     EventId,
@@ -133,6 +146,19 @@ async def ask_name(ctx: Context) -> str:
     return result.action
 
 
+def _name_form() -> Elicit[NameForm]:
+    """The question `ask_name_rounds` resolves its answer with."""
+    return Elicit("What is your name?", NameForm)
+
+
+@mcp.tool()
+async def ask_name_rounds(answer: Annotated[ElicitationResult[NameForm], Resolve(_name_form)]) -> str:
+    """Ask the client for a name through a resolver; returns the outcome."""
+    if isinstance(answer, AcceptedElicitation):
+        return f"accept: name={answer.data.name!r}"
+    return answer.action
+
+
 @mcp.tool()
 async def touch(ctx: Context) -> str:
     """Announce that demo://greeting changed and that the tool list changed."""
@@ -162,6 +188,43 @@ class ReadyServer(uvicorn.Server):
             print(f"READY {port}", flush=True)
 
 
+class LegacyOnly:
+    """ASGI middleware: a POST stating a 2026-07-28 revision (its MCP-Protocol-Version
+    header) is answered -32601, Method not found, as a server that predates the revision
+    answers `server/discover`; everything else goes to `app`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if scope["type"] != "http" or scope["method"] != "POST" or version < NEW_ERA:
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            request_id = json.loads(body).get("id")
+        except (ValueError, AttributeError):
+            request_id = None
+        answer = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+
 def watch_stdin() -> None:
     """Exit the whole process when stdin reaches EOF (the parent is gone)."""
     try:
@@ -176,6 +239,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--json", action="store_true", help="answer POSTs with application/json, not SSE")
     parser.add_argument("--stateless", action="store_true", help="no sessions (and no event store)")
+    parser.add_argument("--legacy", action="store_true", help="refuse 2026-07-28: sessions alone")
     args = parser.parse_args()
 
     if os.environ.get("AGENTD_PEER_WATCH_STDIN") == "1":
@@ -188,7 +252,8 @@ def main() -> None:
         retry_interval=1000,
         host="127.0.0.1",
     )
-    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="info", lifespan="on")
+    served = LegacyOnly(app) if args.legacy else app
+    config = uvicorn.Config(served, host="127.0.0.1", port=args.port, log_level="info", lifespan="on")
     ReadyServer(config).run()
 
 

@@ -4,7 +4,8 @@
 //!
 //! - [`python`] / [`python_stateless`]: `tests/peers/py_server.py` on the Python SDK
 //!   (`mcp` 2.3.0, `MCPServer`), 2025-11-25 sessions and the 2026-07-28 stateless wire on
-//!   one endpoint. Tools `add`, `slow`, `ask_name`, `touch`; resource `demo://greeting`.
+//!   one endpoint ([`python_legacy`]: the sessions alone). Tools `add`, `slow`, `ask_name`,
+//!   `ask_name_rounds`, `touch`; resource `demo://greeting`.
 //! - [`everything`]: npm `@modelcontextprotocol/server-everything` 2026.8.31 (TypeScript SDK),
 //!   `streamableHttp` mode, kept on loopback by `tests/peers/loopback.cjs`.
 //!
@@ -47,8 +48,8 @@ pub fn peers_dir() -> PathBuf {
     }
 }
 
-/// The running process of a peer started by [`python`], [`python_stateless`] or
-/// [`everything`]. Dropping it kills the process and waits for it.
+/// The running process of a peer started by [`python`], [`python_stateless`],
+/// [`python_legacy`] or [`everything`]. Dropping it kills the process and waits for it.
 #[derive(Debug)]
 pub struct Peer {
     child: Child,
@@ -107,13 +108,24 @@ impl Drop for Peer {
 /// (progress and other request-related notifications are then dropped by the SDK).
 /// Panics if the peer is not installed (naming the install command) or does not come up.
 pub fn python(json: bool) -> Peer {
-    python_peer(json, false)
+    python_peer(if json { &["--json"] } else { &[] })
 }
 
 /// Like [`python`], but the server runs stateless (`--stateless`): no session ids, no event
 /// store, no GET stream.
 pub fn python_stateless(json: bool) -> Peer {
-    python_peer(json, true)
+    python_peer(if json {
+        &["--json", "--stateless"]
+    } else {
+        &["--stateless"]
+    })
+}
+
+/// Like [`python(false)`](python), but the server serves 2025-11-25 sessions alone
+/// (`--legacy`): a request stating 2026-07-28 is answered -32601, as a server that
+/// predates it answers `server/discover`, so a client falls back to `initialize`.
+pub fn python_legacy() -> Peer {
+    python_peer(&["--legacy"])
 }
 
 /// The Python of the peers' venv (with `mcp` and `standardwebhooks`, pinned). Panics if it
@@ -125,19 +137,14 @@ pub fn python_exe() -> PathBuf {
     exe
 }
 
-fn python_peer(json: bool, stateless: bool) -> Peer {
+fn python_peer(flags: &[&str]) -> Peer {
     let dir = peers_dir();
     let exe = python_exe();
     let mut cmd = Command::new(&exe);
     cmd.arg("-u")
         .arg(peers_src().join("py_server.py"))
-        .args(["--port", "0"]);
-    if json {
-        cmd.arg("--json");
-    }
-    if stateless {
-        cmd.arg("--stateless");
-    }
+        .args(["--port", "0"])
+        .args(flags);
     cmd.current_dir(&dir).env("PYTHONUNBUFFERED", "1");
     spawn("python (mcp 2.3.0)", cmd)
 }
