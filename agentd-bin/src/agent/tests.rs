@@ -525,3 +525,67 @@ async fn an_elicitation_on_a_worker_is_a_question_to_a_person() {
         store.close().await;
     }
 }
+
+/// In virtual time, in both eras: a server's elicitation during a turn that nobody answers
+/// is answered cancel at its 300 s bound (on the wire: POSTed to the legacy server, sent with
+/// the modern call made again), its question ends cancelled, and the tool's result goes back
+/// to the model, whose turn goes on.
+#[tokio::test(start_paused = true)]
+async fn an_elicitation_nobody_answers_is_cancelled_at_300_seconds() {
+    use agentd_tools::human::Humans as _;
+
+    use crate::dial::ELICITATION_TIMEOUT;
+    use crate::store::questions::State;
+
+    for legacy in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let gate = gate.await.unwrap();
+        let asking = gate.clone();
+        let elicitors: workers::Elicitors = Arc::new(
+            move |server: &str| -> Arc<dyn mcp_transport::driver::Elicitor> {
+                Arc::new(asking.elicitor(server))
+            },
+        );
+        let bench = bench_asking(legacy, elicitors).await;
+        // The legacy server waits past the bound for its answer.
+        let model = Scripted::new([
+            calls(&[("q", "s__ask", r#"{"wait_ms": 400000}"#)]),
+            text("nobody answered"),
+        ]);
+        let kept = Recorded::default();
+        let mut history = vec![user("greet someone")];
+        let start = Instant::now();
+        let (_, ended) = bench
+            .turn(&model, &kept, ("root", 1), TURN, &mut history)
+            .await;
+        assert_eq!(ended.unwrap().text.as_deref(), Some("nobody answered"));
+        assert!(Instant::now() >= start + ELICITATION_TIMEOUT, "not before");
+        assert_eq!(results(&history)["q"], "cancel", "legacy {legacy}");
+        assert_eq!(model.asked().len(), 2, "the turn went on");
+
+        let cancel = json!({"action": "cancel"});
+        let log = bench.server.log();
+        match legacy {
+            true => {
+                let posted = log
+                    .iter()
+                    .find(|l| l.method.is_none() && l.body["result"].is_object())
+                    .expect("the answer is POSTed");
+                assert_eq!(posted.body["result"], cancel);
+                assert!(posted.at >= start + ELICITATION_TIMEOUT);
+            }
+            false => {
+                let asks = bench.calls_of("ask");
+                assert_eq!(asks.len(), 2, "asked, then called again with the answer");
+                assert_eq!(asks[1]["params"]["inputResponses"]["name"], cancel);
+            }
+        }
+        let question = store.question(1).await.unwrap().expect("asked");
+        assert_eq!(question.state, State::Cancelled, "legacy {legacy}");
+        assert_eq!(question.text, "What is your name?");
+        assert_eq!(gate.open().await.unwrap(), []);
+        store.close().await;
+    }
+}
