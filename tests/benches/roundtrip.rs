@@ -27,7 +27,7 @@
 //!
 //! `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side at concurrency 64 for a
 //! profiler (`perf record -g`), 256 000 calls or `ROUNDTRIP_CALLS`, and prints its CPU per
-//! call, user and system apart.
+//! call, user and system apart (`ROUNDTRIP_SERIAL=1`: one call at a time).
 
 use std::hint::black_box;
 use std::io::{BufRead, BufReader};
@@ -370,14 +370,21 @@ fn decode_row(bytes: &[u8], plan: &Plan) -> (Duration, Duration) {
 /// One side alone at concurrency 64, warmed first: its throughput and CPU per call, user and
 /// system apart.
 async fn profile<C: Caller>(side: &str, caller: Arc<C>, calls: usize) {
+    // `ROUNDTRIP_SERIAL=1`: one call at a time, as the latency rounds.
+    let serial = std::env::var_os("ROUNDTRIP_SERIAL").is_some();
     throughput(caller.clone(), 6_400).await;
     let before = cpu_split();
-    let round = throughput(caller, calls).await;
+    let round = if serial {
+        latencies(caller, calls).await.1
+    } else {
+        throughput(caller, calls).await
+    };
     let after = cpu_split();
     let per_call = |d: Duration| micros(d) / round.calls as f64;
     println!(
-        "{side}: {} calls, {:.0} calls/s, CPU {:.2} µs/call (user {:.2}, system {:.2})",
+        "{side}: {} calls{}, {:.0} calls/s, CPU {:.2} µs/call (user {:.2}, system {:.2})",
         round.calls,
+        if serial { " one at a time" } else { "" },
         round.calls_per_second(),
         micros(round.cpu_per_call()),
         per_call(after.0 - before.0),
