@@ -60,6 +60,7 @@ async fn the_in_memory_services_conform() {
     testing::check_instruction(&services, "docs", "docs://instruction", "Be brief.").await;
     let who = std::collections::BTreeMap::from([("who".to_owned(), "Ada".to_owned())]);
     testing::check_skills(&services, "docs/greet", who).await;
+    testing::check_subagents(&services).await;
     // And at the default bound.
     testing::check_memory(&InMemory::new("i")).await;
 }
@@ -244,6 +245,55 @@ async fn each_built_tool_checks_its_arguments_first() {
             "/name",
             "minLength",
         ),
+        (
+            "subagent.run",
+            json!({"goal": "Count the files.", "tools": ["memory.*"], "deadline": "5m"}),
+            json!({"goal": ""}),
+            "/goal",
+            "minLength",
+        ),
+        (
+            "subagent.send",
+            json!({"id": "s1", "text": "And the folders."}),
+            json!({"id": "s1"}),
+            "",
+            "required",
+        ),
+        (
+            "subagent.status",
+            json!({"id": "s1"}),
+            json!({"id": 1}),
+            "/id",
+            "type",
+        ),
+        (
+            "subagent.await",
+            json!({"id": "s1", "timeout": 1}),
+            json!({"id": "s1", "timeout": 0}),
+            "/timeout",
+            "minimum",
+        ),
+        (
+            "subagent.list",
+            json!({}),
+            json!({"all": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "subagent.kill",
+            json!({"id": "s1"}),
+            json!({}),
+            "",
+            "required",
+        ),
+        (
+            "subagent.retire",
+            json!({"id": "s1"}),
+            json!({"id": ""}),
+            "/id",
+            "minLength",
+        ),
         // Last: nobody answers here, so its valid call is made once the services shut down,
         // and is answered cancelled at once.
         (
@@ -339,7 +389,7 @@ async fn grants_refuse_and_narrow() {
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
     assert!(!names.contains(&"workflow.run"), "not built: not offered");
-    assert_eq!(offered(&t, Scope::Root).len(), 26);
+    assert_eq!(offered(&t, Scope::Root).len(), 33);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
     let narrow = Tools::new(InMemory::new("i"), grants);
@@ -845,6 +895,135 @@ async fn sleep_and_await_in_virtual_time() {
     assert_eq!(slept, Ok(json!({"slept_ms": 0, "cancelled": true})));
     let until = json!({"until": {"stream": {"name": "ticks", "after": 1}}});
     assert_eq!(code(root(&t, "await", until).await), "shutting_down");
+}
+
+#[tokio::test]
+async fn subagents_run_steer_settle_and_retire() {
+    use crate::subagent::State;
+    let t = Tools::new(InMemory::new("agent-1").at(1_000), Grants::default());
+    let run = json!({"goal": "Sum the column.", "deadline": "10s"});
+    let ran = root(&t, "subagent.run", run).await.unwrap();
+    assert_eq!(ran, json!({"id": "s1"}));
+    let status = root(&t, "subagent.status", json!({"id": "s1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&status["state"], &status["parent"], &status["deadline_ms"]),
+        (&json!("running"), &json!("conversation:c"), &json!(11_000))
+    );
+    // Listed for its parent alone, and in `status`.
+    let mine = root(&t, "subagent.list", json!({})).await.unwrap();
+    assert_eq!(mine["subagents"][0]["id"], "s1");
+    let other = call(&t, &Caller::root("d"), "subagent.list", json!({})).await;
+    assert_eq!(other.unwrap(), json!({"subagents": []}));
+    let report = root(&t, "status", json!({})).await.unwrap();
+    assert_eq!(report["subagents"][0]["state"], "running");
+    // Awaited while it runs: the timeout passes, in virtual time, and its status answers.
+    let waited = root(&t, "subagent.await", json!({"id": "s1", "timeout": "2s"})).await;
+    assert_eq!(waited.unwrap()["state"], "running");
+    assert_eq!(crate::wait::Clock::now_ms(t.services()), 3_000);
+    // Settled: awaited at once, by either tool.
+    let said = t.services().settle("s1", State::Finished, Some("42"));
+    assert_eq!(said, ["Sum the column."]);
+    let waited = root(&t, "subagent.await", json!({"id": "s1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&waited["state"], &waited["answer"]),
+        (&json!("finished"), &json!("42"))
+    );
+    let met = root(&t, "await", json!({"until": {"subagent": "s1"}}))
+        .await
+        .unwrap();
+    assert_eq!(met["subagent"]["answer"], "42");
+    // Sent to once settled: it runs again, its deadline afresh.
+    let sent = json!({"id": "s1", "text": "Now the row."});
+    let again = root(&t, "subagent.send", sent).await.unwrap();
+    assert_eq!(
+        (&again["state"], &again["deadline_ms"]),
+        (&json!("running"), &json!(13_000))
+    );
+    assert_eq!(
+        code(root(&t, "subagent.retire", json!({"id": "s1"})).await),
+        "running"
+    );
+    assert_eq!(
+        root(&t, "subagent.kill", json!({"id": "s1"}))
+            .await
+            .unwrap()["state"],
+        "killed"
+    );
+    let retired = root(&t, "subagent.retire", json!({"id": "s1"}))
+        .await
+        .unwrap();
+    assert_eq!(retired["state"], "retired");
+    assert_eq!(
+        root(&t, "subagent.list", json!({})).await.unwrap(),
+        json!({"subagents": []})
+    );
+    let gone = root(&t, "subagent.send", json!({"id": "s1", "text": "?"})).await;
+    assert_eq!(code(gone), "unknown_subagent");
+
+    // A subagent's conversation is not reached with message.send.
+    let into = json!({"conversation": "subagent:s1", "text": "hi"});
+    let refused = root(&t, "message.send", into).await.unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.to_value()["rule"].clone()),
+        ("invalid_arguments", json!("subagent"))
+    );
+    // A subagent runs none, and its tools are checked against the scope's grants.
+    let sub = Caller::subagent("s2");
+    let nested = call(&t, &sub, "subagent.run", json!({"goal": "g"})).await;
+    assert_eq!(code(nested), "not_granted");
+    let no_such = json!({"goal": "g", "tools": ["subagent.run"]});
+    let refused = root(&t, "subagent.run", no_such).await.unwrap_err();
+    assert_eq!(refused.to_value()["pointer"], "/tools");
+}
+
+#[tokio::test]
+async fn subagent_bounds_hold_at_the_bound_and_refuse_one_past() {
+    use crate::subagent::RUNNING_MAX;
+    let t = Tools::new(
+        InMemory::new("agent-1").with_max_value_bytes(64),
+        Grants::default(),
+    );
+    let goal = |n: usize| json!({"goal": "g".repeat(n)});
+    let past = root(&t, "subagent.run", goal(65)).await.unwrap_err();
+    assert_eq!(
+        (past.code(), past.to_value()["max"].clone()),
+        ("too_large", json!(64))
+    );
+    for _ in 0..RUNNING_MAX {
+        root(&t, "subagent.run", goal(64)).await.unwrap();
+    }
+    let one_more = root(&t, "subagent.run", goal(1)).await.unwrap_err();
+    assert_eq!(one_more.to_value()["max"], json!(RUNNING_MAX));
+    assert_eq!(one_more.code(), "too_large");
+    // One settled: room for one more.
+    t.services()
+        .settle("s1", crate::subagent::State::Failed, None);
+    root(&t, "subagent.run", goal(1)).await.unwrap();
+    let text = |n: usize| json!({"id": "s2", "text": "t".repeat(n)});
+    assert!(root(&t, "subagent.send", text(64)).await.is_ok());
+    assert_eq!(code(root(&t, "subagent.send", text(65)).await), "too_large");
+    // Durations: 1 ms to 1 h.
+    let hour = json!({"id": "s2", "timeout": crate::DURATION_MAX_MS});
+    assert!(root(&t, "subagent.await", hour).await.is_ok());
+    let past = json!({"id": "s2", "timeout": crate::DURATION_MAX_MS + 1});
+    assert_eq!(
+        code(root(&t, "subagent.await", past).await),
+        "invalid_arguments"
+    );
+    let deadline = |d: &str| json!({"goal": "g", "deadline": d});
+    t.services()
+        .settle("s2", crate::subagent::State::Failed, None);
+    assert!(root(&t, "subagent.run", deadline("1h")).await.is_ok());
+    t.services()
+        .settle("s3", crate::subagent::State::Failed, None);
+    let past = root(&t, "subagent.run", deadline("1h 1ms"))
+        .await
+        .unwrap_err();
+    assert_eq!(past.to_value()["pointer"], "/deadline");
 }
 
 /// Polls `future` once, waking nothing: whether it is done already.

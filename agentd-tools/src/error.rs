@@ -86,6 +86,11 @@ pub enum Error {
         /// The id.
         subagent: String,
     },
+    /// The subagent is running, and must settle first (`running`).
+    Running {
+        /// The subagent's id.
+        subagent: String,
+    },
     /// The unit finished already (`already_finished`).
     AlreadyFinished {
         /// The unit.
@@ -145,6 +150,7 @@ impl Error {
             Self::NotBuilt { .. } => "not_built",
             Self::UnknownRun { .. } => "unknown_run",
             Self::UnknownSubagent { .. } => "unknown_subagent",
+            Self::Running { .. } => "running",
             Self::AlreadyFinished { .. } => "already_finished",
             Self::Store { .. } => "store",
             Self::ShuttingDown => "shutting_down",
@@ -221,6 +227,9 @@ impl fmt::Display for Error {
             Self::NotBuilt { tool } => write!(f, "{tool} is not built yet"),
             Self::UnknownRun { run } => write!(f, "no run {run:?}"),
             Self::UnknownSubagent { subagent } => write!(f, "no subagent {subagent:?}"),
+            Self::Running { subagent } => {
+                write!(f, "subagent {subagent:?} is running: kill it first")
+            }
             Self::AlreadyFinished { unit } => write!(f, "{unit} finished already"),
             Self::Store { detail } => write!(f, "store: {detail}"),
             Self::ShuttingDown => f.write_str("shutting down"),

@@ -21,6 +21,7 @@ use crate::message::{Message, Messages};
 use crate::plan::{Plan, Plans, Step, Update};
 use crate::skills::{Loaded, LoadedSet, Said, Skill, Skills};
 use crate::status::{Inbox, Report, Status};
+use crate::subagent::{Spec, State as Standing, Subagent, Subagents};
 use crate::wait::{Clock, Record, Streams, Woke};
 use crate::{Error, Services};
 
@@ -75,6 +76,17 @@ struct State {
     /// them replaced by the argument's value).
     skills: Vec<(Skill, Vec<Said>)>,
     loaded: BTreeMap<String, LoadedSet>,
+    /// The subagents, by id.
+    subagents: BTreeMap<String, Child>,
+}
+
+/// A subagent: its status, the messages it was sent (its goal first), and how long each
+/// of its runs may take.
+#[derive(Debug)]
+struct Child {
+    status: Subagent,
+    said: Vec<String>,
+    deadline: Option<Duration>,
 }
 
 /// A question and how it stands.
@@ -161,6 +173,23 @@ impl InMemory {
         self.lock().skills.push((skill, messages));
     }
 
+    /// Subagent `id` settles as `state`, having answered `answer`, as if its turns ran; the
+    /// messages it was sent, its goal first. Nothing runs an in-memory subagent: it runs
+    /// until this, or until it is killed.
+    pub fn settle(&self, id: &str, state: Standing, answer: Option<&str>) -> Vec<String> {
+        let mut guard = self.lock();
+        let Some(child) = guard.subagents.get_mut(id) else {
+            return Vec::new();
+        };
+        child.status.state = state;
+        child.status.turns += 1;
+        child.status.answer = answer.map(str::to_owned);
+        let said = child.said.clone();
+        drop(guard);
+        self.changed_now();
+        said
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock leaves maps that are still whole.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -179,6 +208,7 @@ impl Services for InMemory {
     type Clock = Self;
     type Instruction = Self;
     type Skills = Self;
+    type Subagents = Self;
 
     fn memory(&self) -> &Self {
         self
@@ -211,6 +241,9 @@ impl Services for InMemory {
         self
     }
     fn skills(&self) -> &Self {
+        self
+    }
+    fn subagents(&self) -> &Self {
         self
     }
 }
@@ -479,6 +512,7 @@ impl Status for InMemory {
                 .iter()
                 .map(|(id, inbox)| Inbox::new(id, inbox.len() as u64))
                 .collect(),
+            subagents: Vec::new(),
             units_finished: state.finished.len() as u64,
             store_bytes: (memory + artifacts + messages) as u64,
             degraded: false,
@@ -703,5 +737,101 @@ impl Skills for InMemory {
             .loaded
             .get_mut(unit)
             .is_some_and(|set| set.unload(name)))
+    }
+}
+
+/// Subagent `id`, unless it is unknown or retired.
+fn alive<'a>(state: &'a mut State, id: &str) -> Result<&'a mut Child, Error> {
+    let unknown = || Error::UnknownSubagent {
+        subagent: id.to_owned(),
+    };
+    let found = state.subagents.get_mut(id).ok_or_else(unknown)?;
+    match found.status.state {
+        Standing::Retired => Err(unknown()),
+        _ => Ok(found),
+    }
+}
+
+/// `now_ms` plus `deadline`, if any.
+fn deadline_ms(now_ms: i64, deadline: Option<Duration>) -> Option<i64> {
+    let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    deadline.map(|d| now_ms.saturating_add(millis(d)))
+}
+
+impl Subagents for InMemory {
+    async fn run(&self, parent: &str, spec: Spec) -> Result<String, Error> {
+        let now = self.now_ms();
+        let mut state = self.lock();
+        let children = state.subagents.values();
+        let running = children.filter(|c| c.status.state == Standing::Running);
+        let running = running.count();
+        if running >= crate::subagent::RUNNING_MAX {
+            return Err(crate::subagent::too_many(running));
+        }
+        let id = format!("s{}", state.subagents.len() + 1);
+        let mut status = Subagent::new(&id, parent, Standing::Running, now);
+        status.deadline_ms = deadline_ms(now, spec.deadline);
+        let child = Child {
+            status,
+            said: vec![spec.goal],
+            deadline: spec.deadline,
+        };
+        state.subagents.insert(id.clone(), child);
+        Ok(id)
+    }
+
+    async fn send(&self, id: &str, _from: &str, text: &str) -> Result<Subagent, Error> {
+        let now = self.now_ms();
+        let mut state = self.lock();
+        let child = alive(&mut state, id)?;
+        child.said.push(text.to_owned());
+        if child.status.state.settled() {
+            child.status.state = Standing::Running;
+            child.status.deadline_ms = deadline_ms(now, child.deadline);
+        }
+        Ok(child.status.clone())
+    }
+
+    async fn status(&self, id: &str) -> Result<Subagent, Error> {
+        let state = self.lock();
+        let found = state.subagents.get(id).map(|c| c.status.clone());
+        found.ok_or_else(|| Error::UnknownSubagent {
+            subagent: id.to_owned(),
+        })
+    }
+
+    async fn list(&self, parent: Option<&str>) -> Result<Vec<Subagent>, Error> {
+        let state = self.lock();
+        let listed = state.subagents.values().map(|c| &c.status);
+        Ok(listed
+            .filter(|s| s.state != Standing::Retired)
+            .filter(|s| parent.is_none_or(|p| s.parent == p))
+            .cloned()
+            .collect())
+    }
+
+    async fn kill(&self, id: &str) -> Result<Subagent, Error> {
+        let killed = {
+            let mut state = self.lock();
+            let child = alive(&mut state, id)?;
+            if child.status.state == Standing::Running {
+                child.status.state = Standing::Killed;
+            }
+            child.status.clone()
+        };
+        self.changed_now();
+        Ok(killed)
+    }
+
+    async fn retire(&self, id: &str) -> Result<Subagent, Error> {
+        let mut state = self.lock();
+        let child = alive(&mut state, id)?;
+        if child.status.state == Standing::Running {
+            return Err(Error::Running {
+                subagent: id.to_owned(),
+            });
+        }
+        child.status.state = Standing::Retired;
+        Ok(child.status.clone())
     }
 }

@@ -19,10 +19,12 @@ pub mod memory;
 pub mod message;
 pub mod meta;
 pub mod plan;
+pub mod resource;
 pub mod runtime;
 mod schema;
 pub mod skills;
 pub mod status;
+pub mod subagent;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod tools;
@@ -249,6 +251,22 @@ impl fmt::Debug for Tool {
 }
 
 impl Tool {
+    /// Tool `name` with its schemas, offered by default to `grants`.
+    fn new(name: &'static str, grants: &'static [Grant], does: &'static str) -> Self {
+        let input_schema = schema::input(name).expect("every tool has a schema");
+        let validator = jsonschema::validator_for(&input_schema).expect("every schema compiles");
+        let output_schema = schema::output(name);
+        Self {
+            name,
+            grants,
+            does,
+            input_schema,
+            built: output_schema.is_some(),
+            output_schema,
+            validator,
+        }
+    }
+
     /// Whether its default grants cover `scope`.
     pub fn granted_to(&self, scope: Scope) -> bool {
         self.grants.iter().any(|g| g.covers(scope))
@@ -437,23 +455,7 @@ pub fn catalogue() -> &'static [Tool] {
     CATALOGUE.get_or_init(|| {
         FAMILIES
             .iter()
-            .flat_map(|f| {
-                f.names.iter().map(|name| {
-                    let input_schema = schema::input(name).expect("every tool has a schema");
-                    let validator =
-                        jsonschema::validator_for(&input_schema).expect("every schema compiles");
-                    let output_schema = schema::output(name);
-                    Tool {
-                        name,
-                        grants: f.grants,
-                        does: f.does,
-                        input_schema,
-                        built: output_schema.is_some(),
-                        output_schema,
-                        validator,
-                    }
-                })
-            })
+            .flat_map(|f| f.names.iter().map(|name| Tool::new(name, f.grants, f.does)))
             .collect()
     })
 }
@@ -496,7 +498,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 30, "{built:?}");
+        assert_eq!(built.len(), 37, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -506,6 +508,7 @@ mod tests {
             "ask_human",
             "instruction.subscribe",
             "skills.unload",
+            "subagent.retire",
         ] {
             assert!(built.contains(&name), "{name}");
         }

@@ -1,5 +1,7 @@
 //! `message.send`: a message into one of the instance's own conversations, appended to
-//! its durable inbox with its sender (the calling unit) and the time.
+//! its durable inbox with its sender (the calling unit) and the time. A subagent's
+//! conversation ([`subagent::conversation`](crate::subagent::conversation)) is refused: it
+//! is sent to with `subagent.send`, which runs the subagent again when it had settled.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -87,6 +89,14 @@ pub(crate) async fn send(
     let tool = "message.send";
     let args: SendArgs = parse(tool, arguments)?;
     check_conversation(tool, "/conversation", &args.conversation)?;
+    if crate::subagent::of_conversation(&args.conversation).is_some() {
+        return Err(Error::invalid(
+            tool,
+            "/conversation",
+            "subagent",
+            "a subagent's conversation is sent to with subagent.send",
+        ));
+    }
     if args.text.len() > max {
         return Err(Error::TooLarge {
             what: "text",

@@ -4,6 +4,8 @@
 //! size decoded) the tool checks itself, with the same `invalid_arguments` error or the
 //! contract's own code (`bad_key`, `too_large`).
 
+use std::time::Duration;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -49,30 +51,47 @@ fn steps() -> Value {
     json!({"type": "array", "items": plan_step(), "minItems": 1})
 }
 
+/// A duration argument: a humantime string (`"5s"`) or milliseconds; 1 ms ..= 1 h.
+pub fn read_duration(tool: &str, pointer: &str, value: &Value) -> Result<Duration, Error> {
+    let range = || Error::invalid(tool, pointer, "range", "a duration is 1 ms to 1 h");
+    let d = match value {
+        Value::String(text) => humantime::parse_duration(text)
+            .map_err(|e| Error::invalid(tool, pointer, "duration", e.to_string()))?,
+        Value::Number(n) => Duration::from_millis(n.as_u64().ok_or_else(range)?),
+        _ => {
+            return Err(Error::invalid(
+                tool,
+                pointer,
+                "type",
+                "a string or an integer",
+            ));
+        }
+    };
+    if d < Duration::from_millis(1) || d > Duration::from_millis(DURATION_MAX_MS) {
+        return Err(range());
+    }
+    Ok(d)
+}
+
 /// The input schema of `tool`; `None` when no tool has that name.
 pub(crate) fn input(tool: &str) -> Option<Value> {
     let id = |name: &str| object(json!({name: text()}), &[name]);
     let schema = match tool {
         "instruction.read" => none(),
+        "resource.read" => object(json!({"uri": text(), "server": text()}), &["uri"]),
         "instruction.subscribe" => object(json!({"uri": text(), "server": text()}), &["uri"]),
         "subagent.run" => object(
             json!({
-                "task": text(),
-                "name": text(),
+                "goal": text(),
                 "tools": {"type": "array", "items": text()},
                 "servers": {"type": "array", "items": text()},
+                "deadline": duration(),
             }),
-            &["task"],
+            &["goal"],
         ),
-        "subagent.send" => object(
-            json!({"subagent": text(), "text": text()}),
-            &["subagent", "text"],
-        ),
-        "subagent.status" | "subagent.kill" | "subagent.retire" => id("subagent"),
-        "subagent.await" => object(
-            json!({"subagent": text(), "timeout": duration()}),
-            &["subagent"],
-        ),
+        "subagent.send" => object(json!({"id": text(), "text": text()}), &["id", "text"]),
+        "subagent.status" | "subagent.kill" | "subagent.retire" => id("id"),
+        "subagent.await" => object(json!({"id": text(), "timeout": duration()}), &["id"]),
         "subagent.list" => none(),
         "memory.get" | "memory.shift" | "memory.pop" | "memory.delete" => id("key"),
         "memory.set" => object(
@@ -317,6 +336,30 @@ fn nullable(kind: &str) -> Value {
     json!({"type": [kind, "null"]})
 }
 
+/// A subagent's status.
+fn subagent() -> Value {
+    // As `subagent::State::ALL` names them (a test there checks).
+    let states = [
+        "running",
+        "finished",
+        "failed",
+        "timed_out",
+        "killed",
+        "retired",
+    ];
+    record(json!({
+        "id": text(),
+        "parent": text(),
+        "state": {"enum": states},
+        "turns": natural(),
+        "tokens": natural(),
+        "answer": nullable("string"),
+        "error": nullable("string"),
+        "deadline_ms": nullable("integer"),
+        "started_ms": {"type": "integer"},
+    }))
+}
+
 fn skill() -> Value {
     let argument = record(json!({
         "name": text(),
@@ -354,12 +397,12 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
         "plan.get" => record(json!({"plan": {"oneOf": [{"type": "null"}, plan()]}})),
         "plan.clear" => record(json!({"cleared": boolean()})),
         "message.send" => record(json!({"id": natural()})),
-        // Runs, subagents and the budget are not kept yet: empty lists and null.
+        // Runs and the budget are not kept yet: an empty list and null.
         "status" => record(json!({
             "instance": text(),
             "conversations": list(record(json!({"id": text(), "inbox": natural()}))),
             "runs": {"type": "array"},
-            "subagents": {"type": "array"},
+            "subagents": list(subagent()),
             "units_finished": natural(),
             "budget": {"type": "null"},
             "store": record(json!({"bytes": natural(), "degraded": boolean()})),
@@ -379,6 +422,7 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
                     "at_ms": natural(),
                 }))),
                 met("stream", record(json!({"name": text(), "seq": natural(), "data": {}}))),
+                met("subagent", subagent()),
             ]})
         }
         "ask_human" => json!({"oneOf": [
@@ -411,6 +455,20 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
             "loaded": list(text()),
         })),
         "skills.unload" => record(json!({"unloaded": boolean(), "loaded": list(text())})),
+        "subagent.run" => record(json!({"id": text()})),
+        "resource.read" => {
+            let contents = json!({
+                "type": "object",
+                "properties": {"uri": text(), "mimeType": text(), "text": {"type": "string"},
+                    "blob": {"type": "string"}},
+                "required": ["uri"],
+                "oneOf": [{"required": ["text"]}, {"required": ["blob"]}],
+            });
+            record(json!({"server": text(), "uri": text(), "contents": list(contents)}))
+        }
+        "subagent.send" | "subagent.status" | "subagent.await" | "subagent.kill"
+        | "subagent.retire" => subagent(),
+        "subagent.list" => record(json!({"subagents": list(subagent())})),
         _ => return None,
     };
     Some(schema)
@@ -419,7 +477,9 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
 /// Panics unless `answer` fits `tool`'s output schema, naming every failure.
 #[cfg(test)]
 pub(crate) fn assert_answer(tool: &str, answer: &Value) {
-    let schema = crate::tool(tool)
+    let found =
+        crate::tool(tool).or_else(|| (tool == crate::resource::NAME).then(crate::resource::tool));
+    let schema = found
         .and_then(|t| t.output_schema.as_ref())
         .unwrap_or_else(|| panic!("{tool} answers, so it has an output schema"));
     let validator = jsonschema::draft202012::new(schema).expect("every output schema compiles");

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::Error;
+use crate::subagent::Subagent;
 
 /// A conversation and the size of its inbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub struct Report {
     pub instance: String,
     /// Its conversations, by id.
     pub conversations: Vec<Inbox>,
+    /// Its subagents not retired, by id.
+    pub subagents: Vec<Subagent>,
     /// How many units of work finished.
     pub units_finished: u64,
     /// The store's size, in bytes.
@@ -41,8 +44,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report as `status` answers it; runs, subagents and budget are not kept yet
-    /// (empty lists, null).
+    /// The report as `status` answers it; runs and the budget are not kept yet (an empty
+    /// list, null).
     pub fn to_value(&self) -> Value {
         let conversations: Vec<Value> = self
             .conversations
@@ -53,7 +56,7 @@ impl Report {
             "instance": self.instance,
             "conversations": conversations,
             "runs": [],
-            "subagents": [],
+            "subagents": self.subagents.iter().map(Subagent::to_value).collect::<Vec<_>>(),
             "units_finished": self.units_finished,
             "budget": null,
             "store": {"bytes": self.store_bytes, "degraded": self.degraded},

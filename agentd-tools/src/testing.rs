@@ -31,6 +31,7 @@ use crate::memory::{End, Memory, Taken, Versioned};
 use crate::message::Messages;
 use crate::plan::{Plan, Plans, Status, Step, Update};
 use crate::skills::Skills;
+use crate::subagent::{Spec, State, Subagents};
 use crate::wait::Clock;
 
 /// Checks [`Memory`]: versions, compare-and-set, listing pages, queues, the value bound
@@ -400,4 +401,72 @@ pub fn check_taken_once(taken: &[Value], n: u64) {
     let mut items: Vec<u64> = taken.iter().filter_map(Value::as_u64).collect();
     items.sort_unstable();
     assert_eq!(items, (0..n).collect::<Vec<_>>());
+}
+
+/// Checks [`Subagents`]: a subagent run is listed for its parent alone while it runs; a
+/// running one is not retired; killed, it is retired, and then no longer listed, sent to,
+/// killed or retired, its status still answered; an unknown id is `unknown_subagent`. A
+/// subagent it runs (for the parent `check:subagents`) must keep running until it is killed.
+pub async fn check_subagents(service: &impl Subagents) {
+    let (parent, other) = ("check:subagents", "check:other");
+    let code = |e: Error| e.code();
+    let unknown = "check-no-such-subagent";
+    assert_eq!(
+        service.status(unknown).await.map_err(code),
+        Err("unknown_subagent")
+    );
+    assert_eq!(
+        service.send(unknown, parent, "hi").await.map_err(code),
+        Err("unknown_subagent")
+    );
+    assert_eq!(
+        service.kill(unknown).await.map_err(code),
+        Err("unknown_subagent")
+    );
+    assert_eq!(
+        service.retire(unknown).await.map_err(code),
+        Err("unknown_subagent")
+    );
+
+    let id = service
+        .run(parent, Spec::new("Check the contract."))
+        .await
+        .unwrap();
+    let status = service.status(&id).await.unwrap();
+    assert_eq!(
+        (status.id.as_str(), status.parent.as_str(), status.state),
+        (id.as_str(), parent, State::Running)
+    );
+    let ids = |listed: Vec<crate::subagent::Subagent>| -> Vec<String> {
+        listed.into_iter().map(|s| s.id).collect()
+    };
+    assert_eq!(ids(service.list(Some(parent)).await.unwrap()), std::slice::from_ref(&id));
+    assert!(!ids(service.list(Some(other)).await.unwrap()).contains(&id));
+    assert!(ids(service.list(None).await.unwrap()).contains(&id));
+    let running = service.retire(&id).await.map_err(code);
+    assert_eq!(running.map(|s| s.state), Err("running"));
+    assert_eq!(service.status(&id).await.unwrap().state, State::Running);
+
+    let killed = service.kill(&id).await.unwrap();
+    assert_eq!(killed.state, State::Killed);
+    assert_eq!(service.status(&id).await.unwrap().state, State::Killed);
+    // Killed again: it stays as it is.
+    assert_eq!(service.kill(&id).await.unwrap().state, State::Killed);
+    let retired = service.retire(&id).await.unwrap();
+    assert_eq!(retired.state, State::Retired);
+    assert_eq!(service.status(&id).await.unwrap().state, State::Retired);
+    assert!(ids(service.list(Some(parent)).await.unwrap()).is_empty());
+    assert!(!ids(service.list(None).await.unwrap()).contains(&id));
+    assert_eq!(
+        service.send(&id, parent, "again").await.map_err(code),
+        Err("unknown_subagent")
+    );
+    assert_eq!(
+        service.kill(&id).await.map_err(code),
+        Err("unknown_subagent")
+    );
+    assert_eq!(
+        service.retire(&id).await.map_err(code),
+        Err("unknown_subagent")
+    );
 }

@@ -13,6 +13,7 @@ use crate::plan::{self, Plans};
 use crate::schema::{Empty, parse};
 use crate::skills::{self, Skills};
 use crate::status::Status;
+use crate::subagent::{self, Subagents};
 use crate::wait::{self, Clock, Streams};
 use crate::{Caller, Error, Grants, Scope, Tool, catalogue, tool};
 
@@ -42,6 +43,8 @@ pub trait Services: Send + Sync {
     type Instruction: Instruction;
     /// The skills catalogue and the loaded sets.
     type Skills: Skills;
+    /// The subagents.
+    type Subagents: Subagents;
 
     /// Durable memory.
     fn memory(&self) -> &Self::Memory;
@@ -65,6 +68,8 @@ pub trait Services: Send + Sync {
     fn instruction(&self) -> &Self::Instruction;
     /// The skills catalogue and the loaded sets.
     fn skills(&self) -> &Self::Skills;
+    /// The subagents.
+    fn subagents(&self) -> &Self::Subagents;
 }
 
 /// agentd's own tools over `services`, offered as `grants` say.
@@ -139,11 +144,13 @@ impl<S: Services> Tools<S> {
             }
             "status" => {
                 let Empty {} = parse(name, arguments)?;
-                Ok(s.status().report().await?.to_value())
+                let mut report = s.status().report().await?;
+                report.subagents = s.subagents().list(None).await?;
+                Ok(report.to_value())
             }
             "sleep" => wait::sleep(s.clock(), arguments).await,
             "await" => {
-                let sources = (s.memory(), s.messages(), s.streams());
+                let sources = (s.memory(), s.messages(), s.streams(), s.subagents());
                 wait::wait(s.clock(), sources, arguments).await
             }
             "ask_human" => human::ask(s.humans(), &caller.unit(), arguments).await,
@@ -153,6 +160,14 @@ impl<S: Services> Tools<S> {
             }
             "instruction" => instruction::call(s.instruction(), name, arguments).await,
             "skills" => skills::call(s.skills(), &caller.unit(), name, arguments).await,
+            "subagent" if name == "subagent.await" => {
+                wait::subagent(s.clock(), s.subagents(), arguments).await
+            }
+            "subagent" => {
+                let max = s.memory().max_value_bytes();
+                let unit = caller.unit();
+                subagent::call(s.subagents(), &unit, max, name, arguments).await
+            }
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),

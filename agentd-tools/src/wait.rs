@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::memory::{Memory, check_key};
 use crate::message::{Messages, check_conversation};
-use crate::schema::DURATION_MAX_MS;
 use crate::schema::parse;
+use crate::subagent::Subagents;
 
 /// `await`'s timeout when the call says nothing (60 s).
 pub const AWAIT_DEFAULT: Duration = Duration::from_secs(60);
@@ -70,27 +70,7 @@ pub trait Streams: Send + Sync {
     ) -> impl Future<Output = Result<Option<Record>, Error>> + Send;
 }
 
-/// A duration argument: a humantime string (`"5s"`) or milliseconds; 1 ms ..= 1 h.
-pub fn duration(tool: &str, pointer: &str, value: &Value) -> Result<Duration, Error> {
-    let range = || Error::invalid(tool, pointer, "range", "a duration is 1 ms to 1 h");
-    let d = match value {
-        Value::String(text) => humantime::parse_duration(text)
-            .map_err(|e| Error::invalid(tool, pointer, "duration", e.to_string()))?,
-        Value::Number(n) => Duration::from_millis(n.as_u64().ok_or_else(range)?),
-        _ => {
-            return Err(Error::invalid(
-                tool,
-                pointer,
-                "type",
-                "a string or an integer",
-            ));
-        }
-    };
-    if d < Duration::from_millis(1) || d > Duration::from_millis(DURATION_MAX_MS) {
-        return Err(range());
-    }
-    Ok(d)
-}
+pub use crate::schema::read_duration as duration;
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -140,11 +120,14 @@ enum Until {
     Subagent(String),
 }
 
+/// What `await` watches.
+type Sources<'a, M, G, S, A> = (&'a M, &'a G, &'a S, &'a A);
+
 /// Runs `await`: checks the condition, then again each time the clock says something may
-/// have changed, until it holds or the timeout passes.
+/// have changed, until it holds or the timeout passes. A subagent holds once it settled.
 pub(crate) async fn wait(
     clock: &impl Clock,
-    sources: (&impl Memory, &impl Messages, &impl Streams),
+    sources: Sources<'_, impl Memory, impl Messages, impl Streams, impl Subagents>,
     arguments: Value,
 ) -> Result<Value, Error> {
     let tool = "await";
@@ -158,23 +141,62 @@ pub(crate) async fn wait(
         Until::Message { conversation, .. } => {
             check_conversation(tool, "/until/message/conversation", conversation)?;
         }
-        // No runs or subagents exist yet.
+        // No runs exist yet.
         Until::Run(run) => return Err(Error::UnknownRun { run: run.clone() }),
-        Until::Subagent(id) => {
-            return Err(Error::UnknownSubagent {
-                subagent: id.clone(),
-            });
-        }
-        Until::Stream { .. } => {}
+        Until::Stream { .. } | Until::Subagent(_) => {}
     }
+    let met = until(clock, timeout, || met(sources, &args.until)).await?;
+    Ok(met.unwrap_or_else(|| json!({"met": false})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AwaitSubagent {
+    id: String,
+    timeout: Option<Value>,
+}
+
+/// Runs `subagent.await`: the subagent's status once it settled, or once the timeout passed.
+pub(crate) async fn subagent(
+    clock: &impl Clock,
+    subagents: &impl Subagents,
+    arguments: Value,
+) -> Result<Value, Error> {
+    let tool = "subagent.await";
+    let args: AwaitSubagent = parse(tool, arguments)?;
+    let timeout = match &args.timeout {
+        Some(t) => duration(tool, "/timeout", t)?,
+        None => AWAIT_DEFAULT,
+    };
+    let settled = until(clock, timeout, || async {
+        let status = subagents.status(&args.id).await?;
+        Ok(status.state.settled().then_some(status))
+    });
+    let status = match settled.await? {
+        Some(status) => status,
+        None => subagents.status(&args.id).await?,
+    };
+    Ok(status.to_value())
+}
+
+/// What `check` holds with: checked now, then again each time `clock` says something may
+/// have changed; `None` once `timeout` passed first.
+async fn until<T, F>(
+    clock: &impl Clock,
+    timeout: Duration,
+    mut check: impl FnMut() -> F,
+) -> Result<Option<T>, Error>
+where
+    F: Future<Output = Result<Option<T>, Error>>,
+{
     let deadline = clock.now_ms().saturating_add(millis(timeout));
     loop {
-        if let Some(met) = met(sources, &args.until).await? {
-            return Ok(met);
+        if let Some(held) = check().await? {
+            return Ok(Some(held));
         }
         let left = deadline.saturating_sub(clock.now_ms());
         if left <= 0 {
-            return Ok(json!({"met": false}));
+            return Ok(None);
         }
         let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
         if clock.changed(left).await == Woke::ShuttingDown {
@@ -185,7 +207,13 @@ pub(crate) async fn wait(
 
 /// The answer when `until` holds.
 async fn met(
-    (memory, messages, streams): (&impl Memory, &impl Messages, &impl Streams),
+    (memory, messages, streams, subagents): Sources<
+        '_,
+        impl Memory,
+        impl Messages,
+        impl Streams,
+        impl Subagents,
+    >,
     until: &Until,
 ) -> Result<Option<Value>, Error> {
     Ok(match until {
@@ -212,6 +240,11 @@ async fn met(
             .after(name, *after)
             .await?
             .map(|r| json!({"met": true, "stream": {"name": name, "seq": r.seq, "data": r.data}})),
-        Until::Run(_) | Until::Subagent(_) => None,
+        Until::Subagent(id) => {
+            let status = subagents.status(id).await?;
+            let settled = status.state.settled();
+            settled.then(|| json!({"met": true, "subagent": status.to_value()}))
+        }
+        Until::Run(_) => None,
     })
 }
