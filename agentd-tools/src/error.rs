@@ -86,6 +86,8 @@ pub enum Error {
         /// The id.
         subagent: String,
     },
+    /// No agent runs (no model is configured), so no subagent can run (`no_agent`).
+    NoAgent,
     /// The subagent is running, and must settle first (`running`).
     Running {
         /// The subagent's id.
@@ -150,6 +152,7 @@ impl Error {
             Self::NotBuilt { .. } => "not_built",
             Self::UnknownRun { .. } => "unknown_run",
             Self::UnknownSubagent { .. } => "unknown_subagent",
+            Self::NoAgent => "no_agent",
             Self::Running { .. } => "running",
             Self::AlreadyFinished { .. } => "already_finished",
             Self::Store { .. } => "store",
@@ -227,6 +230,7 @@ impl fmt::Display for Error {
             Self::NotBuilt { tool } => write!(f, "{tool} is not built yet"),
             Self::UnknownRun { run } => write!(f, "no run {run:?}"),
             Self::UnknownSubagent { subagent } => write!(f, "no subagent {subagent:?}"),
+            Self::NoAgent => f.write_str("the agent is not running: no model is configured"),
             Self::Running { subagent } => {
                 write!(f, "subagent {subagent:?} is running: kill it first")
             }

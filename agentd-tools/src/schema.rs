@@ -477,9 +477,7 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
 /// Panics unless `answer` fits `tool`'s output schema, naming every failure.
 #[cfg(test)]
 pub(crate) fn assert_answer(tool: &str, answer: &Value) {
-    let found =
-        crate::tool(tool).or_else(|| (tool == crate::resource::NAME).then(crate::resource::tool));
-    let schema = found
+    let schema = crate::tool(tool)
         .and_then(|t| t.output_schema.as_ref())
         .unwrap_or_else(|| panic!("{tool} answers, so it has an output schema"));
     let validator = jsonschema::draft202012::new(schema).expect("every output schema compiles");

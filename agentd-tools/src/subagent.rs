@@ -208,12 +208,13 @@ fn empty() -> Grants {
 /// The daemon's subagents.
 pub trait Subagents: Send + Sync {
     /// Runs a subagent for `parent` as `spec` says: its id, at once (it runs in the
-    /// background).
+    /// background). [`Error::TooLarge`] past [`RUNNING_MAX`]; [`Error::NotConnected`] for a
+    /// server not held; [`Error::NoAgent`] where no agent runs.
     fn run(&self, parent: &str, spec: Spec) -> impl Future<Output = Result<String, Error>> + Send;
 
     /// Sends `text` from `from` into subagent `id`'s conversation: taken by its next turn,
     /// run again when it had settled. Its status now. [`Error::UnknownSubagent`] for an id
-    /// no subagent has, or a retired one.
+    /// no subagent has, or a retired one; [`Error::NoAgent`] where no agent runs.
     fn send(
         &self,
         id: &str,

@@ -440,7 +440,10 @@ pub async fn check_subagents(service: &impl Subagents) {
     let ids = |listed: Vec<crate::subagent::Subagent>| -> Vec<String> {
         listed.into_iter().map(|s| s.id).collect()
     };
-    assert_eq!(ids(service.list(Some(parent)).await.unwrap()), std::slice::from_ref(&id));
+    assert_eq!(
+        ids(service.list(Some(parent)).await.unwrap()),
+        std::slice::from_ref(&id)
+    );
     assert!(!ids(service.list(Some(other)).await.unwrap()).contains(&id));
     assert!(ids(service.list(None).await.unwrap()).contains(&id));
     let running = service.retire(&id).await.map_err(code);

@@ -221,6 +221,11 @@ impl Agent {
             .send_replace(Arc::new(Ready::new(setup, &before)));
     }
 
+    /// What turns work with now.
+    pub(crate) fn setup(&self) -> Setup {
+        self.shared.ready.borrow().setup.clone()
+    }
+
     /// Lets every worker go (a reload, the drain): each is closed once its calls end.
     pub(crate) fn let_workers_go(&self) {
         self.shared.workers.clear();
@@ -283,6 +288,10 @@ async fn dispatch<M: Model>(
 ) {
     let mut wakes: BTreeMap<String, Arc<Notify>> = BTreeMap::new();
     let mut wake = |conversation: String| {
+        // A subagent's conversation is run by the subagent's own task.
+        if agentd_tools::subagent::of_conversation(&conversation).is_some() {
+            return;
+        }
         let notify = wakes
             .entry(conversation)
             .or_insert_with_key(|conversation| {
@@ -322,11 +331,60 @@ async fn dispatch<M: Model>(
 
 /// What a conversation's task holds between turns.
 #[derive(Debug)]
-struct Kept {
+pub(crate) struct Kept {
     /// The last inbox message a turn took.
-    taken: u64,
+    pub(crate) taken: u64,
     /// The history, as the store has it.
-    history: Vec<Message>,
+    pub(crate) history: Vec<Message>,
+}
+
+/// A conversation as the store keeps it: how far into its inbox its turns read, and its
+/// history.
+pub(crate) async fn load(store: &Store, conversation: &str) -> Result<Kept, store::Error> {
+    let taken = store.conversation(conversation).await?;
+    let mut history = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.conversation_history::<Message>(
+            conversation,
+            after,
+            store::conversations::PAGE_MAX,
+        );
+        let page = page.await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        history.extend(page.into_iter().map(|e| e.message));
+    }
+    Ok(Kept {
+        taken: taken.map_or(0, |c| c.taken),
+        history,
+    })
+}
+
+/// Every message of `conversation`'s inbox past `after`, read page after page.
+pub(crate) async fn unread(
+    store: &Store,
+    conversation: &str,
+    after: u64,
+) -> Result<Vec<store::inbox::Message>, store::Error> {
+    let mut taken = Vec::new();
+    loop {
+        let after = taken.last().map_or(after, |m: &store::inbox::Message| m.id);
+        let page = store.messages(conversation, after, INBOX_PAGE).await?;
+        let more = page.len() == INBOX_PAGE;
+        taken.extend(page);
+        if !more {
+            return Ok(taken);
+        }
+    }
+}
+
+/// The user messages a turn takes from `unread`, each cut at [`USER_MAX`].
+pub(crate) fn said(unread: Vec<store::inbox::Message>) -> Vec<Message> {
+    let user = |m: store::inbox::Message| Message::User {
+        text: cut(m.text, USER_MAX),
+    };
+    unread.into_iter().map(user).collect()
 }
 
 /// A conversation's task: at each wake, turns until its inbox holds nothing new.
@@ -379,29 +437,13 @@ impl Shared {
     ) -> Result<bool, store::Error> {
         let state = match held {
             Some(state) => state,
-            None => held.insert(self.load(conversation).await?),
+            None => held.insert(load(&self.store, conversation).await?),
         };
-        let mut taken = Vec::new();
-        loop {
-            let after = taken
-                .last()
-                .map_or(state.taken, |m: &store::inbox::Message| m.id);
-            let page = self.store.messages(conversation, after, INBOX_PAGE).await?;
-            let more = page.len() == INBOX_PAGE;
-            taken.extend(page);
-            if !more {
-                break;
-            }
-        }
+        let taken = unread(&self.store, conversation, state.taken).await?;
         let Some(through) = taken.last().map(|m| m.id) else {
             return Ok(false);
         };
-        let said: Vec<Message> = taken
-            .into_iter()
-            .map(|m| Message::User {
-                text: cut(m.text, USER_MAX),
-            })
-            .collect();
+        let said = said(taken);
         let ready = self.ready.borrow().clone();
         let number = self
             .store
@@ -450,28 +492,5 @@ impl Shared {
             *held = None;
         }
         Ok(true)
-    }
-
-    /// A conversation as the store keeps it: how far into its inbox its turns read, and its
-    /// history.
-    async fn load(&self, conversation: &str) -> Result<Kept, store::Error> {
-        let taken = self.store.conversation(conversation).await?;
-        let mut history = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.conversation_history::<Message>(
-                conversation,
-                after,
-                store::conversations::PAGE_MAX,
-            );
-            let page = page.await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            history.extend(page.into_iter().map(|e| e.message));
-        }
-        Ok(Kept {
-            taken: taken.map_or(0, |c| c.taken),
-            history,
-        })
     }
 }

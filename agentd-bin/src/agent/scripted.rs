@@ -20,6 +20,8 @@ pub(crate) enum Scene {
         release: Arc<Notify>,
         reply: Reply,
     },
+    /// Never answers: fails at the deadline ([`ModelError::Deadline`]).
+    Hang,
 }
 
 /// A model answering from a script, recording every request; past its script it fails
@@ -45,11 +47,11 @@ impl Scripted {
     }
 }
 
-impl Model for Arc<Scripted> {
+impl Model for Scripted {
     fn complete(
         &self,
         request: &Request,
-        _deadline: Instant,
+        deadline: Instant,
     ) -> impl Future<Output = Result<Reply, ModelError>> + Send {
         self.asked.lock().unwrap().push(request.clone());
         let scene = self.scenes.lock().unwrap().pop_front();
@@ -64,6 +66,10 @@ impl Model for Arc<Scripted> {
                     asked.notify_one();
                     release.notified().await;
                     Ok(reply)
+                }
+                Some(Scene::Hang) => {
+                    tokio::time::sleep_until(deadline).await;
+                    Err(ModelError::Deadline)
                 }
                 None => Err(ModelError::Decode {
                     detail: "the script is over".into(),

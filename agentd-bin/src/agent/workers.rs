@@ -99,6 +99,18 @@ impl Drop for Worker {
     }
 }
 
+/// A worker connection in use: it is closed once the last one is dropped and its server
+/// let go.
+#[derive(Debug, Clone)]
+pub(crate) struct Connection(Arc<Worker>);
+
+impl Connection {
+    /// Its client.
+    pub(crate) fn client(&self) -> Result<&Client, WorkerError> {
+        self.0.client.as_ref().ok_or(WorkerError::NotHeld)
+    }
+}
+
 /// One held server's worker, dialed at its first call.
 #[derive(Debug, Clone)]
 struct Slot {
@@ -161,6 +173,23 @@ impl Workers {
         }
     }
 
+    /// The worker of `server`, dialed first when it has none, the dial bounded at `bound`
+    /// ([`WorkerError::Cut`]).
+    pub(crate) async fn connection(
+        &self,
+        server: &str,
+        bound: Instant,
+    ) -> Result<Connection, WorkerError> {
+        let slot = self.slots().get(server).cloned();
+        let Slot { followed, worker } = slot.ok_or(WorkerError::NotHeld)?;
+        let dialed = worker.get_or_try_init(|| self.dial(&followed));
+        let worker = timeout_at(bound, dialed)
+            .await
+            .map_err(|_| WorkerError::Cut)?
+            .map_err(WorkerError::Dial)?;
+        Ok(Connection(worker.clone()))
+    }
+
     /// Calls `tool` of `server` with `arguments` and `meta`, over its worker (dialed first
     /// when it has none), the whole of it bounded at `bound`: a call still running then is
     /// cancelled on the wire ([`WorkerError::Cut`]).
@@ -172,17 +201,10 @@ impl Workers {
         meta: &AgentMeta,
         bound: Instant,
     ) -> Result<CallToolResult, WorkerError> {
-        let slot = self.slots().get(server).cloned();
-        let Slot { followed, worker } = slot.ok_or(WorkerError::NotHeld)?;
-        let dialed = worker.get_or_try_init(|| self.dial(&followed));
-        let worker = timeout_at(bound, dialed)
-            .await
-            .map_err(|_| WorkerError::Cut)?
-            .map_err(WorkerError::Dial)?
-            .clone();
-        let client = worker.client.as_ref().ok_or(WorkerError::NotHeld)?;
+        let connection = self.connection(server, bound).await?;
         let meta = meta.to_meta();
-        client
+        connection
+            .client()?
             .call_tool_until(
                 tool,
                 Some(arguments),

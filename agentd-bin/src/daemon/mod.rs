@@ -82,6 +82,8 @@ use crate::agent::model::chat::Chat;
 use crate::agent::model::retry::Retry;
 use crate::agent::model::{Model, ModelError};
 use crate::agent::skills::Skills;
+use crate::agent::subagents::Subagents;
+use crate::agent::subagents::child::Host;
 use crate::agent::workers::{Elicitors, Followed};
 use crate::config::{self, Config};
 use crate::control::Served;
@@ -197,9 +199,10 @@ struct Daemon {
     updates: broadcast::Receiver<Update>,
     /// The servers as the agent's parts reach them.
     held: Held,
-    /// The instruction, and the skills.
+    /// The instruction, the skills and the subagents.
     instruction: Instruction,
     skills: Skills,
+    subagents: Subagents,
     /// Their tasks.
     parts: TaskTracker,
     /// Where MCP Events reports (handed to it at its start), and what it reported.
@@ -264,6 +267,13 @@ impl Daemon {
             .map_err(StartError::Store)?;
         let gate = match Gate::start(store.clone(), &config.instance, shutdown.clone()).await {
             Ok(gate) => gate,
+            Err(e) => {
+                store.close().await;
+                return Err(StartError::Store(e));
+            }
+        };
+        let subagents = match Subagents::start(store.clone()).await {
+            Ok(subagents) => subagents,
             Err(e) => {
                 store.close().await;
                 return Err(StartError::Store(e));
@@ -343,7 +353,7 @@ impl Daemon {
                 &shutdown,
                 &metrics,
                 &events_degraded,
-                (&gate, &instruction, &skills),
+                (&gate, &instruction, &skills, &subagents),
             )),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
@@ -379,6 +389,7 @@ impl Daemon {
             held,
             instruction,
             skills,
+            subagents,
             parts,
             events_reports,
             events_reported,
@@ -430,6 +441,11 @@ impl Daemon {
                     let listing = Listing { id, catalog, start };
                     self.catalogue.insert(server, listing);
                     self.publish_catalogue();
+                }
+            }
+            Report::ToolsChanged { server, id } => {
+                if self.servers.get(&server).is_some_and(|h| h.id == id) {
+                    self.subagents.tools_changed(&server);
                 }
             }
             Report::Unreachable { server, id } => {
@@ -521,7 +537,16 @@ impl Daemon {
         let gate = self.gate.clone();
         let elicitors: Elicitors =
             Arc::new(move |server: &str| -> Arc<dyn Elicitor> { Arc::new(gate.elicitor(server)) });
-        let agent = Agent::start(model, setup, store, elicitors, tasks, stop);
+        let model = Arc::new(model);
+        let host = Host {
+            model: model.clone(),
+            agent: Agent::start(model, setup, store, elicitors.clone(), tasks, stop.clone()),
+            elicitors,
+            tasks: tasks.clone(),
+            stop,
+        };
+        let agent = host.agent.clone();
+        self.subagents.attach(Arc::new(host));
         let served = agent.clone();
         self.served.send_modify(|s| s.agent = Some(served));
         self.agent = Some(agent);
@@ -532,6 +557,7 @@ impl Daemon {
     fn stop_agent(&mut self) {
         if let Some(agent) = self.agent.take() {
             agent.stop();
+            self.subagents.detach();
             self.served.send_modify(|s| s.agent = None);
         }
     }
@@ -620,7 +646,7 @@ impl Daemon {
             &self.shutdown,
             &self.metrics,
             &self.events_degraded,
-            (&self.gate, &self.instruction, &self.skills),
+            (&self.gate, &self.instruction, &self.skills, &self.subagents),
         );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
@@ -716,7 +742,7 @@ fn own_tools(
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
-    (gate, instruction, skills): (&Arc<Gate>, &Instruction, &Skills),
+    (gate, instruction, skills, subagents): (&Arc<Gate>, &Instruction, &Skills, &Subagents),
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -728,6 +754,7 @@ fn own_tools(
             humans: gate.clone(),
             instruction: instruction.clone(),
             skills: skills.clone(),
+            subagents: subagents.clone(),
         },
     ))
 }

@@ -73,6 +73,13 @@ pub(crate) enum Report {
         /// How its connection started: a connection following it starts the same way.
         start: Start,
     },
+    /// The server said its tools changed (`notifications/tools/list_changed`).
+    ToolsChanged {
+        /// The server, by its configured name.
+        server: String,
+        /// Which actor of that name ([`Handle::id`]).
+        id: u64,
+    },
     /// The server could not be dialed: the first failure of its join, at start or after a
     /// reload; it is dialed again on the join schedule, and reports [`Report::Listed`] once
     /// it answers.
@@ -538,7 +545,13 @@ impl Task {
     fn on_change(&self, change: Change) {
         let (instance, name) = (&*self.shared.instance, self.server.name.as_str());
         match change {
-            Change::ToolsChanged => connections::tools_changed(instance, name),
+            Change::ToolsChanged => {
+                connections::tools_changed(instance, name);
+                let _ = self.shared.reports.send(Report::ToolsChanged {
+                    server: self.server.name.clone(),
+                    id: self.id,
+                });
+            }
             Change::ResourceUpdated { uri } => {
                 let _ = self.shared.updates.send(Update {
                     server: self.server.name.clone(),

@@ -71,6 +71,19 @@ pub(crate) enum Error {
         /// What.
         what: &'static str,
     },
+    /// No subagent has that id, or it was retired.
+    UnknownSubagent,
+    /// The subagent runs: it must settle first.
+    Running,
+    /// One more would be past the bound of how many there may be.
+    TooMany {
+        /// Of what (`running subagents`).
+        what: &'static str,
+        /// How many there would be.
+        count: usize,
+        /// The bound.
+        limit: usize,
+    },
     /// The unit was finished already.
     AlreadyFinished {
         /// The unit.
@@ -99,6 +112,9 @@ impl Error {
             Self::Exists { .. } => "exists",
             Self::NotFound { .. } => "not_found",
             Self::AlreadyFinished { .. } => "already_finished",
+            Self::UnknownSubagent => "unknown_subagent",
+            Self::Running => "running",
+            Self::TooMany { .. } => "too_large",
             Self::BadAnswer { .. } => "bad_answer",
             Self::Closed
             | Self::Dir { .. }
@@ -111,7 +127,7 @@ impl Error {
     }
 
     /// The error as agentd's own tools say it, of a request `tool` made about `key` (a
-    /// memory key, for the errors that name one): every kind has its counterpart; a closed
+    /// memory key or a subagent's id, for the errors that name one): every kind has its counterpart; a closed
     /// store means the daemon is shutting down.
     pub(crate) fn into_tool(self, tool: &str, key: &str) -> agentd_tools::Error {
         use agentd_tools::Error as T;
@@ -151,6 +167,17 @@ impl Error {
                 what: what.to_owned(),
             },
             Self::AlreadyFinished { unit } => T::AlreadyFinished { unit },
+            Self::UnknownSubagent => T::UnknownSubagent {
+                subagent: key.to_owned(),
+            },
+            Self::Running => T::Running {
+                subagent: key.to_owned(),
+            },
+            Self::TooMany { what, count, limit } => T::TooLarge {
+                what,
+                size: count,
+                max: limit,
+            },
             Self::BadAnswer {
                 pointer,
                 rule,
@@ -199,6 +226,11 @@ impl fmt::Display for Error {
             Self::Exists { what } => write!(f, "exists: the {what} exists already"),
             Self::NotFound { what } => write!(f, "not found: no such {what}"),
             Self::AlreadyFinished { unit } => write!(f, "already finished: {unit}"),
+            Self::UnknownSubagent => f.write_str("unknown subagent: none of that id, or retired"),
+            Self::Running => f.write_str("running: the subagent must settle first"),
+            Self::TooMany { what, count, limit } => {
+                write!(f, "too many: {count} {what}, at most {limit}")
+            }
             Self::BadAnswer {
                 pointer,
                 rule,

@@ -3,7 +3,7 @@
 //! each with its sender's unit and the time it was sent. Each message appended is told to
 //! the store's listeners once written ([`Store::delivered`]): the agent starts turns on them.
 
-use rusqlite::params;
+use rusqlite::{Connection, params};
 
 use super::db::{Db, Delivered, check_len, check_size, from_sql, to_sql};
 use super::error::Error;
@@ -27,6 +27,33 @@ pub(crate) struct Message {
     pub(crate) at_ms: i64,
 }
 
+/// Appends `text` from `sender` at `at_ms` to `conversation`'s inbox over `sql` (inside the
+/// caller's transaction, if it has one), its text at most `max` bytes: the message's id. The
+/// caller tells it once written.
+pub(super) fn append(
+    sql: &Connection,
+    max: usize,
+    conversation: &str,
+    sender: &str,
+    text: &str,
+    at_ms: i64,
+) -> Result<u64, Error> {
+    check_len("/conversation", conversation, 1, CONVERSATION_MAX)?;
+    if text.is_empty() {
+        return Err(Error::invalid("/text", "at least 1 byte"));
+    }
+    check_size("text", text.len(), max)?;
+    sql.prepare_cached(
+        "INSERT INTO inboxes (conversation, sender, text, at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![conversation, sender, text, at_ms])?;
+    // Requests are answered one at a time: the count is the new message's place.
+    let count: i64 = sql
+        .prepare_cached("SELECT count(*) FROM inboxes WHERE conversation = ?1")?
+        .query_row(params![conversation], |r| r.get(0))?;
+    Ok(from_sql(count))
+}
+
 impl Db {
     fn message_send(
         &mut self,
@@ -35,28 +62,19 @@ impl Db {
         text: &str,
         at_ms: i64,
     ) -> Result<u64, Error> {
-        check_len("/conversation", conversation, 1, CONVERSATION_MAX)?;
-        if text.is_empty() {
-            return Err(Error::invalid("/text", "at least 1 byte"));
-        }
-        check_size("text", text.len(), self.limits.max_value_bytes)?;
-        self.sql
-            .prepare_cached(
-                "INSERT INTO inboxes (conversation, sender, text, at) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![conversation, sender, text, at_ms])?;
-        // Requests are answered one at a time: the count is the new message's place.
-        let count: i64 = self
-            .sql
-            .prepare_cached("SELECT count(*) FROM inboxes WHERE conversation = ?1")?
-            .query_row(params![conversation], |r| r.get(0))?;
-        let id = from_sql(count);
+        let max = self.limits.max_value_bytes;
+        let id = append(&self.sql, max, conversation, sender, text, at_ms)?;
+        self.told(conversation, id);
+        Ok(id)
+    }
+
+    /// Tells message `id` of `conversation`, written.
+    pub(super) fn told(&self, conversation: &str, id: u64) {
         // Nobody may listen.
         let _ = self.delivered.send(Delivered {
             conversation: conversation.to_owned(),
             id,
         });
-        Ok(id)
     }
 
     fn messages(

@@ -24,6 +24,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     QUESTIONS,
     // 4: the conversations' histories.
     CONVERSATIONS,
+    // 5: the subagents.
+    SUBAGENTS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -92,6 +94,23 @@ CREATE TABLE conversation_messages (
     at INTEGER NOT NULL,
     PRIMARY KEY (conversation, seq)
 );";
+
+/// Migration 5: the subagents (`id`: `s<n>`, from 1; `spec`: the tools and servers it was
+/// run with, as JSON; `run_ms`: how long each run of it may take; `state`: running, finished,
+/// failed, timed_out, killed or retired; `deadline`: when its current run's deadline passes,
+/// in Unix milliseconds). Its conversation is `subagent:<id>`.
+const SUBAGENTS: &str = "CREATE TABLE subagents (
+    id TEXT PRIMARY KEY,
+    parent TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    run_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    answer TEXT,
+    error TEXT,
+    deadline INTEGER NOT NULL,
+    started INTEGER NOT NULL
+);
+CREATE INDEX subagents_by_state ON subagents (state);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -21,7 +21,7 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 11] = [
+const LATEST: [&str; 12] = [
     "artifacts",
     "bindings",
     "conversation_messages",
@@ -33,6 +33,7 @@ const LATEST: [&str; 11] = [
     "meta",
     "plans",
     "questions",
+    "subagents",
 ];
 
 fn latest() -> i64 {

@@ -1,7 +1,7 @@
 //! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
 //! services ([`Durable`]) that keep their state in the store ([`crate::store`]), the
 //! daemon's [`Clock`] (tokio's, its waits ending at shutdown), and the agent's parts
-//! ([`Parts`]: the human gate, the instruction and the skills).
+//! ([`Parts`]: the human gate, the instruction, the skills and the subagents).
 //!
 //! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::calls::OwnTools;
 use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
+use crate::agent::subagents::Subagents;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::events::Control;
@@ -49,6 +50,8 @@ pub(crate) struct Parts {
     pub(crate) instruction: Instruction,
     /// The skills.
     pub(crate) skills: Skills,
+    /// The subagents.
+    pub(crate) subagents: Subagents,
 }
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
@@ -81,6 +84,7 @@ impl Own {
             humans: parts.humans,
             instruction: parts.instruction,
             skills: parts.skills,
+            subagents: parts.subagents,
         };
         Self {
             tools: Tools::new(durable, config.tool_grants.clone()),
@@ -172,6 +176,7 @@ pub(crate) struct Durable {
     humans: Arc<Gate>,
     instruction: Instruction,
     skills: Skills,
+    subagents: Subagents,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -399,6 +404,7 @@ impl Services for Durable {
     type Clock = Clock;
     type Instruction = Instruction;
     type Skills = Skills;
+    type Subagents = Subagents;
 
     fn memory(&self) -> &Self {
         self
@@ -432,6 +438,9 @@ impl Services for Durable {
     }
     fn skills(&self) -> &Skills {
         &self.skills
+    }
+    fn subagents(&self) -> &Subagents {
+        &self.subagents
     }
 }
 

@@ -19,6 +19,7 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
         humans: gate.unwrap(),
         instruction: Instruction::start("t", None, Arc::new(Unheld), &tasks, shutdown.clone()),
         skills: Skills::start("t", &[], Arc::new(Unheld), &tasks, shutdown.clone()),
+        subagents: Subagents::start(store.clone()).await.unwrap(),
     }
 }
 

@@ -42,6 +42,15 @@ pub(crate) fn tools() -> Vec<Value> {
     ]
 }
 
+/// A tool added at run time, answering its arguments as text.
+pub(crate) fn echo(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Answers its arguments.",
+        "inputSchema": {"type": "object"},
+    })
+}
+
 /// One page of `key`'s items from `cursor` (an offset, written `p<n>`).
 pub(crate) fn page(key: &str, items: Vec<Value>, cursor: Option<&str>) -> Result<Value, String> {
     let start = match cursor {

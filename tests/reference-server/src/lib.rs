@@ -139,6 +139,8 @@ pub(crate) struct State {
     log: Mutex<Vec<Logged>>,
     next: AtomicU64,
     counter: AtomicU64,
+    /// Tools added since start ([`ReferenceServer::add_tool`]), listed after the others.
+    added: Mutex<Vec<String>>,
     legacy: legacy::Sessions,
     listens: Mutex<Vec<modern::Listen>>,
     events: events::Log,
@@ -320,6 +322,17 @@ impl ReferenceServer {
             json!({}),
         )
         .await;
+    }
+
+    /// Adds tool `name` to the listing (after the others; it answers its arguments as
+    /// text), then says the tool list changed, as [`ReferenceServer::change_tools`].
+    pub async fn add_tool(&self, name: &str) {
+        self.state
+            .added
+            .lock()
+            .expect("added tools")
+            .push(name.to_owned());
+        self.change_tools().await;
     }
 
     /// Tells every listen that asked for it that the MCP Events types changed.
@@ -547,7 +560,12 @@ pub(crate) fn common(
     let invalid = |m: String| ErrorObject::new(code::INVALID_PARAMS, m);
     let cursor = params["cursor"].as_str();
     Some(match method {
-        "tools/list" => catalog::page("tools", catalog::tools(), cursor).map_err(invalid),
+        "tools/list" => {
+            let mut tools = catalog::tools();
+            let added = state.added.lock().expect("added tools").clone();
+            tools.extend(added.iter().map(|name| catalog::echo(name)));
+            catalog::page("tools", tools, cursor).map_err(invalid)
+        }
         "resources/list" => {
             catalog::page("resources", catalog::resources(), cursor).map_err(invalid)
         }
@@ -570,6 +588,18 @@ pub(crate) fn common(
         )),
         "tools/call" => {
             let name = params["name"].as_str().unwrap_or("");
+            if state
+                .added
+                .lock()
+                .expect("added tools")
+                .iter()
+                .any(|a| a == name)
+            {
+                return Some(Ok(catalog::text_result(
+                    &params["arguments"].to_string(),
+                    false,
+                )));
+            }
             catalog::instant(name, &params["arguments"])?.map_err(invalid)
         }
         _ => return None,

@@ -171,3 +171,14 @@ pub(crate) trait Model: Send + Sync + 'static {
         deadline: Instant,
     ) -> impl Future<Output = Result<Reply, ModelError>> + Send;
 }
+
+/// A shared model is a model: the agent's conversations and its subagents ask the same one.
+impl<M: Model> Model for std::sync::Arc<M> {
+    fn complete(
+        &self,
+        request: &Request,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<Reply, ModelError>> + Send {
+        M::complete(self, request, deadline)
+    }
+}

@@ -137,6 +137,12 @@ pub(crate) fn tools_refresh_failed(instance: &str, server: &str, err: &str) {
     );
 }
 
+/// `mcp.tools_refreshed`: a subagent session listed its servers' tools again; `tools` is
+/// the size of its catalogue now.
+pub(crate) fn tools_refreshed(instance: &str, tools: usize) {
+    line!(INFO, "mcp.tools_refreshed", instance, tools = tools);
+}
+
 /// `mcp.unsubscribed`: a subscription nothing wants any more was released (reason
 /// `unowned`).
 pub(crate) fn unsubscribed(instance: &str, server: &str, uri: &str) {

@@ -17,9 +17,8 @@ use super::{listens, own, skills, subscriptions};
 use crate::telemetry::log::tests::captured;
 
 /// The rows of the reference's tables that agentd does not write yet: the owners of
-/// subscriptions (workflow starts, waits), and subagent sessions.
+/// subscriptions (workflow starts, waits).
 const NOT_YET_EMITTED: &[&str] = &[
-    "mcp.tools_refreshed",
     "start.subscribe.armed",
     "start.subscribe.unsupported",
     "start.subscribe.fail",
@@ -97,6 +96,7 @@ fn samples() {
     connections::join_refused(i, "s", "no tools");
     connections::tool_dropped(i, "s", "tool", "bad header");
     connections::tools_changed(i, "s");
+    connections::tools_refreshed(i, 6);
     connections::tools_refresh_failed(i, "s", "busy");
     connections::unsubscribed(i, "s", "demo://x");
     connections::unsubscribe_fail(i, "s", "demo://x", "busy");
