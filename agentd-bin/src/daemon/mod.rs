@@ -4,7 +4,8 @@
 //! concurrently. A server that cannot be reached or refuses is dialed again 1 s after the
 //! first failure, doubling to 60 s; when it answers it has joined (`mcp.joined`). A connected
 //! server's changes are watched: a tool list change is logged (`mcp.tools_changed`) and takes
-//! effect at the next reload; the listen's ups and downs are logged (`mcp.listen.*`). A
+//! effect at the next reload (the subagents holding the server list its tools again at their
+//! next turn boundary); the listen's ups and downs are logged (`mcp.listen.*`). A
 //! server that loses its session is dialed again 1 s later, doubling to 30 s, one server at
 //! a time (`mcp.disconnect` and `mcp.connect` with reason `session_lost`).
 //!
@@ -42,6 +43,9 @@
 //! diff, drained once. Each server is an actor ([`server::Handle`]) taking typed orders and
 //! reporting its listings, from which the supervisor keeps its tool catalogue (served on the
 //! control socket); MCP Events runs on a runtime of its own.
+//!
+//! The subagents ([`Subagents`]) are made at start (those a last run left running fail) and
+//! run in the agent while it runs.
 //!
 //! With `[model]`, the agent ([`crate::agent::conversations::Agent`]) runs as a child of the
 //! supervisor: started at start, its tasks on the listeners' tracker, ended at shutdown. The
@@ -91,7 +95,7 @@ use crate::events::hooks::Routes;
 use crate::events::{self, Events, Feed, Reports};
 use crate::human::Gate;
 use crate::store::{self, Limits, Store};
-use crate::telemetry::catalogue::connections::Dial;
+use crate::telemetry::catalogue::connections::{self, Dial};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 use crate::tools::{Own, Parts};
@@ -360,8 +364,7 @@ impl Daemon {
             humans: Some(gate.clone()),
             agent: None,
         });
-        crate::control::serve(socket, current, shutdown.clone(), listeners.clone());
-        let socket = crate::control::path(&config.store_path);
+        let (control, socket) = (socket, crate::control::path(&config.store_path));
         if let (Some(listener), Some(bound)) = (listener, listening) {
             let instance: Arc<str> = config.instance.as_str().into();
             let prefix = events::hooks::route_prefix(config.hooks_url.as_deref());
@@ -407,6 +410,9 @@ impl Daemon {
         if let Some(model) = model {
             daemon.start_agent(model);
         }
+        // Served once the agent runs: a request that came before waits in the backlog.
+        let (shutdown, listeners) = (daemon.shutdown.clone(), daemon.listeners.clone());
+        crate::control::serve(control, current, shutdown, listeners);
         Ok(daemon)
     }
 
@@ -426,7 +432,7 @@ impl Daemon {
 
     /// Takes an actor's report: a listing of a server held now enters the catalogue, and
     /// tells the instruction and the skills that the server is connected; a failed dial
-    /// tells the skills.
+    /// tells the skills; a tool list change tells the subagents, then is logged.
     fn on_report(&mut self, report: Report) {
         match report {
             Report::Listed {
@@ -446,6 +452,7 @@ impl Daemon {
             Report::ToolsChanged { server, id } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
                     self.subagents.tools_changed(&server);
+                    connections::tools_changed(&self.config.instance, &server);
                 }
             }
             Report::Unreachable { server, id } => {

@@ -73,7 +73,8 @@ pub(crate) enum Report {
         /// How its connection started: a connection following it starts the same way.
         start: Start,
     },
-    /// The server said its tools changed (`notifications/tools/list_changed`).
+    /// The server said its tools changed (`notifications/tools/list_changed`): the
+    /// supervisor logs it (`mcp.tools_changed`).
     ToolsChanged {
         /// The server, by its configured name.
         server: String,
@@ -545,8 +546,8 @@ impl Task {
     fn on_change(&self, change: Change) {
         let (instance, name) = (&*self.shared.instance, self.server.name.as_str());
         match change {
+            // Logged by the supervisor once the subagents are told.
             Change::ToolsChanged => {
-                connections::tools_changed(instance, name);
                 let _ = self.shared.reports.send(Report::ToolsChanged {
                     server: self.server.name.clone(),
                     id: self.id,
