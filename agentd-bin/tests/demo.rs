@@ -97,9 +97,11 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
     );
     assert_eq!(ask["built"], true);
     assert_eq!(ask["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
+    let run = tools.iter().find(|t| t["name"] == "workflow.run").unwrap();
+    assert_eq!(run["built"], false);
+    assert!(run.get("outputSchema").is_none());
     let think = tools.iter().find(|t| t["name"] == "think").unwrap();
-    assert_eq!(think["built"], false);
-    assert!(think.get("outputSchema").is_none());
+    assert_eq!(think["built"], true);
     for tool in tools {
         assert_eq!(tool["built"], tool.get("outputSchema").is_some(), "{tool}");
     }

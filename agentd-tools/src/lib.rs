@@ -19,6 +19,7 @@ pub mod memory;
 pub mod message;
 pub mod meta;
 pub mod plan;
+pub mod reasoning;
 pub mod runtime;
 mod schema;
 pub mod skills;
@@ -496,7 +497,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 30, "{built:?}");
+        assert_eq!(built.len(), 33, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -506,6 +507,9 @@ mod tests {
             "ask_human",
             "instruction.subscribe",
             "skills.unload",
+            "think",
+            "decide",
+            "context.compact",
         ] {
             assert!(built.contains(&name), "{name}");
         }

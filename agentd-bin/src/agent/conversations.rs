@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
@@ -36,10 +37,13 @@ use tokio_util::task::TaskTracker;
 
 use super::calls::OwnTools;
 use super::calls::{Runner, cut};
+use super::context::{Context, Summary};
+use super::instruction::Instruction;
 use super::meta::{Place, TurnIds};
 use super::model::{Message, Model};
 use super::names::{Collision, Offer};
-use super::turn::{Durable, Turn, TurnError};
+use super::skills::Skills;
+use super::turn::{Durable, SYSTEM, Turn, TurnError};
 use super::workers::{Elicitors, Followed, Workers};
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
@@ -69,6 +73,12 @@ pub(crate) struct Setup {
     pub(crate) servers: BTreeMap<String, Held>,
     /// A turn's deadline.
     pub(crate) turn_timeout: Duration,
+    /// The tokens the instance may use: once its conversations used them, no turn starts.
+    pub(crate) budget_tokens: Option<u64>,
+    /// The instruction: the system prompt of a turn, as it is when the turn starts.
+    pub(crate) instruction: Instruction,
+    /// The skills, whose messages a unit loaded are in its turns' context.
+    pub(crate) skills: Skills,
 }
 
 /// A server held, as the agent sees it.
@@ -114,12 +124,12 @@ struct Answer {
     /// The inbox messages it took: past `after`, up to `through`.
     after: u64,
     through: u64,
-    /// The model's answer, or why the turn failed.
-    answer: Result<Option<String>, String>,
+    /// The model's answer, or why there is none.
+    answer: Result<Option<String>, SayError>,
 }
 
 /// Why [`Agent::say`] has no answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub(crate) enum SayError {
     /// The message was refused (`message.send`'s error).
@@ -130,6 +140,13 @@ pub(crate) enum SayError {
     Missed,
     /// The agent stopped: the daemon is shutting down, or a reload changed `[model]`.
     Stopped,
+    /// The instance's token budget is spent: no turn starts (the message is kept).
+    BudgetSpent {
+        /// The tokens used.
+        used: u64,
+        /// The budget, `limits.budget_tokens`.
+        limit: u64,
+    },
 }
 
 impl SayError {
@@ -140,6 +157,7 @@ impl SayError {
             Self::Failed(_) => "turn_failed",
             Self::Missed => "missed",
             Self::Stopped => "stopped",
+            Self::BudgetSpent { .. } => "budget_spent",
         }
     }
 }
@@ -152,6 +170,11 @@ impl fmt::Display for SayError {
             Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
             Self::Stopped => f.write_str(
                 "the agent stopped: the daemon is shutting down, or a reload changed [model]",
+            ),
+            Self::BudgetSpent { used, limit } => write!(
+                f,
+                "the token budget is spent ({used} of limits.budget_tokens = {limit} used): no \
+                 turn starts; the message is kept for when the budget allows"
             ),
         }
     }
@@ -173,6 +196,10 @@ struct Shared {
     ready: watch::Sender<Arc<Ready>>,
     workers: Workers,
     answers: broadcast::Sender<Answer>,
+    /// Wakes the conversations whose inbox holds messages (the budget was raised).
+    rescan: Notify,
+    /// Whether `budget.spent` was logged since the budget last changed.
+    spent_told: AtomicBool,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -204,6 +231,8 @@ impl Agent {
             ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
             workers,
             answers: broadcast::Sender::new(ANSWERS),
+            rescan: Notify::new(),
+            spent_told: AtomicBool::new(false),
             shutdown,
             tasks: tasks.clone(),
         });
@@ -212,9 +241,17 @@ impl Agent {
     }
 
     /// What turns work with from now on (a turn under way keeps its own); the workers of
-    /// servers no longer held as they were are let go.
+    /// servers no longer held as they were are let go. Another budget wakes the
+    /// conversations whose messages wait.
     pub(crate) fn set(&self, setup: Setup) {
-        let before = self.shared.ready.borrow().collisions.clone();
+        let (before, budget) = {
+            let ready = self.shared.ready.borrow();
+            (ready.collisions.clone(), ready.setup.budget_tokens)
+        };
+        if budget != setup.budget_tokens {
+            self.shared.spent_told.store(false, Ordering::Relaxed);
+            self.shared.rescan.notify_one();
+        }
         self.shared.workers.follow(&followed(&setup));
         self.shared
             .ready
@@ -256,7 +293,7 @@ impl Agent {
             };
             match answer {
                 Ok(a) if a.conversation == conversation && a.after < id && id <= a.through => {
-                    return a.answer.map_err(SayError::Failed);
+                    return a.answer;
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => return Err(SayError::Missed),
@@ -310,6 +347,7 @@ async fn dispatch<M: Model>(
         }
         let told = tokio::select! {
             told = delivered.recv() => told,
+            () = shared.rescan.notified() => Err(RecvError::Lagged(0)),
             () = shared.shutdown.cancelled() => return,
         };
         match told {
@@ -325,8 +363,8 @@ async fn dispatch<M: Model>(
 struct Kept {
     /// The last inbox message a turn took.
     taken: u64,
-    /// The history, as the store has it.
-    history: Vec<Message>,
+    /// The history and its summary, as the store has them.
+    context: Context,
 }
 
 /// A conversation's task: at each wake, turns until its inbox holds nothing new.
@@ -358,7 +396,7 @@ async fn converse<M: Model>(
                         conversation: conversation.clone(),
                         after: 0,
                         through: u64::MAX,
-                        answer: Err(format!("no turn could start: {e}")),
+                        answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
                     });
                     break;
                 }
@@ -403,13 +441,28 @@ impl Shared {
             })
             .collect();
         let ready = self.ready.borrow().clone();
+        let setup = &ready.setup;
+        if let Some(limit) = setup.budget_tokens {
+            let used = self.store.tokens_used().await?;
+            if used >= limit {
+                if !self.spent_told.swap(true, Ordering::Relaxed) {
+                    own::budget_spent(&setup.instance, used, limit);
+                }
+                let _ = self.answers.send(Answer {
+                    conversation: conversation.to_owned(),
+                    after: state.taken,
+                    through,
+                    answer: Err(SayError::BudgetSpent { used, limit }),
+                });
+                return Ok(false);
+            }
+        }
         let number = self
             .store
             .turn_start(conversation, through, &said, wall_ms())
             .await?;
         let after = std::mem::replace(&mut state.taken, through);
-        state.history.extend(said);
-        let setup = &ready.setup;
+        state.context.history.extend(said);
         let caller = Caller::root(conversation);
         let place = Place {
             instance: &setup.instance,
@@ -430,11 +483,15 @@ impl Shared {
                 conversation,
                 turn: number,
             },
+            system: (setup.instruction.system()).unwrap_or_else(|| Message::System {
+                text: SYSTEM.to_owned(),
+            }),
+            skills: &setup.skills,
             place,
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut state.history).await;
+        let ended = turn.run(&mut state.context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, conversation, number, &e.to_string());
         }
@@ -443,7 +500,7 @@ impl Shared {
             conversation: conversation.to_owned(),
             after,
             through,
-            answer: ended.map(|e| e.text).map_err(|e| e.to_string()),
+            answer: (ended.map(|e| e.text)).map_err(|e| SayError::Failed(e.to_string())),
         });
         if failed_store {
             // The history as kept may differ from the one held: read it again.
@@ -469,9 +526,13 @@ impl Shared {
             after = last.seq;
             history.extend(page.into_iter().map(|e| e.message));
         }
+        let summary = taken.as_ref().and_then(|c| {
+            let text = c.summary.clone()?;
+            Some(Summary::new(usize::try_from(c.summarized).ok()?, text))
+        });
         Ok(Kept {
             taken: taken.map_or(0, |c| c.taken),
-            history,
+            context: Context { history, summary },
         })
     }
 }

@@ -1,5 +1,5 @@
-//! A model answering from a script, for the tests of turns and of the daemon's agent: it
-//! records every request and, past its script, fails.
+//! A model answering from a script, for the tests of turns and of the daemon's agent, and
+//! the demo's turn: it records every request and, past its script, fails.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::model::{Finish, Model, ModelError, Reply, Request, ToolCall, Usage};
+use super::model::{Finish, Function, Message, Model, ModelError, Reply, Request, ToolCall, Usage};
 
 /// What the scripted model does when asked.
 #[derive(Debug)]
@@ -27,7 +27,16 @@ pub(crate) enum Scene {
 #[derive(Debug, Default)]
 pub(crate) struct Scripted {
     scenes: Mutex<VecDeque<Scene>>,
-    asked: Mutex<Vec<Request>>,
+    asked: Mutex<Vec<Asked>>,
+}
+
+/// A request as the scripted model was asked it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Asked {
+    /// Its messages.
+    pub(crate) messages: Vec<Message>,
+    /// The tools offered.
+    pub(crate) tools: Vec<Function>,
 }
 
 impl Scripted {
@@ -40,7 +49,7 @@ impl Scripted {
     }
 
     /// What it was asked, in order.
-    pub(crate) fn asked(&self) -> Vec<Request> {
+    pub(crate) fn asked(&self) -> Vec<Asked> {
         self.asked.lock().unwrap().clone()
     }
 }
@@ -48,10 +57,14 @@ impl Scripted {
 impl Model for Arc<Scripted> {
     fn complete(
         &self,
-        request: &Request,
+        request: &Request<'_>,
         _deadline: Instant,
     ) -> impl Future<Output = Result<Reply, ModelError>> + Send {
-        self.asked.lock().unwrap().push(request.clone());
+        let asked = Asked {
+            messages: request.messages.iter().map(|m| (**m).clone()).collect(),
+            tools: request.tools.to_vec(),
+        };
+        self.asked.lock().unwrap().push(asked);
         let scene = self.scenes.lock().unwrap().pop_front();
         async move {
             match scene {

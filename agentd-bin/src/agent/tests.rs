@@ -16,11 +16,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::calls::Runner;
+use super::context::{Context, Summary};
 use super::meta::{Place, TurnIds};
 use super::model::{Finish, Message, Reply, ToolCall};
 use super::names::Offer;
 use super::scripted::{Scene, Scripted, USED, calls, text};
-use super::turn::{Durable, Ended, History, Turn, TurnError};
+use super::servers::Unheld;
+use super::skills::Skills;
+use super::turn::{Durable, Ended, History, SYSTEM, Turn, TurnError};
 use super::workers::{self, Followed, Workers};
 use crate::config::Server;
 use crate::human::Gate;
@@ -39,6 +42,7 @@ fn user(text: &str) -> Message {
 struct Recorded {
     messages: Mutex<Vec<Message>>,
     tokens: AtomicU64,
+    summary: Mutex<Option<Summary>>,
 }
 
 impl History for Recorded {
@@ -54,6 +58,14 @@ impl History for Recorded {
         self.tokens.fetch_add(tokens, Ordering::Relaxed);
         async { Ok(()) }
     }
+
+    fn compacted(
+        &self,
+        summary: &Summary,
+    ) -> impl Future<Output = Result<(), store::Error>> + Send + 'static {
+        *self.summary.lock().unwrap() = Some(summary.clone());
+        async { Ok(()) }
+    }
 }
 
 /// A reference server (`legacy`: of 2025-11-25 alone, else both eras, reached at
@@ -63,6 +75,7 @@ struct Bench {
     workers: Workers,
     tools: Tools<InMemory>,
     offer: Offer,
+    skills: Skills,
     _supervisor: Client,
 }
 
@@ -100,11 +113,19 @@ async fn bench_asking(legacy: bool, elicitors: workers::Elicitors) -> Bench {
     let catalog = supervisor.catalog();
     let (offer, collisions) = Offer::new(tools.offered(Scope::Root), [("s", catalog.tools())]);
     assert!(collisions.is_empty());
+    let skills = Skills::start(
+        "t",
+        &[],
+        Arc::new(Unheld),
+        &TaskTracker::new(),
+        CancellationToken::new(),
+    );
     Bench {
         server,
         workers,
         tools,
         offer,
+        skills,
         _supervisor: supervisor,
     }
 }
@@ -119,9 +140,24 @@ impl Bench {
         &self,
         model: &Arc<Scripted>,
         kept: &impl History,
-        (conversation, turn): (&str, u64),
+        at: (&str, u64),
         timeout: Duration,
         history: &mut Vec<Message>,
+    ) -> (TurnIds, Result<Ended, TurnError>) {
+        let mut context = Context::new(std::mem::take(history));
+        let ended = self.turn_in(model, kept, at, timeout, &mut context).await;
+        *history = context.history;
+        ended
+    }
+
+    /// Runs turn `turn` of `conversation` over `context` with `model`, kept in `kept`.
+    async fn turn_in(
+        &self,
+        model: &Arc<Scripted>,
+        kept: &impl History,
+        (conversation, turn): (&str, u64),
+        timeout: Duration,
+        context: &mut Context,
     ) -> (TurnIds, Result<Ended, TurnError>) {
         let caller = Caller::root(conversation);
         let turn = Turn {
@@ -134,6 +170,10 @@ impl Bench {
             },
             offer: &self.offer,
             history: kept,
+            system: Message::System {
+                text: SYSTEM.into(),
+            },
+            skills: &self.skills,
             place: Place {
                 instance: "t",
                 conversation,
@@ -142,7 +182,7 @@ impl Bench {
             ids: ids(),
             spans: crate::clock::random_bytes::<8>,
         };
-        let ended = turn.run(history).await;
+        let ended = turn.run(context).await;
         (turn.ids, ended)
     }
 
@@ -208,7 +248,7 @@ async fn a_reply_s_calls_run_and_carry_the_turn_s_meta_in_each_era() {
         assert_eq!(
             asked_again.messages[0],
             Message::System {
-                text: super::turn::SYSTEM.into()
+                text: SYSTEM.into()
             }
         );
         assert_eq!(results(&asked_again.messages), got, "the results went back");

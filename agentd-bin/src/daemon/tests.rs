@@ -8,7 +8,7 @@ use super::*;
 use agentd_tests::model::{Reply, ScriptedModel};
 
 use crate::agent::conversations::SayError;
-use crate::agent::model::{self, Message};
+use crate::agent::model::Message;
 use crate::agent::scripted::{Scene, Scripted, USED, calls, said, text};
 use crate::agent::workers;
 use agentd_tools::{Caller, Scope};
@@ -168,6 +168,7 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
     let mut config = config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
     config.max_value_bytes = 1024;
     let parts = crate::tools::tests::parts(&store, &shutdown).await;
+    let (instruction, skills) = (parts.instruction.clone(), parts.skills.clone());
     let own = Arc::new(Own::new(
         store.clone(),
         &config,
@@ -181,6 +182,9 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
         own: own.clone(),
         servers: BTreeMap::new(),
         turn_timeout: TURN,
+        budget_tokens: None,
+        instruction,
+        skills,
     };
     let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
@@ -229,7 +233,7 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
     );
     let asked = model.asked();
     assert_eq!(asked.len(), 3);
-    let users = |r: &model::Request| -> Vec<String> {
+    let users = |r: &crate::agent::scripted::Asked| -> Vec<String> {
         let users = r.messages.iter().filter_map(|m| match m {
             Message::User { text } => Some(text.clone()),
             _ => None,

@@ -24,6 +24,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     QUESTIONS,
     // 4: the conversations' histories.
     CONVERSATIONS,
+    // 5: the summaries that replace a conversation's first messages in its context.
+    SUMMARIES,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -92,6 +94,12 @@ CREATE TABLE conversation_messages (
     at INTEGER NOT NULL,
     PRIMARY KEY (conversation, seq)
 );";
+
+/// Migration 5: the summary `context.compact` wrote of a conversation's first `summarized`
+/// messages (its history keeps them all).
+const SUMMARIES: &str =
+    "ALTER TABLE conversations ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN summary TEXT;";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);
