@@ -13,7 +13,7 @@ pub(crate) mod instruction;
 pub(crate) mod meta;
 pub(crate) mod model;
 pub(crate) mod names;
-#[cfg(test)]
+#[cfg(any(test, feature = "demo"))]
 pub(crate) mod scripted;
 pub(crate) mod servers;
 pub(crate) mod skills;

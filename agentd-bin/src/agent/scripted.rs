@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+#[cfg(test)]
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -15,6 +16,7 @@ pub(crate) enum Scene {
     /// Answers this.
     Reply(Reply),
     /// Says it was asked (`asked`), waits to be let go (`release`), then answers `reply`.
+    #[cfg(test)]
     Held {
         asked: Arc<Notify>,
         release: Arc<Notify>,
@@ -49,6 +51,7 @@ impl Scripted {
     }
 
     /// What it was asked, in order.
+    #[cfg(test)]
     pub(crate) fn asked(&self) -> Vec<Asked> {
         self.asked.lock().unwrap().clone()
     }
@@ -69,6 +72,7 @@ impl Model for Arc<Scripted> {
         async move {
             match scene {
                 Some(Scene::Reply(reply)) => Ok(reply),
+                #[cfg(test)]
                 Some(Scene::Held {
                     asked,
                     release,
