@@ -10,8 +10,11 @@
 //! the root scope, in that conversation ([`Caller::root`]).
 //!
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
-//! tools, the servers held with their listings, the turn's deadline), again at each change;
-//! a turn works with the setup it started with. The tools' names are made from it
+//! tools, the servers held with their listings, the turn's deadline, the token budget, the
+//! instruction and the skills), again at each change; a turn works with the setup it started
+//! with. A turn starts only while the instance's conversations used fewer tokens than the
+//! budget: past it, the messages wait, whoever waits for their turn hears so, and
+//! `budget.spent` is logged once (again after the budget changes, which wakes them). The tools' names are made from it
 //! ([`Offer`]) and each collision is logged once (`tool.name.collision`). A turn that fails
 //! is logged (`turn.failed`); every turn's end is told to whoever waits for it
 //! ([`Agent::say`]).
