@@ -31,12 +31,14 @@ async fn agentd(file: &TempFile, args: &[&str]) -> Output {
     tokio::task::spawn_blocking(run).await.unwrap()
 }
 
-/// `agentd say TEXT`, once the daemon is up (its exit 3 asked again, at most 15 s).
+/// `agentd say TEXT`, once the daemon and its agent are up (exit 3, the daemon not yet
+/// running, and 4, its agent not started yet, asked again, at most 15 s).
 async fn say(file: &TempFile, text: &str) -> Output {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let out = agentd(file, &["say", text]).await;
-        if out.status.code() != Some(3) || Instant::now() > deadline {
+        let starting = matches!(out.status.code(), Some(3 | 4));
+        if !starting || Instant::now() > deadline {
             return out;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
