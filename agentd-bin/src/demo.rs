@@ -1,6 +1,9 @@
 //! `agentd demo`: the supervisor against the reference server, in-process, on loopback: one
 //! endpoint per revision, each held as `agentd run` holds a server, a tool called on each, a
-//! resource subscription firing, and the connection closed as at shutdown.
+//! resource subscription firing, and the connection closed as at shutdown; and the agent's
+//! turn against the first, with the embedded scripted model ([`turn`]).
+
+mod turn;
 
 use std::fmt;
 use std::sync::Arc;
@@ -50,6 +53,8 @@ enum Step {
     Read(mcp_negotiate::Error),
     /// The subscription could not be let go.
     Release(SubscriptionError),
+    /// The agent's turn had no answer.
+    Turn(turn::TurnError),
 }
 
 impl fmt::Display for DemoError {
@@ -66,6 +71,7 @@ impl fmt::Display for DemoError {
             Step::NoChange => write!(f, "no change within {}", humantime::format_duration(CHANGE)),
             Step::Read(e) => write!(f, "read: {e}"),
             Step::Release(e) => write!(f, "release: {e}"),
+            Step::Turn(e) => write!(f, "the agent's turn: {e}"),
         }
     }
 }
@@ -75,6 +81,7 @@ impl std::error::Error for DemoError {
         match &self.step {
             Step::Call(e) | Step::Read(e) => Some(e),
             Step::Subscribe(e) | Step::Release(e) => Some(e),
+            Step::Turn(e) => Some(e),
             Step::NotConnected | Step::NoChange => None,
         }
     }
@@ -97,8 +104,10 @@ pub(crate) async fn run() -> Result<Vec<String>, DemoError> {
             headers: Vec::new(),
             tags: Default::default(),
         };
-        let held = Handle::start(&shared, config, None);
-        let outcome = one(name, &server, &held, &shared).await;
+        let held = Handle::start(&shared, config.clone(), None);
+        // The agent's turn runs against the first server.
+        let agent = summary.is_empty().then_some(config);
+        let outcome = one(name, &server, &held, &shared, agent).await;
         held.stop(Stop::Shutdown);
         match outcome {
             Ok(lines) => summary.extend(lines),
@@ -112,12 +121,14 @@ pub(crate) async fn run() -> Result<Vec<String>, DemoError> {
     Ok(summary)
 }
 
-/// Calls `add` on a held server, and waits for a subscribed resource to change.
+/// Calls `add` on a held server, and waits for a subscribed resource to change; with `agent`
+/// (the server's configuration), runs the agent's turn against it.
 async fn one(
     name: &str,
     server: &Arc<ReferenceServer>,
     held: &Handle,
     shared: &Shared,
+    turn_on: Option<Server>,
 ) -> Result<Vec<String>, DemoError> {
     let failed = |step| DemoError {
         server: name.to_owned(),
@@ -187,8 +198,13 @@ async fn one(
         .release(URI, OWNER)
         .await
         .map_err(|e| failed(Step::Release(e)))?;
-    Ok(vec![
+    let mut lines = vec![
         format!("{name}: reached at {revision} ({tools} tools); add(2, 3) = {sum}"),
         format!("{name}: subscribed to {URI}; it changed and now reads {now}"),
-    ])
+    ];
+    if let Some(config) = turn_on {
+        let turn = turn::run(name, config, held.id, &connection).await;
+        lines.extend(turn.map_err(|e| failed(Step::Turn(e)))?);
+    }
+    Ok(lines)
 }

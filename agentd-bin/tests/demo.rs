@@ -1,4 +1,5 @@
-//! `agentd demo` as a user runs it: exit 0, a summary on stdout, NDJSON log lines on stderr.
+//! `agentd demo` as a user runs it: exit 0, a summary on stdout (the agent's turn's
+//! transcript with it), NDJSON log lines on stderr.
 
 use std::process::Command;
 
@@ -21,6 +22,19 @@ fn the_demo_connects_in_both_eras_calls_and_sees_a_change() {
     ] {
         assert!(stdout.contains(expected), "{expected:?} in\n{stdout}");
     }
+    // The agent's turn against the first server, with the embedded scripted model: the
+    // transcript as the store keeps it.
+    let turn = [
+        "  root: one turn of the embedded scripted model",
+        "    user: What is 2 + 3? Keep the sum in memory as \"sum\".",
+        "    assistant calls weather-2026__add({\"a\": 2, \"b\": 3})",
+        "    tool: 5",
+        "    assistant calls memory_set({\"key\": \"sum\", \"value\": 5})",
+        "    tool: {\"version\":1}",
+        "    assistant: 2 + 3 = 5; I kept it in memory as \"sum\".",
+    ]
+    .join("\n");
+    assert!(stdout.contains(&turn), "{turn}\nin\n{stdout}");
     let lines: Vec<Value> = stderr
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
@@ -97,9 +111,11 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
     );
     assert_eq!(ask["built"], true);
     assert_eq!(ask["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
+    let run = tools.iter().find(|t| t["name"] == "workflow.run").unwrap();
+    assert_eq!(run["built"], false);
+    assert!(run.get("outputSchema").is_none());
     let think = tools.iter().find(|t| t["name"] == "think").unwrap();
-    assert_eq!(think["built"], false);
-    assert!(think.get("outputSchema").is_none());
+    assert_eq!(think["built"], true);
     for tool in tools {
         assert_eq!(tool["built"], tool.get("outputSchema").is_some(), "{tool}");
     }

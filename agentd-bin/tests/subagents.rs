@@ -3,7 +3,9 @@
 //! server (its first model request carrying the note of them) and is awaited to its answer;
 //! its server's tools change (`mcp.tools_changed`), and its next turn lists them again
 //! (`mcp.tools_refreshed`) and offers the new one. Another is killed in the middle of a
-//! slow call, which is cancelled on the wire, then retired.
+//! slow call, which is cancelled on the wire, then retired. A subagent's turns are shown the
+//! instruction as their system prompt and call `think` over their own context; its tokens are
+//! the instance's, and once they spent the budget its next turn does not start.
 
 mod common;
 
@@ -220,5 +222,98 @@ async fn a_subagent_runs_reads_lists_again_and_is_killed_and_retired() {
     let into = json!({"conversation": "subagent:s1", "text": "hi"});
     let (code, _, stderr) = tool(&file, "message.send", into);
     assert_eq!(code, 6, "{stderr}");
+    assert!(agentd.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_is_shown_the_instruction_thinks_and_spends_the_budget() {
+    let model = ScriptedModel::start([
+        Reply::tool_calls([Call::new("call_1", "think", r#"{"prompt": "Plan it"}"#)]).usage(30, 10),
+        Reply::text("Step one, then step two.").usage(20, 5),
+        Reply::text("Planned.").usage(30, 10),
+    ])
+    .await;
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = TempFile::new(&common::config(
+        &format!(
+            "instance = \"kids\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+             [model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n[limits]\nbudget_tokens = 100\n\
+             [instruction]\nserver = \"s\"\nuri = \"demo://counter\"\nrefresh = \"1h\"\n",
+            dir.path().display(),
+            model.base_url()
+        ),
+        &[("s", server.url())],
+    ));
+    let mut agentd = Daemon::run(&file);
+    let read = || {
+        let (code, read, _) = tool(&file, "instruction.read", json!({}));
+        code == 0 && read["text"] == "0"
+    };
+    until("the instruction read", read).await;
+
+    let ran = tokio::task::spawn_blocking({
+        let file = TempFile::new(&std::fs::read_to_string(file.path()).unwrap());
+        move || {
+            let ran = call(&file, "subagent.run", json!({"goal": "Plan."}));
+            let waited = json!({"id": ran["id"], "timeout": "30s"});
+            call(&file, "subagent.await", waited)
+        }
+    });
+    let status = ran.await.unwrap();
+    assert_eq!(
+        (&status["state"], &status["answer"], &status["tokens"]),
+        (&json!("finished"), &json!("Planned."), &json!(105))
+    );
+    // Every request of its turn carries the instruction as the system prompt; think asks
+    // the model over the round's messages and the prompt, offering no tools.
+    let asked = model.requests();
+    assert_eq!(asked.len(), 3);
+    for request in &asked {
+        let system = &request.body["messages"][0];
+        assert_eq!(
+            (&system["role"], &system["content"]),
+            (&json!("system"), &json!("0"))
+        );
+    }
+    assert!(offered(&asked[0]).contains(&"think".to_owned()));
+    assert!(offered(&asked[1]).is_empty());
+    let messages = asked[1].body["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "Plan it");
+    let messages = asked[2].body["messages"].as_array().unwrap();
+    let thought = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(
+        thought["content"],
+        json!({"thought": "Step one, then step two."}).to_string()
+    );
+
+    // Its tokens spent the budget: its next turn does not start, it fails saying so.
+    let again = call(
+        &file,
+        "subagent.send",
+        json!({"id": "s1", "text": "Again."}),
+    );
+    assert_eq!(again["state"], "running");
+    let status = status_until(&file, "s1", "failed");
+    let error = status["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("the token budget is spent (105 of limits.budget_tokens = 100 used)"),
+        "{error}"
+    );
+    let spent = agentd.wait_for("budget.spent", None);
+    assert_eq!(
+        (&spent["used"], &spent["limit"]),
+        (&json!(105), &json!(100))
+    );
+    let report = call(&file, "status", json!({}));
+    assert_eq!(
+        report["budget"],
+        json!({"tokens_used": 105, "tokens_limit": 100, "spent": true})
+    );
+    assert_eq!(
+        report["conversations"],
+        json!([{"id": "subagent:s1", "inbox": 2, "tokens": 105}])
+    );
+    assert_eq!(model.requests().len(), 3, "no turn started");
     assert!(agentd.terminate().success());
 }

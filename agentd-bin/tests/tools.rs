@@ -156,8 +156,16 @@ fn every_tool_is_called_and_its_state_outlives_a_kill() {
     assert_eq!(status["instance"], "tools");
     assert_eq!(
         status["conversations"],
-        json!([{"id": "inbox1", "inbox": 1}])
+        json!([{"id": "inbox1", "inbox": 1, "tokens": 0}])
     );
+    assert_eq!(
+        status["budget"],
+        json!({"tokens_used": 0, "tokens_limit": null, "spent": false})
+    );
+    // The model-only tools run in a model's turn alone.
+    let (code, _, stderr) = tool(&file, &["call", "think", r#"{"prompt": "?"}"#]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.starts_with("agentd: model_only: think"), "{stderr}");
 
     // Waiting.
     let slept = call(&file, "sleep", json!({"duration": "10ms"}), &[]);
@@ -259,7 +267,7 @@ fn every_tool_is_called_and_its_state_outlives_a_kill() {
     let status = call(&file, "status", json!({}), &[]);
     assert_eq!(
         status["conversations"],
-        json!([{"id": "inbox1", "inbox": 1}])
+        json!([{"id": "inbox1", "inbox": 1, "tokens": 0}])
     );
     assert_eq!(status["units_finished"], 1);
     let (code, _) = refused(&file, "finish", again, C1);

@@ -294,6 +294,28 @@ async fn each_built_tool_checks_its_arguments_first() {
             "/id",
             "minLength",
         ),
+        // The model-only tools check their arguments, then answer that they run in a turn.
+        (
+            "think",
+            json!({"prompt": "Plan it"}),
+            json!({"prompt": "Plan it", "schema": []}),
+            "/schema",
+            "type",
+        ),
+        (
+            "decide",
+            json!({"questions": [{"id": "go", "question": "Go?", "type": "boolean"}]}),
+            json!({"questions": [{"id": "go", "question": "Go?", "type": "maybe"}]}),
+            "/questions/0/type",
+            "enum",
+        ),
+        (
+            "context.compact",
+            json!({"keep": 4}),
+            json!({"keep": -1}),
+            "/keep",
+            "minimum",
+        ),
         // Last: nobody answers here, so its valid call is made once the services shut down,
         // and is answered cancelled at once.
         (
@@ -332,7 +354,10 @@ async fn each_built_tool_checks_its_arguments_first() {
             t.services().shut_down();
         }
         let got = root(&t, tool, valid.clone()).await;
-        assert!(got.is_ok(), "{tool} {valid}: {got:?}");
+        match crate::reasoning::is_reasoning(tool) {
+            true => assert_eq!(code(got), "model_only", "{tool}"),
+            false => assert!(got.is_ok(), "{tool} {valid}: {got:?}"),
+        }
     }
 }
 
@@ -365,9 +390,14 @@ async fn grants_refuse_and_narrow() {
         code(root(&t, "memory.fetch", json!({})).await),
         "unknown_tool"
     );
-    // Not built: every tool of the catalogue still answers in a typed way.
+    // The model-only tools run in a turn alone.
     assert_eq!(
         code(root(&t, "think", json!({"prompt": "?"})).await),
+        "model_only"
+    );
+    // Not built: every tool of the catalogue still answers in a typed way.
+    assert_eq!(
+        code(root(&t, "workflow.run", json!({"workflow": "w"})).await),
         "not_built"
     );
     for tool in catalogue().iter().filter(|t| !t.built) {
@@ -389,7 +419,7 @@ async fn grants_refuse_and_narrow() {
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
     assert!(!names.contains(&"workflow.run"), "not built: not offered");
-    assert_eq!(offered(&t, Scope::Root).len(), 33);
+    assert_eq!(offered(&t, Scope::Root).len(), 36);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
     let narrow = Tools::new(InMemory::new("i"), grants);
@@ -814,11 +844,11 @@ async fn messages_and_status() {
         status,
         json!({
             "instance": "agent-1",
-            "conversations": [{"id": "main", "inbox": 1}],
+            "conversations": [{"id": "main", "inbox": 1, "tokens": 0}],
             "runs": [],
             "subagents": [],
             "units_finished": 1,
-            "budget": null,
+            "budget": {"tokens_used": 0, "tokens_limit": null, "spent": false},
             "store": {"bytes": 4, "degraded": false},
         })
     );

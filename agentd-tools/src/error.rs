@@ -134,6 +134,17 @@ pub enum Error {
         /// The resource's URI.
         uri: String,
     },
+    /// The model failed, or did not answer in time (`model`).
+    Model {
+        /// What failed.
+        detail: String,
+    },
+    /// A model-only tool was called outside a model's turn, where it has no context
+    /// (`model_only`).
+    ModelOnly {
+        /// The tool.
+        tool: String,
+    },
 }
 
 impl Error {
@@ -162,6 +173,8 @@ impl Error {
             Self::NotConnected { .. } => "not_connected",
             Self::Server { .. } => "server",
             Self::NotText { .. } => "not_text",
+            Self::Model { .. } => "model",
+            Self::ModelOnly { .. } => "model_only",
         }
     }
 
@@ -246,6 +259,11 @@ impl fmt::Display for Error {
             Self::NotConnected { server } => write!(f, "server {server:?} is not connected"),
             Self::Server { server, detail } => write!(f, "server {server:?}: {detail}"),
             Self::NotText { uri } => write!(f, "{uri} holds binary contents, not text"),
+            Self::Model { detail } => write!(f, "the model: {detail}"),
+            Self::ModelOnly { tool } => write!(
+                f,
+                "{tool} is the model's: it runs in a turn, over the context the model was shown"
+            ),
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::memory::{self, End, Entry, Memory, Page, Taken, Versioned};
 use crate::message::{Message, Messages};
 use crate::plan::{Plan, Plans, Step, Update};
 use crate::skills::{Loaded, LoadedSet, Said, Skill, Skills};
-use crate::status::{Inbox, Report, Status};
+use crate::status::{Budget, Inbox, Report, Status};
 use crate::subagent::{Spec, State as Standing, Subagent, Subagents};
 use crate::wait::{Clock, Record, Streams, Woke};
 use crate::{Error, Services};
@@ -510,10 +510,11 @@ impl Status for InMemory {
             conversations: state
                 .inboxes
                 .iter()
-                .map(|(id, inbox)| Inbox::new(id, inbox.len() as u64))
+                .map(|(id, inbox)| Inbox::new(id, inbox.len() as u64, 0))
                 .collect(),
             subagents: Vec::new(),
             units_finished: state.finished.len() as u64,
+            budget: Budget::default(),
             store_bytes: (memory + artifacts + messages) as u64,
             degraded: false,
         })

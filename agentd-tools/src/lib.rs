@@ -19,6 +19,7 @@ pub mod memory;
 pub mod message;
 pub mod meta;
 pub mod plan;
+pub mod reasoning;
 pub mod resource;
 pub mod runtime;
 mod schema;
@@ -498,7 +499,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 37, "{built:?}");
+        assert_eq!(built.len(), 40, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -509,6 +510,9 @@ mod tests {
             "instruction.subscribe",
             "skills.unload",
             "subagent.retire",
+            "think",
+            "decide",
+            "context.compact",
         ] {
             assert!(built.contains(&name), "{name}");
         }

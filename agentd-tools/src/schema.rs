@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 use crate::Error;
 
+/// The most questions one `decide` asks.
+pub const QUESTIONS_MAX: usize = 20;
+
 /// The largest duration of `sleep` and `await`, in milliseconds (1 h).
 pub const DURATION_MAX_MS: u64 = 3_600_000;
 
@@ -214,6 +217,7 @@ pub(crate) fn input(tool: &str) -> Option<Value> {
                 "questions": {
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": QUESTIONS_MAX,
                     "items": object(
                         json!({
                             "id": text(),
@@ -397,14 +401,22 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
         "plan.get" => record(json!({"plan": {"oneOf": [{"type": "null"}, plan()]}})),
         "plan.clear" => record(json!({"cleared": boolean()})),
         "message.send" => record(json!({"id": natural()})),
-        // Runs and the budget are not kept yet: an empty list and null.
+        // Runs are not kept yet: an empty list.
         "status" => record(json!({
             "instance": text(),
-            "conversations": list(record(json!({"id": text(), "inbox": natural()}))),
+            "conversations": list(record(json!({
+                "id": text(),
+                "inbox": natural(),
+                "tokens": natural(),
+            }))),
             "runs": {"type": "array"},
             "subagents": list(subagent()),
             "units_finished": natural(),
-            "budget": {"type": "null"},
+            "budget": record(json!({
+                "tokens_used": natural(),
+                "tokens_limit": {"type": ["integer", "null"], "minimum": 1},
+                "spent": boolean(),
+            })),
             "store": record(json!({"bytes": natural(), "degraded": boolean()})),
         })),
         "sleep" => record(json!({"slept_ms": natural(), "cancelled": boolean()})),
@@ -469,6 +481,23 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
         "subagent.send" | "subagent.status" | "subagent.await" | "subagent.kill"
         | "subagent.retire" => subagent(),
         "subagent.list" => record(json!({"subagents": list(subagent())})),
+        "think" => json!({"oneOf": [
+            record(json!({"thought": {"type": "string"}})),
+            record(json!({"thought": {"type": "string"}, "answer": {"type": "object"}})),
+        ]}),
+        "decide" => {
+            let answer = record(json!({
+                "id": text(),
+                "answer": {"type": ["boolean", "number", "string"]},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            }));
+            record(json!({"answers": list(answer)}))
+        }
+        "context.compact" => record(json!({
+            "replaced": natural(),
+            "kept": natural(),
+            "summary": nullable("string"),
+        })),
         _ => return None,
     };
     Some(schema)

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::subagent::Subagent;
 
-/// A conversation and the size of its inbox.
+/// A conversation: the size of its inbox, and the tokens its model calls used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Inbox {
@@ -13,15 +13,45 @@ pub struct Inbox {
     pub id: String,
     /// The messages of its inbox.
     pub inbox: u64,
+    /// The tokens its model calls used, read and written.
+    pub tokens: u64,
 }
 
 impl Inbox {
-    /// Conversation `id` with `inbox` messages.
-    pub fn new(id: &str, inbox: u64) -> Self {
+    /// Conversation `id` with `inbox` messages, whose model calls used `tokens`.
+    pub fn new(id: &str, inbox: u64, tokens: u64) -> Self {
         Self {
             id: id.to_owned(),
             inbox,
+            tokens,
         }
+    }
+}
+
+/// The instance's tokens: what its model calls used, and how many it may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Budget {
+    /// The tokens used, every conversation's together.
+    pub used: u64,
+    /// The tokens it may use, if bounded.
+    pub limit: Option<u64>,
+}
+
+impl Budget {
+    /// `used` tokens of `limit`.
+    pub fn new(used: u64, limit: Option<u64>) -> Self {
+        Self { used, limit }
+    }
+
+    /// Whether the limit is reached: no turn starts.
+    pub fn spent(&self) -> bool {
+        self.limit.is_some_and(|limit| self.used >= limit)
+    }
+
+    /// `{"tokens_used", "tokens_limit", "spent"}`, the limit null when unbounded.
+    pub fn to_value(&self) -> Value {
+        json!({"tokens_used": self.used, "tokens_limit": self.limit, "spent": self.spent()})
     }
 }
 
@@ -37,6 +67,8 @@ pub struct Report {
     pub subagents: Vec<Subagent>,
     /// How many units of work finished.
     pub units_finished: u64,
+    /// The tokens used and the limit.
+    pub budget: Budget,
     /// The store's size, in bytes.
     pub store_bytes: u64,
     /// Whether the store is degraded.
@@ -44,13 +76,12 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report as `status` answers it; runs and the budget are not kept yet (an empty
-    /// list, null).
+    /// The report as `status` answers it; runs are not kept yet (an empty list).
     pub fn to_value(&self) -> Value {
         let conversations: Vec<Value> = self
             .conversations
             .iter()
-            .map(|c| json!({"id": c.id, "inbox": c.inbox}))
+            .map(|c| json!({"id": c.id, "inbox": c.inbox, "tokens": c.tokens}))
             .collect();
         json!({
             "instance": self.instance,
@@ -58,7 +89,7 @@ impl Report {
             "runs": [],
             "subagents": self.subagents.iter().map(Subagent::to_value).collect::<Vec<_>>(),
             "units_finished": self.units_finished,
-            "budget": null,
+            "budget": self.budget.to_value(),
             "store": {"bytes": self.store_bytes, "degraded": self.degraded},
         })
     }

@@ -10,6 +10,7 @@ use crate::instruction::{self, Instruction};
 use crate::memory::{self, Memory};
 use crate::message::{self, Messages};
 use crate::plan::{self, Plans};
+use crate::reasoning::{self, Reasoning};
 use crate::schema::{Empty, parse};
 use crate::skills::{self, Skills};
 use crate::status::Status;
@@ -109,12 +110,25 @@ impl<S: Services> Tools<S> {
     /// Calls `name` for `caller` with `arguments`: refused when no tool has that name
     /// (`unknown_tool`) or it is not offered to the caller's scope (`not_granted`),
     /// `not_built` when it is not built yet, `invalid_arguments` when the arguments do not
-    /// fit its input schema; else the tool's answer or error.
+    /// fit its input schema; else the tool's answer or error. A model-only tool
+    /// ([`reasoning`]) answers `model_only`: it is called in a turn ([`Tools::call_in`]).
     pub async fn call(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
+    ) -> Result<Value, Error> {
+        self.call_in(caller, name, arguments, None).await
+    }
+
+    /// [`Tools::call`] in a model's turn, the model-only tools ([`reasoning`]) run over
+    /// `reasoning`, the turn's model and context (`model_only` without it).
+    pub async fn call_in(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+        reasoning: Option<&dyn Reasoning>,
     ) -> Result<Value, Error> {
         let tool = tool(name).ok_or_else(|| Error::UnknownTool {
             tool: name.to_owned(),
@@ -168,6 +182,12 @@ impl<S: Services> Tools<S> {
                 let unit = caller.unit();
                 subagent::call(s.subagents(), &unit, max, name, arguments).await
             }
+            _ if reasoning::is_reasoning(name) => match reasoning {
+                Some(reasoning) => reasoning::call(reasoning, name, arguments).await,
+                None => Err(Error::ModelOnly {
+                    tool: name.to_owned(),
+                }),
+            },
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),

@@ -9,7 +9,8 @@
 //!   or its structured content as JSON when it has no content; a result with `isError` as
 //!   `error: ` and that;
 //! - `error: ` and why, when the call could not be made: a name not offered, arguments that
-//!   are no JSON object, a server not connected, a call cut at the turn's deadline.
+//!   are no JSON object, a server not connected, a call cut at the turn's deadline, an MCP
+//!   call cut at [`CALL_MAX`] (with its own words: the turn goes on).
 //!
 //! A result past [`RESULT_MAX`] bytes is cut there, and says so.
 
@@ -17,6 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use agentd_tools::reasoning::Reasoning;
 use agentd_tools::{AgentMeta, Caller, Scope, Tool};
 use mcp_wire::CallToolResult;
 use serde_json::{Map, Value};
@@ -24,7 +26,7 @@ use tokio::time::{Instant, timeout_at};
 
 use super::model::ToolCall;
 use super::names::{Offer, Origin};
-use super::workers::Workers;
+use super::workers::{WorkerError, Workers};
 
 /// The longest time one MCP call of a turn takes, whatever is left of the turn.
 pub(crate) const CALL_MAX: Duration = Duration::from_secs(600);
@@ -35,28 +37,40 @@ pub(crate) const RESULT_MAX: usize = 100 * 1024;
 /// The tool that ends a unit of work: once called, the turn ends after the reply's calls.
 pub(crate) const FINISH: &str = "finish";
 
+/// What an own tool's call comes to.
+pub(crate) type Called<'a> =
+    Pin<Box<dyn Future<Output = Result<Value, agentd_tools::Error>> + Send + 'a>>;
+
 /// agentd's own tools, as a turn calls them.
 pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
-    /// Calls `name` for `caller` with `arguments`.
-    fn call<'a>(
+    /// Calls `name` for `caller` with `arguments`, in a turn whose model and context the
+    /// model-only tools reason over when `reasoning` is given.
+    fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<Value, agentd_tools::Error>> + Send + 'a>>;
+        reasoning: Option<&'a dyn Reasoning>,
+    ) -> Called<'a>;
+
+    /// Calls `name` for `caller` with `arguments`, outside a turn.
+    fn call<'a>(&'a self, caller: &'a Caller, name: &'a str, arguments: Value) -> Called<'a> {
+        self.call_in(caller, name, arguments, None)
+    }
 
     /// The tools offered to `scope`.
     fn granted(&self, scope: Scope) -> Vec<&'static Tool>;
 }
 
 impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Tools<S> {
-    fn call<'a>(
+    fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<Value, agentd_tools::Error>> + Send + 'a>> {
-        Box::pin(Self::call(self, caller, name, arguments))
+        reasoning: Option<&'a dyn Reasoning>,
+    ) -> Called<'a> {
+        Box::pin(Self::call_in(self, caller, name, arguments, reasoning))
     }
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
@@ -156,13 +170,21 @@ pub(crate) struct Runner<'a, O: ?Sized> {
 
 impl<O: OwnTools + ?Sized> Runner<'_, O> {
     /// Runs `planned`; an MCP call carries `meta` and is bounded by what is left of the turn,
-    /// at most [`CALL_MAX`]; an own tool's by what is left of the turn.
-    pub(crate) async fn run(&self, planned: Planned, meta: AgentMeta) -> Done {
+    /// at most [`CALL_MAX`]; an own tool's by what is left of the turn, the model-only ones
+    /// reasoning over `reasoning`.
+    pub(crate) async fn run(
+        &self,
+        planned: Planned,
+        meta: AgentMeta,
+        reasoning: &dyn Reasoning,
+    ) -> Done {
         let finishing = planned.finishes();
         let (text, finished) = match planned {
             Planned::Refused(text) => (text, false),
             Planned::Own { tool, arguments } => {
-                let called = self.own.call(self.caller, &tool, arguments);
+                let called = self
+                    .own
+                    .call_in(self.caller, &tool, arguments, Some(reasoning));
                 match timeout_at(self.deadline, called).await {
                     Ok(Ok(answer)) => (answer.to_string(), finishing),
                     Ok(Err(e)) => {
@@ -177,10 +199,13 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                 tool,
                 arguments,
             } => {
-                let bound = self.deadline.min(Instant::now() + CALL_MAX);
+                let capped = Instant::now() + CALL_MAX;
+                let bound = self.deadline.min(capped);
                 let called = self.workers.call(&server, &tool, arguments, &meta, bound);
                 match called.await {
                     Ok(result) => (said(&result), false),
+                    Err(WorkerError::Cut) if bound == capped => (CAPPED.to_owned(), false),
+                    Err(WorkerError::Cut) => (CUT.to_owned(), false),
                     Err(e) => (format!("error: {e}"), false),
                 }
             }
@@ -194,6 +219,10 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
 
 /// What the model reads of a call cut at the turn's deadline.
 const CUT: &str = "error: the call was cut at the turn's deadline";
+
+/// What the model reads of an MCP call cut at [`CALL_MAX`], the turn's deadline still ahead.
+const CAPPED: &str =
+    "error: the call was cut after 600 s, the longest one call may take; the turn goes on";
 
 /// What the model reads of a server tool's result.
 pub(crate) fn said(result: &CallToolResult) -> String {

@@ -7,14 +7,20 @@
 //! as soon as it ends and takes them all. At start, each conversation whose inbox holds
 //! messages no turn took starts a turn. `root` is the instance's own conversation; any
 //! other is made by its first message. Every conversation's turns call agentd's own tools as
-//! the root scope, in that conversation ([`Caller::root`]).
+//! the root scope, in that conversation ([`Caller::root`]). A subagent's conversation
+//! (`subagent:<id>`) is left to the subagent's own task, which reads it with the same
+//! [`load`], [`unread`] and [`said`].
 //!
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
-//! tools, the servers held with their listings, the turn's deadline), again at each change;
-//! a turn works with the setup it started with. The tools' names are made from it
-//! ([`Offer`]) and each collision is logged once (`tool.name.collision`). A turn that fails
-//! is logged (`turn.failed`); every turn's end is told to whoever waits for it
-//! ([`Agent::say`]).
+//! tools, the servers held with their listings, the turn's deadline, the token budget, the
+//! instruction and the skills), again at each change; a turn works with the setup it started
+//! with. A turn starts only while the instance's conversations used fewer tokens than the
+//! budget: past it, the messages wait, whoever waits for their turn hears so, and
+//! `budget.spent` is logged once (again after the budget changes, which wakes them); a
+//! subagent's turns count in the budget and stop with it ([`Agent::spent`]). The tools'
+//! names are made from the setup ([`Offer`]) and each collision is logged once
+//! (`tool.name.collision`). A turn that fails is logged (`turn.failed`); every turn's end is
+//! told to whoever waits for it ([`Agent::say`]).
 //!
 //! Every task runs on the daemon's tracker and ends at its shutdown, or when the agent is
 //! stopped (a reload that changes `[model]`): a turn under way is dropped there (its calls
@@ -23,6 +29,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
@@ -36,10 +43,13 @@ use tokio_util::task::TaskTracker;
 
 use super::calls::OwnTools;
 use super::calls::{Runner, cut};
+use super::context::{Context, Summary};
+use super::instruction::Instruction;
 use super::meta::{Place, TurnIds};
 use super::model::{Message, Model};
 use super::names::{Collision, Offer};
-use super::turn::{Durable, Turn, TurnError};
+use super::skills::Skills;
+use super::turn::{Durable, SYSTEM, Turn, TurnError};
 use super::workers::{Elicitors, Followed, Workers};
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
@@ -69,6 +79,24 @@ pub(crate) struct Setup {
     pub(crate) servers: BTreeMap<String, Held>,
     /// A turn's deadline.
     pub(crate) turn_timeout: Duration,
+    /// The tokens the instance may use: once its conversations used them, no turn starts.
+    pub(crate) budget_tokens: Option<u64>,
+    /// The instruction: the system prompt of a turn, as it is when the turn starts.
+    pub(crate) instruction: Instruction,
+    /// The skills, whose messages a unit loaded are in its turns' context.
+    pub(crate) skills: Skills,
+}
+
+impl Setup {
+    /// A turn's system prompt: the instruction as it is now, or [`SYSTEM`] until there is
+    /// one.
+    pub(crate) fn system(&self) -> Message {
+        self.instruction
+            .system()
+            .unwrap_or_else(|| Message::System {
+                text: SYSTEM.to_owned(),
+            })
+    }
 }
 
 /// A server held, as the agent sees it.
@@ -114,12 +142,12 @@ struct Answer {
     /// The inbox messages it took: past `after`, up to `through`.
     after: u64,
     through: u64,
-    /// The model's answer, or why the turn failed.
-    answer: Result<Option<String>, String>,
+    /// The model's answer, or why there is none.
+    answer: Result<Option<String>, SayError>,
 }
 
 /// Why [`Agent::say`] has no answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub(crate) enum SayError {
     /// The message was refused (`message.send`'s error).
@@ -130,6 +158,13 @@ pub(crate) enum SayError {
     Missed,
     /// The agent stopped: the daemon is shutting down, or a reload changed `[model]`.
     Stopped,
+    /// The instance's token budget is spent: no turn starts (the message is kept).
+    BudgetSpent {
+        /// The tokens used.
+        used: u64,
+        /// The budget, `limits.budget_tokens`.
+        limit: u64,
+    },
 }
 
 impl SayError {
@@ -140,6 +175,7 @@ impl SayError {
             Self::Failed(_) => "turn_failed",
             Self::Missed => "missed",
             Self::Stopped => "stopped",
+            Self::BudgetSpent { .. } => "budget_spent",
         }
     }
 }
@@ -152,6 +188,11 @@ impl fmt::Display for SayError {
             Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
             Self::Stopped => f.write_str(
                 "the agent stopped: the daemon is shutting down, or a reload changed [model]",
+            ),
+            Self::BudgetSpent { used, limit } => write!(
+                f,
+                "the token budget is spent ({used} of limits.budget_tokens = {limit} used): no \
+                 turn starts; the message is kept for when the budget allows"
             ),
         }
     }
@@ -173,6 +214,10 @@ struct Shared {
     ready: watch::Sender<Arc<Ready>>,
     workers: Workers,
     answers: broadcast::Sender<Answer>,
+    /// Wakes the conversations whose inbox holds messages (the budget was raised).
+    rescan: Notify,
+    /// Whether `budget.spent` was logged since the budget last changed.
+    spent_told: AtomicBool,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -204,6 +249,8 @@ impl Agent {
             ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
             workers,
             answers: broadcast::Sender::new(ANSWERS),
+            rescan: Notify::new(),
+            spent_told: AtomicBool::new(false),
             shutdown,
             tasks: tasks.clone(),
         });
@@ -212,9 +259,17 @@ impl Agent {
     }
 
     /// What turns work with from now on (a turn under way keeps its own); the workers of
-    /// servers no longer held as they were are let go.
+    /// servers no longer held as they were are let go. Another budget wakes the
+    /// conversations whose messages wait.
     pub(crate) fn set(&self, setup: Setup) {
-        let before = self.shared.ready.borrow().collisions.clone();
+        let (before, budget) = {
+            let ready = self.shared.ready.borrow();
+            (ready.collisions.clone(), ready.setup.budget_tokens)
+        };
+        if budget != setup.budget_tokens {
+            self.shared.spent_told.store(false, Ordering::Relaxed);
+            self.shared.rescan.notify_one();
+        }
         self.shared.workers.follow(&followed(&setup));
         self.shared
             .ready
@@ -224,6 +279,12 @@ impl Agent {
     /// What turns work with now.
     pub(crate) fn setup(&self) -> Setup {
         self.shared.ready.borrow().setup.clone()
+    }
+
+    /// Why no turn may start under `setup` now: its budget is spent (logged once, as a
+    /// conversation's turn would).
+    pub(crate) async fn spent(&self, setup: &Setup) -> Result<Option<SayError>, store::Error> {
+        self.shared.spent(setup).await
     }
 
     /// Lets every worker go (a reload, the drain): each is closed once its calls end.
@@ -261,7 +322,7 @@ impl Agent {
             };
             match answer {
                 Ok(a) if a.conversation == conversation && a.after < id && id <= a.through => {
-                    return a.answer.map_err(SayError::Failed);
+                    return a.answer;
                 }
                 Ok(_) => {}
                 Err(RecvError::Lagged(_)) => return Err(SayError::Missed),
@@ -319,6 +380,7 @@ async fn dispatch<M: Model>(
         }
         let told = tokio::select! {
             told = delivered.recv() => told,
+            () = shared.rescan.notified() => Err(RecvError::Lagged(0)),
             () = shared.shutdown.cancelled() => return,
         };
         match told {
@@ -334,12 +396,12 @@ async fn dispatch<M: Model>(
 pub(crate) struct Kept {
     /// The last inbox message a turn took.
     pub(crate) taken: u64,
-    /// The history, as the store has it.
-    pub(crate) history: Vec<Message>,
+    /// The history and its summary, as the store has them.
+    pub(crate) context: Context,
 }
 
-/// A conversation as the store keeps it: how far into its inbox its turns read, and its
-/// history.
+/// A conversation as the store keeps it: how far into its inbox its turns read, its history
+/// and its summary.
 pub(crate) async fn load(store: &Store, conversation: &str) -> Result<Kept, store::Error> {
     let taken = store.conversation(conversation).await?;
     let mut history = Vec::new();
@@ -355,9 +417,13 @@ pub(crate) async fn load(store: &Store, conversation: &str) -> Result<Kept, stor
         after = last.seq;
         history.extend(page.into_iter().map(|e| e.message));
     }
+    let summary = taken.as_ref().and_then(|c| {
+        let text = c.summary.clone()?;
+        Some(Summary::new(usize::try_from(c.summarized).ok()?, text))
+    });
     Ok(Kept {
         taken: taken.map_or(0, |c| c.taken),
-        history,
+        context: Context { history, summary },
     })
 }
 
@@ -416,7 +482,7 @@ async fn converse<M: Model>(
                         conversation: conversation.clone(),
                         after: 0,
                         through: u64::MAX,
-                        answer: Err(format!("no turn could start: {e}")),
+                        answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
                     });
                     break;
                 }
@@ -426,6 +492,23 @@ async fn converse<M: Model>(
 }
 
 impl Shared {
+    /// Whether the budget of `setup` is spent: the instance's conversations used as many
+    /// tokens as it allows, or more. `budget.spent` is logged the first time since the
+    /// budget last changed.
+    async fn spent(&self, setup: &Setup) -> Result<Option<SayError>, store::Error> {
+        let Some(limit) = setup.budget_tokens else {
+            return Ok(None);
+        };
+        let used = self.store.tokens_used().await?;
+        if used < limit {
+            return Ok(None);
+        }
+        if !self.spent_told.swap(true, Ordering::Relaxed) {
+            own::budget_spent(&setup.instance, used, limit);
+        }
+        Ok(Some(SayError::BudgetSpent { used, limit }))
+    }
+
     /// Runs one turn of `conversation` over the messages of its inbox no turn took: whether
     /// there were any. A turn that fails is logged and told; a store that fails before the
     /// turn starts is the error.
@@ -445,13 +528,22 @@ impl Shared {
         };
         let said = said(taken);
         let ready = self.ready.borrow().clone();
+        let setup = &ready.setup;
+        if let Some(spent) = self.spent(setup).await? {
+            let _ = self.answers.send(Answer {
+                conversation: conversation.to_owned(),
+                after: state.taken,
+                through,
+                answer: Err(spent),
+            });
+            return Ok(false);
+        }
         let number = self
             .store
             .turn_start(conversation, through, &said, wall_ms())
             .await?;
         let after = std::mem::replace(&mut state.taken, through);
-        state.history.extend(said);
-        let setup = &ready.setup;
+        state.context.history.extend(said);
         let caller = Caller::root(conversation);
         let place = Place {
             instance: &setup.instance,
@@ -472,11 +564,13 @@ impl Shared {
                 conversation,
                 turn: number,
             },
+            system: setup.system(),
+            skills: &setup.skills,
             place,
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut state.history).await;
+        let ended = turn.run(&mut state.context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, conversation, number, &e.to_string());
         }
@@ -485,7 +579,7 @@ impl Shared {
             conversation: conversation.to_owned(),
             after,
             through,
-            answer: ended.map(|e| e.text).map_err(|e| e.to_string()),
+            answer: (ended.map(|e| e.text)).map_err(|e| SayError::Failed(e.to_string())),
         });
         if failed_store {
             // The history as kept may differ from the one held: read it again.

@@ -25,8 +25,8 @@
 //! is read); one without `[instruction]` follows nothing; one whose `[instruction]` is the
 //! same keeps what `instruction.subscribe` chose.
 //!
-//! What a turn uses: [`Instruction::system`] (the system prompt, none before the first read)
-//! or [`Instruction::changes`] (the instruction as followed, watched). The supervisor tells it
+//! What a turn uses: [`Instruction::system`] (the system prompt, none before the first read),
+//! read as the turn starts. The supervisor tells it
 //! what happened ([`Instruction::connected`], [`Instruction::updated`],
 //! [`Instruction::missed`], [`Instruction::event`], [`Instruction::reload`]).
 
@@ -121,14 +121,13 @@ impl Instruction {
     }
 
     /// The system prompt of a turn: the instruction's text as last read, if it was.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the turns read it"))]
     pub(crate) fn system(&self) -> Option<Message> {
         let text = self.current.borrow().text.clone()?;
         Some(Message::System { text })
     }
 
     /// The instruction as followed, watched: marked changed at each read and each switch.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the turns read it"))]
+    #[cfg(test)]
     pub(crate) fn changes(&self) -> watch::Receiver<Current> {
         self.current.clone()
     }

@@ -1,5 +1,5 @@
 //! The agent: a model provider ([`model`]), conversations ([`conversations`]) whose turns
-//! ([`turn`]) call agentd's own tools and the tools of the servers held over turn workers
+//! ([`turn`]) show the model their context ([`context`]) and call agentd's own tools and the tools of the servers held over turn workers
 //! ([`workers`]), under names models accept ([`names`]), each call carrying the turn's
 //! request metadata ([`meta`]) and its result read back as text ([`calls`]); subagents
 //! ([`subagents`]: child loops with conversations and connections of their own); the
@@ -8,12 +8,13 @@
 //! ([`crate::human`]). The parts reach the supervisor's servers through [`servers`].
 
 pub(crate) mod calls;
+pub(crate) mod context;
 pub(crate) mod conversations;
 pub(crate) mod instruction;
 pub(crate) mod meta;
 pub(crate) mod model;
 pub(crate) mod names;
-#[cfg(test)]
+#[cfg(any(test, feature = "demo"))]
 pub(crate) mod scripted;
 pub(crate) mod servers;
 pub(crate) mod skills;

@@ -1,13 +1,14 @@
-//! A model answering from a script, for the tests of turns and of the daemon's agent: it
-//! records every request and, past its script, fails.
+//! A model answering from a script, for the tests of turns and of the daemon's agent, and
+//! the demo's turn: it records every request and, past its script, fails.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+#[cfg(test)]
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::model::{Finish, Model, ModelError, Reply, Request, ToolCall, Usage};
+use super::model::{Finish, Function, Message, Model, ModelError, Reply, Request, ToolCall, Usage};
 
 /// What the scripted model does when asked.
 #[derive(Debug)]
@@ -15,12 +16,14 @@ pub(crate) enum Scene {
     /// Answers this.
     Reply(Reply),
     /// Says it was asked (`asked`), waits to be let go (`release`), then answers `reply`.
+    #[cfg(test)]
     Held {
         asked: Arc<Notify>,
         release: Arc<Notify>,
         reply: Reply,
     },
     /// Never answers: fails at the deadline ([`ModelError::Deadline`]).
+    #[cfg(test)]
     Hang,
 }
 
@@ -29,7 +32,16 @@ pub(crate) enum Scene {
 #[derive(Debug, Default)]
 pub(crate) struct Scripted {
     scenes: Mutex<VecDeque<Scene>>,
-    asked: Mutex<Vec<Request>>,
+    asked: Mutex<Vec<Asked>>,
+}
+
+/// A request as the scripted model was asked it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Asked {
+    /// Its messages.
+    pub(crate) messages: Vec<Message>,
+    /// The tools offered.
+    pub(crate) tools: Vec<Function>,
 }
 
 impl Scripted {
@@ -42,7 +54,8 @@ impl Scripted {
     }
 
     /// What it was asked, in order.
-    pub(crate) fn asked(&self) -> Vec<Request> {
+    #[cfg(test)]
+    pub(crate) fn asked(&self) -> Vec<Asked> {
         self.asked.lock().unwrap().clone()
     }
 }
@@ -50,14 +63,23 @@ impl Scripted {
 impl Model for Scripted {
     fn complete(
         &self,
-        request: &Request,
+        request: &Request<'_>,
+        #[cfg_attr(
+            not(test),
+            expect(unused_variables, reason = "only a hang waits for it")
+        )]
         deadline: Instant,
     ) -> impl Future<Output = Result<Reply, ModelError>> + Send {
-        self.asked.lock().unwrap().push(request.clone());
+        let asked = Asked {
+            messages: request.messages.iter().map(|m| (**m).clone()).collect(),
+            tools: request.tools.to_vec(),
+        };
+        self.asked.lock().unwrap().push(asked);
         let scene = self.scenes.lock().unwrap().pop_front();
         async move {
             match scene {
                 Some(Scene::Reply(reply)) => Ok(reply),
+                #[cfg(test)]
                 Some(Scene::Held {
                     asked,
                     release,
@@ -67,6 +89,7 @@ impl Model for Scripted {
                     release.notified().await;
                     Ok(reply)
                 }
+                #[cfg(test)]
                 Some(Scene::Hang) => {
                     tokio::time::sleep_until(deadline).await;
                     Err(ModelError::Deadline)

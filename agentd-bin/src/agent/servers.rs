@@ -59,11 +59,11 @@ pub(crate) trait Servers: fmt::Debug + Send + Sync + 'static {
 }
 
 /// No server at all: every one unknown, every subscription gone.
-#[cfg(test)]
+#[cfg(any(test, feature = "demo"))]
 #[derive(Debug)]
 pub(crate) struct Unheld;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "demo"))]
 impl Servers for Unheld {
     fn connection(&self, _: &str) -> Result<Arc<Client>, Absent> {
         Err(Absent::Unknown)

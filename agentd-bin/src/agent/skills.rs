@@ -93,7 +93,6 @@ impl Skills {
 
     /// The messages of the skills `unit` has loaded, in the order they were loaded, as the
     /// model is shown them: after the system prompt, before the conversation.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the turns read it"))]
     pub(crate) fn messages(&self, unit: &str) -> Vec<Message> {
         let state = self.shared.lock();
         let Some(set) = state.loaded.get(unit) else {

@@ -16,11 +16,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::calls::Runner;
+use super::context::{Context, Summary};
 use super::meta::{Place, TurnIds};
 use super::model::{Finish, Message, Reply, ToolCall};
 use super::names::Offer;
 use super::scripted::{Scene, Scripted, USED, calls, text};
-use super::turn::{Durable, Ended, History, Turn, TurnError};
+use super::servers::Unheld;
+use super::skills::Skills;
+use super::turn::{Durable, Ended, History, SYSTEM, Turn, TurnError};
 use super::workers::{self, Followed, Workers};
 use crate::config::Server;
 use crate::human::Gate;
@@ -39,6 +42,7 @@ fn user(text: &str) -> Message {
 struct Recorded {
     messages: Mutex<Vec<Message>>,
     tokens: AtomicU64,
+    summary: Mutex<Option<Summary>>,
 }
 
 impl History for Recorded {
@@ -54,6 +58,14 @@ impl History for Recorded {
         self.tokens.fetch_add(tokens, Ordering::Relaxed);
         async { Ok(()) }
     }
+
+    fn compacted(
+        &self,
+        summary: &Summary,
+    ) -> impl Future<Output = Result<(), store::Error>> + Send + 'static {
+        *self.summary.lock().unwrap() = Some(summary.clone());
+        async { Ok(()) }
+    }
 }
 
 /// A reference server (`legacy`: of 2025-11-25 alone, else both eras, reached at
@@ -63,6 +75,7 @@ struct Bench {
     workers: Workers,
     tools: Tools<InMemory>,
     offer: Offer,
+    skills: Skills,
     _supervisor: Client,
 }
 
@@ -100,11 +113,19 @@ async fn bench_asking(legacy: bool, elicitors: workers::Elicitors) -> Bench {
     let catalog = supervisor.catalog();
     let (offer, collisions) = Offer::new(tools.offered(Scope::Root), [("s", catalog.tools())]);
     assert!(collisions.is_empty());
+    let skills = Skills::start(
+        "t",
+        &[],
+        Arc::new(Unheld),
+        &TaskTracker::new(),
+        CancellationToken::new(),
+    );
     Bench {
         server,
         workers,
         tools,
         offer,
+        skills,
         _supervisor: supervisor,
     }
 }
@@ -119,9 +140,24 @@ impl Bench {
         &self,
         model: &Arc<Scripted>,
         kept: &impl History,
-        (conversation, turn): (&str, u64),
+        at: (&str, u64),
         timeout: Duration,
         history: &mut Vec<Message>,
+    ) -> (TurnIds, Result<Ended, TurnError>) {
+        let mut context = Context::new(std::mem::take(history));
+        let ended = self.turn_in(model, kept, at, timeout, &mut context).await;
+        *history = context.history;
+        ended
+    }
+
+    /// Runs turn `turn` of `conversation` over `context` with `model`, kept in `kept`.
+    async fn turn_in(
+        &self,
+        model: &Arc<Scripted>,
+        kept: &impl History,
+        (conversation, turn): (&str, u64),
+        timeout: Duration,
+        context: &mut Context,
     ) -> (TurnIds, Result<Ended, TurnError>) {
         let caller = Caller::root(conversation);
         let turn = Turn {
@@ -134,6 +170,10 @@ impl Bench {
             },
             offer: &self.offer,
             history: kept,
+            system: Message::System {
+                text: SYSTEM.into(),
+            },
+            skills: &self.skills,
             place: Place {
                 instance: "t",
                 conversation,
@@ -142,7 +182,7 @@ impl Bench {
             ids: ids(),
             spans: crate::clock::random_bytes::<8>,
         };
-        let ended = turn.run(history).await;
+        let ended = turn.run(context).await;
         (turn.ids, ended)
     }
 
@@ -208,7 +248,7 @@ async fn a_reply_s_calls_run_and_carry_the_turn_s_meta_in_each_era() {
         assert_eq!(
             asked_again.messages[0],
             Message::System {
-                text: super::turn::SYSTEM.into()
+                text: SYSTEM.into()
             }
         );
         assert_eq!(results(&asked_again.messages), got, "the results went back");
@@ -588,4 +628,119 @@ async fn an_elicitation_nobody_answers_is_cancelled_at_300_seconds() {
         assert_eq!(gate.open().await.unwrap(), []);
         store.close().await;
     }
+}
+
+/// The model-only tools reason over the round they were called in: `think` asks the model
+/// with the messages it was shown and no tools; `decide`'s answers are checked, a wrong one
+/// going back as a typed error; `context.compact` replaces the older messages by the
+/// model's summary from the next request on, kept by the history. Each call's tokens are the
+/// turn's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_only_tools_reason_over_their_round() {
+    let bench = bench(false).await;
+    let decide = r#"{"questions": [{"id": "go", "question": "Deploy?", "type": "choice", "options": ["now", "later"]}]}"#;
+    let model = Scripted::new([
+        calls(&[("t", "think", r#"{"prompt": "Plan the deploy"}"#)]),
+        text("First the tests, then the deploy."),
+        calls(&[("d1", "decide", decide)]),
+        text(r#"{"answers": [{"id": "go", "answer": "soon", "confidence": 0.6}]}"#),
+        calls(&[("d2", "decide", decide)]),
+        text(r#"Sure: {"answers": [{"id": "go", "answer": "later", "confidence": 0.75}]}"#),
+        calls(&[("c", "context_compact", r#"{"keep": 2}"#)]),
+        text("The operator asked for a deploy; the plan is tests first; decided: later."),
+        text("Deploying later."),
+    ]);
+    let kept = Recorded::default();
+    let mut context = Context::new(vec![user("deploy?")]);
+    let (_, ended) = bench
+        .turn_in(&model, &kept, ("root", 1), TURN, &mut context)
+        .await;
+    assert_eq!(ended.unwrap().text.as_deref(), Some("Deploying later."));
+    let asked = model.asked();
+    assert_eq!(asked.len(), 9);
+    assert_eq!(kept.tokens.load(Ordering::Relaxed), 9 * USED.total());
+
+    // think: the round's messages, then the prompt; no tools.
+    let mut shown = asked[0].messages.clone();
+    shown.push(user("Plan the deploy"));
+    assert_eq!(asked[1].messages, shown);
+    assert!(asked[1].tools.is_empty());
+    let got = results(&context.history);
+    assert_eq!(
+        serde_json::from_str::<Value>(&got["t"]).unwrap(),
+        json!({"thought": "First the tests, then the deploy."})
+    );
+    // decide: a wrong answer is a typed error the model reads; a right one comes back.
+    assert!(
+        got["d1"].starts_with("error: bad_answer: the answer at \"/answers/0/answer\" breaks enum"),
+        "{}",
+        got["d1"]
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&got["d2"]).unwrap(),
+        json!({"answers": [{"id": "go", "answer": "later", "confidence": 0.75}]})
+    );
+    // context.compact: the model summarized the messages before the last two (moved back
+    // so that no call is parted from its result), from the next request on.
+    let summarizing = &asked[7].messages;
+    assert!(asked[7].tools.is_empty());
+    assert_eq!(summarizing.len(), 2);
+    let Message::User { text: transcript } = &summarizing[1] else {
+        panic!("{summarizing:?}")
+    };
+    assert!(transcript.starts_with("user: deploy?\n"), "{transcript}");
+    assert!(
+        transcript.contains("assistant: called decide("),
+        "{transcript}"
+    );
+    assert!(!transcript.contains("answer\": \"later"), "{transcript}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&got["c"]).unwrap(),
+        json!({
+            "replaced": 5,
+            "kept": 2,
+            "summary": "The operator asked for a deploy; the plan is tests first; decided: later.",
+        })
+    );
+    let last = &asked[8].messages;
+    let Message::System { text: note } = &last[1] else {
+        panic!("{last:?}")
+    };
+    assert!(note.starts_with("The first 5 messages"), "{note}");
+    assert_eq!(last[2..], context.history[5..9]);
+    // The history keeps every message; the summary is kept with it.
+    assert_eq!(context.history.len(), 10);
+    assert_eq!(*kept.messages.lock().unwrap(), context.history[1..]);
+    let summary = kept.summary.lock().unwrap().clone().unwrap();
+    assert_eq!(summary.through(), 5);
+    assert_eq!(context.summary, Some(summary));
+}
+
+/// In virtual time: an MCP call cut at the 600 s bound of one call, the turn's deadline
+/// still ahead, says so in its own words, and the turn goes on.
+#[tokio::test(start_paused = true)]
+async fn a_call_cut_at_its_own_bound_is_not_cut_at_the_deadline() {
+    let bench = bench(false).await;
+    let model = Scripted::new([
+        calls(&[("long", "s__slow", r#"{"steps": 700, "delay_ms": 1000}"#)]),
+        text("it took too long"),
+    ]);
+    let kept = Recorded::default();
+    let mut history = vec![user("go")];
+    let start = Instant::now();
+    let (_, ended) = bench
+        .turn(
+            &model,
+            &kept,
+            ("root", 1),
+            Duration::from_secs(3600),
+            &mut history,
+        )
+        .await;
+    assert_eq!(ended.unwrap().text.as_deref(), Some("it took too long"));
+    assert!(Instant::now() >= start + super::calls::CALL_MAX);
+    assert_eq!(
+        results(&history)["long"],
+        "error: the call was cut after 600 s, the longest one call may take; the turn goes on"
+    );
 }

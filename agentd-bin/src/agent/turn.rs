@@ -1,7 +1,8 @@
-//! One turn of a conversation: the model is shown the conversation (a system prompt first)
-//! with the tools it may call; each tool call of its reply runs (those of one reply at once)
-//! and its result goes back; again, until it answers without a tool call, or a round in which
-//! it called `finish` ends.
+//! One turn of a conversation: the model is shown the conversation ([`context`](super::context):
+//! the instruction as the system prompt, the skills loaded, the summary of what was compacted,
+//! the history) with the tools it may call; each tool call of its reply runs (those of one
+//! reply at once) and its result goes back; again, until it answers without a tool call, or a
+//! round in which it called `finish` ends.
 //!
 //! Every message is appended to the conversation's durable history as it happens (a tool's
 //! result as its call ends, so in the order the calls end), and the tokens of every model
@@ -9,31 +10,34 @@
 //! are bounded by it, each tool call by what is left of it ([`Runner`]), and no round starts
 //! once it has passed.
 //!
-//! [`request`] is the pure part: what the model is shown, from the history as it is. A
-//! history whose tool calls lack a result (a turn that ended in the middle of a round: the
-//! daemon stopped, the store failed) is shown with a result saying so for each, so that
-//! every call the model sees is answered.
+//! The system prompt is read once, when the turn starts; the skills' messages at each round,
+//! so that a skill loaded or unloaded in a round is in, or gone from, the next request. The
+//! model-only tools (`think`, `decide`, `context.compact`) reason over the round they were
+//! called in ([`Round`]): the messages the model was shown, its model and deadline, its
+//! tokens counted as the turn's; a compaction takes effect once the round's calls end, and is
+//! kept in the store.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Mutex;
 
+use agentd_tools::reasoning::{Answer, Compacted, Reasoning};
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
 use super::calls::{FINISH, OwnTools, Planned, Runner, plan};
+use super::context::{Context, Summary, request};
 use super::meta::{Place, TurnIds, call_meta};
-use super::model::{Function, Message, Model, ModelError, Request, ToolCall};
+use super::model::{Message, Model, ModelError, Request, ToolCall};
 use super::names::Offer;
+use super::skills::Skills;
 use crate::store::{self, Store};
 
 /// The system prompt of every request, until the instance has an instruction.
 pub(crate) const SYSTEM: &str = "You are agentd, an agent daemon. Answer the messages of \
     this conversation. Use the tools offered when they help; when the work asked for is \
     done, say so, or call finish.";
-
-/// What the model reads for a call of the history that has no result.
-const LOST: &str = "error: the call's result was lost: its turn ended before it came";
 
 /// Why a turn ended without an answer.
 #[derive(Debug)]
@@ -85,8 +89,9 @@ pub(crate) struct Ended {
     pub(crate) rounds: u32,
 }
 
-/// Where a turn keeps what happens: the conversation's history and the tokens it used.
-/// Each method sends at once (in the order called) and resolves once it is kept.
+/// Where a turn keeps what happens: the conversation's history, the tokens it used, and
+/// the summary that replaces its first messages. Each method sends at once (in the order
+/// called) and resolves once it is kept.
 pub(crate) trait History: Send + Sync {
     /// Appends `message`.
     fn append(
@@ -96,6 +101,12 @@ pub(crate) trait History: Send + Sync {
 
     /// Adds `tokens` to the conversation's count.
     fn used(&self, tokens: u64) -> impl Future<Output = Result<(), store::Error>> + Send + 'static;
+
+    /// Keeps `summary`, in place of the one kept before.
+    fn compacted(
+        &self,
+        summary: &Summary,
+    ) -> impl Future<Output = Result<(), store::Error>> + Send + 'static;
 }
 
 /// The history of turn `turn` of `conversation`, in the store.
@@ -124,6 +135,14 @@ impl History for Durable<'_> {
         let used = self.store.conversation_tokens(self.conversation, tokens);
         async move { used.await.map(drop) }
     }
+
+    fn compacted(
+        &self,
+        summary: &Summary,
+    ) -> impl Future<Output = Result<(), store::Error>> + Send + 'static {
+        let through = u64::try_from(summary.through()).unwrap_or(u64::MAX);
+        (self.store).conversation_summary(self.conversation, through, summary.text())
+    }
 }
 
 /// A turn, ready to run.
@@ -137,6 +156,10 @@ pub(crate) struct Turn<'a, M, O: ?Sized, H> {
     pub(crate) offer: &'a Offer,
     /// Where the history is kept.
     pub(crate) history: &'a H,
+    /// The system prompt: the instruction as it is when the turn starts.
+    pub(crate) system: Message,
+    /// The skills, of which the caller's unit's loaded ones are shown.
+    pub(crate) skills: &'a Skills,
     /// The instance, the conversation and the turn's number.
     pub(crate) place: Place<'a>,
     /// The turn's run id and trace.
@@ -146,17 +169,19 @@ pub(crate) struct Turn<'a, M, O: ?Sized, H> {
 }
 
 impl<M: Model, O: OwnTools + ?Sized, H: History> Turn<'_, M, O, H> {
-    /// Runs the turn over `history` (the conversation so far, the turn's first messages
-    /// included), which it extends as it goes.
-    pub(crate) async fn run(&self, history: &mut Vec<Message>) -> Result<Ended, TurnError> {
+    /// Runs the turn over `context` (the conversation so far, the turn's first messages
+    /// included), whose history it extends as it goes.
+    pub(crate) async fn run(&self, context: &mut Context) -> Result<Ended, TurnError> {
         let deadline = self.runner.deadline;
+        let unit = self.runner.caller.unit();
         let mut rounds = 0;
         loop {
             if Instant::now() >= deadline {
                 return Err(TurnError::Deadline);
             }
             rounds += 1;
-            let request = request(SYSTEM, history, self.offer.functions());
+            let skills = self.skills.messages(&unit);
+            let request = request(&self.system, skills, context, self.offer.functions());
             let reply = match self.model.complete(&request, deadline).await {
                 Ok(reply) => reply,
                 Err(ModelError::Deadline) => return Err(TurnError::Deadline),
@@ -168,17 +193,36 @@ impl<M: Model, O: OwnTools + ?Sized, H: History> Turn<'_, M, O, H> {
                 calls: reply.calls.clone(),
             };
             let appended = self.history.append(&said);
-            history.push(said);
             used.await?;
             appended.await?;
             if reply.calls.is_empty() {
+                context.history.push(said);
                 return Ok(Ended {
                     text: reply.text,
                     finished: false,
                     rounds,
                 });
             }
-            let finished = self.calls(rounds, &reply.calls, history).await?;
+            let round = Round {
+                model: self.model,
+                history: self.history,
+                shown: &request.messages,
+                context: &*context,
+                deadline,
+                compacted: Mutex::default(),
+            };
+            let (results, finished) = self.calls(rounds, &reply.calls, &round).await?;
+            let compacted = round
+                .compacted
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner());
+            drop(request);
+            context.history.push(said);
+            context.history.extend(results);
+            if let Some(summary) = compacted {
+                self.history.compacted(&summary).await?;
+                context.summary = Some(summary);
+            }
             if finished {
                 let summary = || summary(self.offer, &reply.calls);
                 return Ok(Ended {
@@ -191,23 +235,28 @@ impl<M: Model, O: OwnTools + ?Sized, H: History> Turn<'_, M, O, H> {
     }
 
     /// Runs the calls of the model's `round`th reply at once, each result appended as its
-    /// call ends: whether one was a `finish` that ended the unit.
+    /// call ends: the results in that order, and whether one was a `finish` that ended the
+    /// unit.
     async fn calls(
         &self,
         round: u32,
         calls: &[ToolCall],
-        history: &mut Vec<Message>,
-    ) -> Result<bool, TurnError> {
+        reasoning: &dyn Reasoning,
+    ) -> Result<(Vec<Message>, bool), TurnError> {
         let mut running: FuturesUnordered<_> = calls
             .iter()
             .enumerate()
             .map(|(index, call)| {
                 let meta = call_meta(self.place, &self.ids, round, index, (self.spans)());
                 let planned: Planned = plan(self.offer, call);
-                async move { (call.id.clone(), self.runner.run(planned, meta).await) }
+                async move {
+                    let done = self.runner.run(planned, meta, reasoning).await;
+                    (call.id.clone(), done)
+                }
             })
             .collect();
         let mut appended = Vec::with_capacity(calls.len());
+        let mut results = Vec::with_capacity(calls.len());
         let mut finished = false;
         while let Some((call_id, done)) = running.next().await {
             finished |= done.finished;
@@ -217,12 +266,12 @@ impl<M: Model, O: OwnTools + ?Sized, H: History> Turn<'_, M, O, H> {
             };
             // Sent now; its answer is awaited with the others'.
             appended.push(self.history.append(&result));
-            history.push(result);
+            results.push(result);
         }
         for appended in appended {
             appended.await?;
         }
-        Ok(finished)
+        Ok((results, finished))
     }
 }
 
@@ -236,136 +285,83 @@ fn summary(offer: &Offer, calls: &[ToolCall]) -> Option<String> {
     })
 }
 
-/// What the model is shown: the system prompt, then `history` with a result for each call
-/// that has none ([`LOST`], right after its reply's other results; a result of no call
-/// shown is left out), and the functions it may call.
-pub(crate) fn request(system: &str, history: &[Message], tools: &[Function]) -> Request {
-    let mut messages = Vec::with_capacity(history.len() + 1);
-    messages.push(Message::System {
-        text: system.to_owned(),
-    });
-    // The calls of the last reply not answered yet, in its order.
-    let mut waiting: Vec<String> = Vec::new();
-    let unanswered = |waiting: &mut Vec<String>, messages: &mut Vec<Message>| {
-        for call_id in waiting.drain(..) {
-            messages.push(Message::Tool {
-                call_id,
-                text: LOST.to_owned(),
-            });
-        }
-    };
-    for message in history {
-        match message {
-            Message::Tool { call_id, .. } => {
-                let Some(at) = waiting.iter().position(|id| id == call_id) else {
-                    continue;
-                };
-                waiting.remove(at);
-            }
-            other => {
-                unanswered(&mut waiting, &mut messages);
-                if let Message::Assistant { calls, .. } = other {
-                    let mut ids = BTreeSet::new();
-                    // A reply that gave two calls one id is answered once for it.
-                    waiting = calls
-                        .iter()
-                        .filter(|c| ids.insert(c.id.as_str()))
-                        .map(|c| c.id.clone())
-                        .collect();
-                }
-            }
-        }
-        messages.push(message.clone());
+/// A round of a turn, as its model-only tools reason over it: the model, the messages it was
+/// shown, the context they came from, the turn's deadline; the tokens of each call are the
+/// turn's, and a compaction is held until the round's calls end (the last to end is kept).
+struct Round<'r, M, H> {
+    model: &'r M,
+    history: &'r H,
+    shown: &'r [Cow<'r, Message>],
+    context: &'r Context,
+    deadline: Instant,
+    compacted: Mutex<Option<Summary>>,
+}
+
+impl<M: Model, H: History> Round<'_, M, H> {
+    /// The model's text for `request`, its tokens counted.
+    async fn text(&self, request: Request<'_>) -> Result<String, agentd_tools::Error> {
+        let reply = self.model.complete(&request, self.deadline).await;
+        let reply = reply.map_err(|e| agentd_tools::Error::Model {
+            detail: e.to_string(),
+        })?;
+        let used = self.history.used(reply.usage.total()).await;
+        used.map_err(|e| agentd_tools::Error::Store {
+            detail: e.to_string(),
+        })?;
+        Ok(reply.text.unwrap_or_default())
     }
-    unanswered(&mut waiting, &mut messages);
-    Request {
-        messages,
-        tools: tools.to_vec(),
+}
+
+impl<M: Model, H: History> Reasoning for Round<'_, M, H> {
+    fn ask<'a>(&'a self, prompt: &'a str) -> Answer<'a, String> {
+        let mut messages: Vec<Cow<'_, Message>> =
+            self.shown.iter().map(|m| Cow::Borrowed(&**m)).collect();
+        messages.push(Cow::Owned(Message::User {
+            text: prompt.to_owned(),
+        }));
+        let request = Request {
+            messages,
+            tools: Cow::Borrowed(&[]),
+        };
+        Box::pin(self.text(request))
+    }
+
+    fn compact<'a>(&'a self, keep: usize, prompt: &'a str) -> Answer<'a, Compacted> {
+        Box::pin(async move {
+            let context = self.context;
+            let (from, cut) = (context.summarized(), context.cut(keep));
+            let total = context.history.len();
+            if cut == from {
+                return Ok(Compacted::new(from, total - from, None));
+            }
+            let messages = [
+                Message::System {
+                    text: prompt.to_owned(),
+                },
+                Message::User {
+                    text: context.transcript(cut),
+                },
+            ];
+            let request = Request {
+                messages: messages.into_iter().map(Cow::Owned).collect(),
+                tools: Cow::Borrowed(&[]),
+            };
+            let text = self.text(request).await?;
+            if text.trim().is_empty() {
+                return Err(agentd_tools::Error::Model {
+                    detail: "the model wrote no summary".to_owned(),
+                });
+            }
+            let summary = Summary::new(cut, text.clone());
+            *self.compacted.lock().unwrap_or_else(|p| p.into_inner()) = Some(summary);
+            Ok(Compacted::new(cut, total - cut, Some(text)))
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn user(text: &str) -> Message {
-        Message::User { text: text.into() }
-    }
-
-    fn asked(ids: &[&str]) -> Message {
-        Message::Assistant {
-            text: None,
-            calls: ids
-                .iter()
-                .map(|id| ToolCall {
-                    id: (*id).into(),
-                    name: "f".into(),
-                    arguments: "{}".into(),
-                })
-                .collect(),
-        }
-    }
-
-    fn result(id: &str) -> Message {
-        Message::Tool {
-            call_id: id.into(),
-            text: "ok".into(),
-        }
-    }
-
-    fn lost(id: &str) -> Message {
-        Message::Tool {
-            call_id: id.into(),
-            text: LOST.into(),
-        }
-    }
-
-    #[test]
-    fn the_system_prompt_comes_first_with_the_tools() {
-        let tools = [Function {
-            name: "f".into(),
-            description: "d".into(),
-            parameters: serde_json::json!({"type": "object"}),
-        }];
-        let request = request("sys", &[user("hi")], &tools);
-        assert_eq!(
-            request.messages,
-            [Message::System { text: "sys".into() }, user("hi")]
-        );
-        assert_eq!(request.tools, tools);
-    }
-
-    #[test]
-    fn every_call_shown_has_a_result() {
-        let history = [
-            user("a"),
-            asked(&["1", "2", "3"]),
-            result("2"),
-            user("b"),
-            asked(&["4", "4"]),
-            result("9"),
-            asked(&["5"]),
-        ];
-        let shown = request("s", &history, &[]).messages;
-        assert_eq!(
-            shown[1..],
-            [
-                user("a"),
-                asked(&["1", "2", "3"]),
-                result("2"),
-                lost("1"),
-                lost("3"),
-                user("b"),
-                asked(&["4", "4"]),
-                lost("4"),
-                asked(&["5"]),
-                lost("5"),
-            ]
-        );
-        // A whole history is shown as it is.
-        let whole = [user("a"), asked(&["1"]), result("1"), user("b")];
-        assert_eq!(request("s", &whole, &[]).messages[1..], whole);
-    }
 
     #[test]
     fn a_finish_without_text_ends_with_its_summary() {

@@ -61,7 +61,7 @@ impl fmt::Display for WorkerError {
         match self {
             Self::NotHeld => f.write_str("the server is not connected"),
             Self::Dial(e) => write!(f, "the server could not be reached: {e}"),
-            Self::Cut => f.write_str("the call was cut at the turn's deadline"),
+            Self::Cut => f.write_str("the call was cut at its bound"),
             Self::Call(e) => e.fmt(f),
         }
     }

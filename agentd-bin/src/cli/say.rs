@@ -5,7 +5,9 @@
 //! the turn failed, or no answer came: its end was missed, or the agent stopped first (a
 //! shutdown, a reload that changed `[model]`), said as `agentd: CODE: message`; 2 bad usage,
 //! or a message or conversation id the inbox refuses (empty, or past its bound); 3 the daemon
-//! is not running; 4 the agent is not running (no model is configured).
+//! is not running; 4 the agent is not running (no model is configured); 5 the instance's
+//! token budget is spent (`limits.budget_tokens`): no turn started, and the message waits in
+//! the inbox for a reload that raises the budget.
 
 use std::process::ExitCode;
 
@@ -38,6 +40,7 @@ fn status(e: &CallError) -> u8 {
         CallError::Connect(..) => 3,
         CallError::Refused(error) => match error["code"].as_str() {
             Some("no_agent") => 4,
+            Some("budget_spent") => 5,
             Some("bad_request" | "invalid_arguments" | "too_large") => 2,
             _ => 1,
         },

@@ -521,6 +521,9 @@ impl Daemon {
             own,
             servers: servers.collect(),
             turn_timeout: self.config.turn_timeout,
+            budget_tokens: self.config.budget_tokens,
+            instruction: self.instruction.clone(),
+            skills: self.skills.clone(),
         })
     }
 

@@ -8,7 +8,7 @@ use super::*;
 use agentd_tests::model::{Reply, ScriptedModel};
 
 use crate::agent::conversations::SayError;
-use crate::agent::model::{self, Message};
+use crate::agent::model::Message;
 use crate::agent::scripted::{Scene, Scripted, USED, calls, said, text};
 use crate::agent::workers;
 use agentd_tools::{Caller, Scope};
@@ -158,16 +158,18 @@ async fn a_reload_starts_and_stops_the_agent_with_model() {
     daemon.drain().await;
 }
 
-/// The agent at work over the store: `say` is answered by the turn that takes the message;
-/// messages sent during a turn wait and the next turn takes them all, in order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-    let shutdown = CancellationToken::new();
+/// The own tools over `store`, and the agent's setup with them (no server, a budget of
+/// `budget_tokens`).
+async fn own_setup(
+    store: &Store,
+    shutdown: &CancellationToken,
+    budget_tokens: Option<u64>,
+) -> (Arc<Own>, Setup) {
     let mut config = config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
     config.max_value_bytes = 1024;
-    let parts = crate::tools::tests::parts(&store, &shutdown).await;
+    config.budget_tokens = budget_tokens;
+    let parts = crate::tools::tests::parts(store, shutdown).await;
+    let (instruction, skills) = (parts.instruction.clone(), parts.skills.clone());
     let own = Arc::new(Own::new(
         store.clone(),
         &config,
@@ -181,7 +183,21 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
         own: own.clone(),
         servers: BTreeMap::new(),
         turn_timeout: TURN,
+        budget_tokens,
+        instruction,
+        skills,
     };
+    (own, setup)
+}
+
+/// The agent at work over the store: `say` is answered by the turn that takes the message;
+/// messages sent during a turn wait and the next turn takes them all, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let (own, setup) = own_setup(&store, &shutdown, None).await;
     let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (asked_again, release_again) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let model = Scripted::new([
@@ -229,7 +245,7 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
     );
     let asked = model.asked();
     assert_eq!(asked.len(), 3);
-    let users = |r: &model::Request| -> Vec<String> {
+    let users = |r: &crate::agent::scripted::Asked| -> Vec<String> {
         let users = r.messages.iter().filter_map(|m| match m {
             Message::User { text } => Some(text.clone()),
             _ => None,
@@ -273,6 +289,164 @@ async fn messages_sent_during_a_turn_are_taken_together_by_the_next() {
         matches!(&failed, SayError::Failed(e) if e.contains("the script is over")),
         "{failed:?}"
     );
+    shutdown.cancel();
+    tasks.close();
+    tasks.wait().await;
+    store.close().await;
+}
+
+/// A spent budget starts no turn: `say` hears it, `budget.spent` is logged once, the
+/// messages wait in the inbox; a budget raised by the setup wakes them, and one turn takes
+/// them all. `status` shows each conversation's tokens and the budget.
+#[tokio::test]
+async fn a_spent_budget_starts_no_turn_until_it_is_raised() {
+    let (_guard, written) = crate::telemetry::log::tests::capture();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let shutdown = CancellationToken::new();
+    // One turn spends USED (15 tokens): a budget of 20 lets two start.
+    let (own, setup) = own_setup(&store, &shutdown, Some(20)).await;
+    let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let model = Scripted::new([
+        text("first"),
+        text("second"),
+        Scene::Held {
+            asked: asked.clone(),
+            release: release.clone(),
+            reply: said("third"),
+        },
+        text("fourth"),
+    ]);
+    let tasks = TaskTracker::new();
+    let agent = Agent::start(
+        model.clone(),
+        setup.clone(),
+        store.clone(),
+        workers::cancelling(),
+        &tasks,
+        shutdown.clone(),
+    );
+    assert_eq!(
+        agent.say("root", "one").await.unwrap().as_deref(),
+        Some("first")
+    );
+    assert_eq!(
+        agent.say("c", "two").await.unwrap().as_deref(),
+        Some("second")
+    );
+    for text in ["three", "four"] {
+        let spent = agent.say("root", text).await.unwrap_err();
+        assert!(
+            matches!(
+                spent,
+                SayError::BudgetSpent {
+                    used: 30,
+                    limit: 20
+                }
+            ),
+            "{spent:?}"
+        );
+        assert_eq!(spent.code(), "budget_spent");
+    }
+    let lines: Vec<Value> = written
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["event"] == "budget.spent")
+        .collect();
+    assert_eq!(lines.len(), 1, "logged once: {lines:?}");
+    assert_eq!(
+        (&lines[0]["level"], &lines[0]["used"], &lines[0]["limit"]),
+        (&json!("warn"), &json!(30), &json!(20))
+    );
+    let operator = Caller::operator(Scope::Root);
+    let status = own
+        .call(&operator, "status", json!({}), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        status["budget"],
+        json!({"tokens_used": 30, "tokens_limit": 20, "spent": true})
+    );
+    assert_eq!(
+        status["conversations"],
+        json!([{"id": "c", "inbox": 1, "tokens": 15}, {"id": "root", "inbox": 3, "tokens": 15}])
+    );
+    assert_eq!(model.asked().len(), 2, "no turn started");
+
+    // Raised: the waiting messages are taken together.
+    let mut raised = setup;
+    raised.budget_tokens = Some(100);
+    agent.set(raised);
+    asked.notified().await;
+    release.notify_one();
+    assert_eq!(
+        agent.say("root", "five").await.unwrap().as_deref(),
+        Some("fourth")
+    );
+    let users = |r: &crate::agent::scripted::Asked| -> Vec<String> {
+        let users = r.messages.iter().filter_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        users.collect()
+    };
+    let asked = model.asked();
+    assert_eq!(users(&asked[2]), ["one", "three", "four"]);
+    assert_eq!(users(&asked[3]), ["one", "three", "four", "five"]);
+    shutdown.cancel();
+    tasks.close();
+    tasks.wait().await;
+    store.close().await;
+}
+
+/// A compaction's summary is kept: the agent started again over the store shows it in
+/// place of the messages it replaced, the history keeping them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_outlives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let (_own, setup) = own_setup(&store, &shutdown, None).await;
+    let model = Scripted::new([
+        text("hello"),
+        calls(&[("c", "context_compact", r#"{"keep": 1}"#)]),
+        text("greeted, then asked to compact"),
+        text("compacted"),
+    ]);
+    let tasks = TaskTracker::new();
+    let start = |model| {
+        let stop = shutdown.child_token();
+        let agent = Agent::start(
+            model,
+            setup.clone(),
+            store.clone(),
+            workers::cancelling(),
+            &tasks,
+            stop.clone(),
+        );
+        (agent, stop)
+    };
+    let (agent, stop) = start(model.clone());
+    agent.say("root", "hi").await.unwrap();
+    let done = agent.say("root", "compact").await.unwrap();
+    assert_eq!(done.as_deref(), Some("compacted"));
+    stop.cancel();
+    let again = Scripted::new([text("still here")]);
+    let (agent, _) = start(again.clone());
+    agent.say("root", "and now?").await.unwrap();
+    let shown = &again.asked()[0].messages;
+    let Message::System { text } = &shown[1] else {
+        panic!("{shown:?}")
+    };
+    assert!(text.starts_with("The first 2 messages"), "{text}");
+    assert!(text.ends_with("greeted, then asked to compact"), "{text}");
+    assert_eq!(shown[2], user("compact"));
+    let root = store.conversation("root").await.unwrap().unwrap();
+    assert_eq!(root.summarized, 2);
+    let kept = store.conversation_history::<Message>("root", 0, 100).await;
+    assert_eq!(kept.unwrap().len(), 8, "every message kept");
     shutdown.cancel();
     tasks.close();
     tasks.wait().await;

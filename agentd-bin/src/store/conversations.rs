@@ -1,6 +1,8 @@
 //! The conversations: each one's history (the messages its turns showed the model and got
 //! back, in order, each with its turn and the time), how many turns it had, how far into its
-//! inbox its turns have read, and the tokens its model calls used.
+//! inbox its turns have read, the tokens its model calls used, and the summary that replaces its
+//! first messages in its context (`context.compact`; the history keeps them all). The
+//! instance's tokens are its conversations' together.
 //!
 //! A conversation is made by the start of its first turn ([`Store::turn_start`]), which
 //! takes the messages of its inbox up to one id: the turn's number, the inbox read up to
@@ -34,6 +36,10 @@ pub(crate) struct Conversation {
     pub(crate) taken: u64,
     /// The tokens its model calls used, read and written.
     pub(crate) tokens: u64,
+    /// How many of its first messages the summary replaces in its context.
+    pub(crate) summarized: u64,
+    /// The summary, if one was written.
+    pub(crate) summary: Option<String>,
 }
 
 /// One message of a history.
@@ -59,13 +65,17 @@ fn serialize<M: Serialize>(message: &M) -> Result<String, Error> {
 /// `id`'s row, if it has one.
 fn row(db: &Connection, id: &str) -> Result<Option<Conversation>, Error> {
     Ok(db
-        .prepare_cached("SELECT turns, taken, tokens FROM conversations WHERE id = ?1")?
+        .prepare_cached(
+            "SELECT turns, taken, tokens, summarized, summary FROM conversations WHERE id = ?1",
+        )?
         .query_row(params![id], |r| {
             Ok(Conversation {
                 id: id.to_owned(),
                 turns: from_sql(r.get(0)?),
                 taken: from_sql(r.get(1)?),
                 tokens: from_sql(r.get(2)?),
+                summarized: from_sql(r.get(3)?),
+                summary: r.get(4)?,
             })
         })
         .optional()?)
@@ -190,6 +200,43 @@ impl Db {
         Ok(tokens)
     }
 
+    fn conversation_summary(&mut self, id: &str, through: u64, text: &str) -> Result<(), Error> {
+        check_size("summary", text.len(), MESSAGE_MAX)?;
+        let tx = self
+            .sql
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let Some(conversation) = row(&tx, id)? else {
+            return Err(Error::NotFound {
+                what: "conversation",
+            });
+        };
+        let kept: i64 = tx
+            .prepare_cached("SELECT count(*) FROM conversation_messages WHERE conversation = ?1")?
+            .query_row(params![id], |r| r.get(0))?;
+        let kept = from_sql(kept);
+        if !(conversation.summarized..=kept).contains(&through) {
+            return Err(Error::invalid(
+                "/through",
+                format!(
+                    "{}..={kept}, from what is summarized to the messages kept, not {through}",
+                    conversation.summarized
+                ),
+            ));
+        }
+        tx.prepare_cached("UPDATE conversations SET summarized = ?2, summary = ?3 WHERE id = ?1")?
+            .execute(params![id, to_sql(through), text])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn tokens_used(&mut self) -> Result<u64, Error> {
+        let used: i64 = self
+            .sql
+            .prepare_cached("SELECT coalesce(sum(tokens), 0) FROM conversations")?
+            .query_row([], |r| r.get(0))?;
+        Ok(from_sql(used))
+    }
+
     fn conversations_waiting(&mut self) -> Result<Vec<String>, Error> {
         let mut query = self.sql.prepare_cached(
             "SELECT i.conversation FROM inboxes i
@@ -277,6 +324,24 @@ impl Store {
         self.run(move |db| db.conversation_tokens(&id, used))
     }
 
+    /// Keeps `text` (at most [`MESSAGE_MAX`] bytes) as the summary of the first `through`
+    /// messages of `id`'s history (a conversation started), in place of the one kept before:
+    /// never fewer messages than that one's, never more than the history holds.
+    pub(crate) fn conversation_summary(
+        &self,
+        id: &str,
+        through: u64,
+        text: &str,
+    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
+        let (id, text) = (id.to_owned(), text.to_owned());
+        self.run(move |db| db.conversation_summary(&id, through, &text))
+    }
+
+    /// The tokens the instance's model calls used: its conversations' together.
+    pub(crate) fn tokens_used(&self) -> impl Future<Output = Result<u64, Error>> + Send + use<> {
+        self.run(Db::tokens_used)
+    }
+
     /// The conversations whose inbox holds messages no turn took yet, by id.
     pub(crate) fn conversations_waiting(
         &self,
@@ -356,6 +421,50 @@ mod tests {
         assert_eq!(store.conversation_tokens("root", 2).await.unwrap(), 42);
         // Another conversation's history is its own.
         assert!(history(&store, "c2").await.is_empty());
+    }
+
+    /// A summary replaces the one before, from what it summarized to the messages kept.
+    #[tokio::test]
+    async fn a_summary_is_kept_within_the_history() {
+        let (_dir, store) = scratch().await;
+        let e = store.conversation_summary("c", 0, "s").await;
+        assert!(matches!(e, Err(Error::NotFound { .. })), "{e:?}");
+        store
+            .turn_start("c", 0, &[said("a"), said("b")], 1)
+            .await
+            .unwrap();
+        store
+            .conversation_append("c", 1, &said("c"), 1)
+            .await
+            .unwrap();
+        let c = store.conversation("c").await.unwrap().unwrap();
+        assert_eq!((c.summarized, c.summary), (0, None));
+        // At the bound: every message kept; one past it.
+        store.conversation_summary("c", 3, "abc").await.unwrap();
+        let e = store
+            .conversation_summary("c", 4, "abcd")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::Invalid { pointer, .. } if pointer == "/through"),
+            "{e:?}"
+        );
+        // Never back.
+        let e = store.conversation_summary("c", 2, "ab").await.unwrap_err();
+        assert!(
+            matches!(&e, Error::Invalid { pointer, .. } if pointer == "/through"),
+            "{e:?}"
+        );
+        let c = store.conversation("c").await.unwrap().unwrap();
+        assert_eq!((c.summarized, c.summary.as_deref()), (3, Some("abc")));
+        store.conversation_summary("c", 3, "again").await.unwrap();
+        let c = store.conversation("c").await.unwrap().unwrap();
+        assert_eq!(c.summary.as_deref(), Some("again"));
+        // The history keeps every message.
+        assert_eq!(history(&store, "c").await.len(), 3);
+        let past = "x".repeat(MESSAGE_MAX + 1);
+        let e = store.conversation_summary("c", 3, &past).await.unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
     }
 
     #[tokio::test]

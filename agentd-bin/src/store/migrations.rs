@@ -24,7 +24,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     QUESTIONS,
     // 4: the conversations' histories.
     CONVERSATIONS,
-    // 5: the subagents.
+    // 5: the summaries that replace a conversation's first messages in its context.
+    SUMMARIES,
+    // 6: the subagents.
     SUBAGENTS,
 ];
 
@@ -95,7 +97,13 @@ CREATE TABLE conversation_messages (
     PRIMARY KEY (conversation, seq)
 );";
 
-/// Migration 5: the subagents (`id`: `s<n>`, from 1; `spec`: the tools and servers it was
+/// Migration 5: the summary `context.compact` wrote of a conversation's first `summarized`
+/// messages (its history keeps them all).
+const SUMMARIES: &str =
+    "ALTER TABLE conversations ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN summary TEXT;";
+
+/// Migration 6: the subagents (`id`: `s<n>`, from 1; `spec`: the tools and servers it was
 /// run with, as JSON; `run_ms`: how long each run of it may take; `state`: running, finished,
 /// failed, timed_out, killed or retired; `deadline`: when its current run's deadline passes,
 /// in Unix milliseconds). Its conversation is `subagent:<id>`.

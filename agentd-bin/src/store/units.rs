@@ -60,6 +60,8 @@ pub(crate) struct Conversation {
     pub(crate) id: String,
     /// How many messages its inbox holds.
     pub(crate) inbox: u64,
+    /// The tokens its model calls used.
+    pub(crate) tokens: u64,
 }
 
 /// The store's numbers for `status`.
@@ -67,7 +69,7 @@ pub(crate) struct Conversation {
 pub(crate) struct Status {
     /// The database's size (page count times page size).
     pub(crate) bytes: u64,
-    /// The conversations with an inbox, by id.
+    /// The conversations with an inbox or a turn, by id.
     pub(crate) conversations: Vec<Conversation>,
     /// How many units are finished.
     pub(crate) units_finished: u64,
@@ -135,13 +137,18 @@ impl Db {
         let pages: i64 = self.sql.query_row("PRAGMA page_count", [], |r| r.get(0))?;
         let page: i64 = self.sql.query_row("PRAGMA page_size", [], |r| r.get(0))?;
         let mut query = self.sql.prepare_cached(
-            "SELECT conversation, count(*) FROM inboxes GROUP BY conversation ORDER BY conversation",
+            "SELECT id, sum(inbox), sum(tokens) FROM (
+                 SELECT conversation AS id, count(*) AS inbox, 0 AS tokens
+                 FROM inboxes GROUP BY conversation
+                 UNION ALL SELECT id, 0, tokens FROM conversations
+             ) GROUP BY id ORDER BY id",
         )?;
         let conversations = query
             .query_map([], |r| {
                 Ok(Conversation {
                     id: r.get(0)?,
                     inbox: from_sql(r.get(1)?),
+                    tokens: from_sql(r.get(2)?),
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -184,7 +191,8 @@ impl Store {
         self.run(move |db| db.finished(&unit))
     }
 
-    /// The store's numbers for `status`: its size, the inboxes' counts, the finished units.
+    /// The store's numbers for `status`: its size, each conversation's inbox count and tokens,
+    /// the finished units.
     pub(crate) fn status(&self) -> impl Future<Output = Result<Status, Error>> + Send + use<> {
         self.run(Db::status)
     }
@@ -272,20 +280,26 @@ mod tests {
         store.message_send("c1", "u", "b", 1).await.unwrap();
         store.message_send("c2", "u", "c", 1).await.unwrap();
         store.finish("run:r", Outcome::Done, "", 1).await.unwrap();
+        // A conversation's tokens; one with no inbox (a subagent's, say) is listed too.
+        store.turn_start("c2", 1, &["a"], 1).await.unwrap();
+        store.conversation_tokens("c2", 30).await.unwrap();
+        store.turn_start("sub", 0, &["task"], 1).await.unwrap();
+        store.conversation_tokens("sub", 12).await.unwrap();
         let status = store.status().await.unwrap();
+        let conversation = |id: &str, inbox, tokens| Conversation {
+            id: id.into(),
+            inbox,
+            tokens,
+        };
         assert_eq!(
             status.conversations,
             [
-                Conversation {
-                    id: "c1".into(),
-                    inbox: 1
-                },
-                Conversation {
-                    id: "c2".into(),
-                    inbox: 2
-                }
+                conversation("c1", 1, 0),
+                conversation("c2", 2, 30),
+                conversation("sub", 0, 12)
             ]
         );
+        assert_eq!(store.tokens_used().await.unwrap(), 42);
         assert_eq!(status.units_finished, 1);
         assert_eq!(status.bytes % 512, 0, "whole pages");
     }

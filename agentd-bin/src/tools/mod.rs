@@ -13,8 +13,6 @@
 //! arguments or the values) and counts it in `agent_tool_calls_total{tool, outcome}` (a
 //! name no tool has is `unknown` there).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,13 +21,14 @@ use agentd_tools::finish::{Outcome, Units};
 use agentd_tools::memory::{End, Entry, Memory, Page, Taken, Versioned};
 use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
-use agentd_tools::status::{Inbox, Report, Status};
+use agentd_tools::reasoning::Reasoning;
+use agentd_tools::status::{Budget, Inbox, Report, Status};
 use agentd_tools::wait::{Record, Streams};
 use agentd_tools::{Caller, Error, Scope, Services, Tool, Tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::calls::OwnTools;
+use crate::agent::calls::{Called, OwnTools};
 use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
 use crate::agent::subagents::Subagents;
@@ -78,6 +77,7 @@ impl Own {
             store,
             instance: config.instance.clone(),
             max_value_bytes: config.max_value_bytes,
+            budget_tokens: config.budget_tokens,
             degraded: AtomicBool::new(false),
             events_degraded,
             clock: Clock::new(shutdown),
@@ -109,6 +109,29 @@ impl Own {
             }
             None => self.tools.call(caller, name, arguments).await,
         };
+        self.told(caller, name, answer)
+    }
+
+    /// Calls `name` for `caller` with `arguments` in a model's turn, the model-only tools
+    /// reasoning over `reasoning`; logs the call (`tool.call`) and counts it.
+    pub(crate) async fn call_in(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+        reasoning: Option<&dyn Reasoning>,
+    ) -> Result<Value, Error> {
+        let answer = self.tools.call_in(caller, name, arguments, reasoning).await;
+        self.told(caller, name, answer)
+    }
+
+    /// `answer`, the call of `name` by `caller` logged and counted.
+    fn told(
+        &self,
+        caller: &Caller,
+        name: &str,
+        answer: Result<Value, Error>,
+    ) -> Result<Value, Error> {
         let outcome = match &answer {
             Ok(_) => "ok",
             Err(e) => e.code(),
@@ -168,6 +191,8 @@ pub(crate) struct Durable {
     store: Store,
     instance: String,
     max_value_bytes: usize,
+    /// `limits.budget_tokens`, which `status` tells.
+    budget_tokens: Option<u64>,
     degraded: AtomicBool,
     /// Whether MCP Events' last commit failed, as it reported to the supervisor.
     events_degraded: Arc<AtomicBool>,
@@ -382,8 +407,10 @@ impl Status for Durable {
         report.conversations = status
             .conversations
             .iter()
-            .map(|c| Inbox::new(&c.id, c.inbox))
+            .map(|c| Inbox::new(&c.id, c.inbox, c.tokens))
             .collect();
+        let used = status.conversations.iter().map(|c| c.tokens).sum();
+        report.budget = Budget::new(used, self.budget_tokens);
         report.units_finished = status.units_finished;
         report.store_bytes = status.bytes;
         report.degraded =
@@ -449,13 +476,14 @@ pub(crate) mod tests;
 
 /// The agent's turns call the own tools as the operator's calls do: logged and counted.
 impl OwnTools for Own {
-    fn call<'a>(
+    fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>> {
-        Box::pin(Self::call(self, caller, name, arguments, None))
+        reasoning: Option<&'a dyn Reasoning>,
+    ) -> Called<'a> {
+        Box::pin(Self::call_in(self, caller, name, arguments, reasoning))
     }
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {

@@ -75,7 +75,14 @@ async fn calls_are_counted_and_status_names_the_instance() {
     assert_eq!(sent, json!({"id": 1}));
     let status = own.call(&caller, "status", json!({}), None).await.unwrap();
     assert_eq!(status["instance"], "t");
-    assert_eq!(status["conversations"], json!([{"id": "c", "inbox": 1}]));
+    assert_eq!(
+        status["conversations"],
+        json!([{"id": "c", "inbox": 1, "tokens": 0}])
+    );
+    assert_eq!(
+        status["budget"],
+        json!({"tokens_used": 0, "tokens_limit": null, "spent": false})
+    );
     assert_eq!(status["store"]["degraded"], false);
     let e = own
         .call(&caller, "no.such", json!({}), None)

@@ -173,7 +173,11 @@ impl Chat {
 }
 
 impl Model for Chat {
-    async fn complete(&self, request: &Request, deadline: Instant) -> Result<Reply, ModelError> {
+    async fn complete(
+        &self,
+        request: &Request<'_>,
+        deadline: Instant,
+    ) -> Result<Reply, ModelError> {
         let body = wire::body(request, &self.model, self.max_output_tokens);
         tokio::time::timeout_at(deadline, self.tries(Bytes::from(body), deadline))
             .await

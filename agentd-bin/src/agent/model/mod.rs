@@ -11,6 +11,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 
@@ -72,13 +73,25 @@ pub(crate) struct Function {
     pub(crate) parameters: Value,
 }
 
-/// One completion asked of the model.
+/// One completion asked of the model. It borrows what it can (a conversation's history, the
+/// tools offered), so that asking again costs no copy of them.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Request {
+pub(crate) struct Request<'a> {
     /// The conversation so far, the system prompt first.
-    pub(crate) messages: Vec<Message>,
+    pub(crate) messages: Vec<Cow<'a, Message>>,
     /// The tools it may call; none for a call that must answer in text.
-    pub(crate) tools: Vec<Function>,
+    pub(crate) tools: Cow<'a, [Function]>,
+}
+
+#[cfg(test)]
+impl Request<'_> {
+    /// A request owning `messages` and `tools`.
+    pub(crate) fn owned(messages: Vec<Message>, tools: Vec<Function>) -> Request<'static> {
+        Request {
+            messages: messages.into_iter().map(Cow::Owned).collect(),
+            tools: Cow::Owned(tools),
+        }
+    }
 }
 
 /// Tokens a completion used.
@@ -167,7 +180,7 @@ pub(crate) trait Model: Send + Sync + 'static {
     /// The model's reply to `request`; [`ModelError::Deadline`] when `deadline` passes first.
     fn complete(
         &self,
-        request: &Request,
+        request: &Request<'_>,
         deadline: Instant,
     ) -> impl Future<Output = Result<Reply, ModelError>> + Send;
 }

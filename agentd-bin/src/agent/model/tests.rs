@@ -22,9 +22,9 @@ pub(super) fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
 }
 
 /// A conversation with every kind of message, and two tools.
-pub(super) fn conversation() -> Request {
-    Request {
-        messages: vec![
+pub(super) fn conversation() -> Request<'static> {
+    Request::owned(
+        vec![
             Message::System {
                 text: "You are terse.".into(),
             },
@@ -55,7 +55,7 @@ pub(super) fn conversation() -> Request {
                 calls: vec![],
             },
         ],
-        tools: vec![
+        vec![
             Function {
                 name: "get_weather".into(),
                 description: "The weather in a city.".into(),
@@ -67,7 +67,7 @@ pub(super) fn conversation() -> Request {
                 parameters: json!({"type": "object"}),
             },
         ],
-    }
+    )
 }
 
 fn settings(base_url: String) -> config::Model {
@@ -84,13 +84,11 @@ fn chat(server: &ScriptedModel) -> Chat {
     Chat::new(&settings(server.base_url()), Retry::default(), || u32::MAX).unwrap()
 }
 
-fn hello() -> Request {
-    Request {
-        messages: vec![Message::User {
-            text: "Hello?".into(),
-        }],
-        tools: vec![],
-    }
+fn hello() -> Request<'static> {
+    let hello = Message::User {
+        text: "Hello?".into(),
+    };
+    Request::owned(vec![hello], vec![])
 }
 
 fn within(secs: u64) -> Instant {

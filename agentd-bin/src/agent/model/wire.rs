@@ -16,8 +16,12 @@ use super::{Finish, Message, ModelError, Reply, Request, ToolCall, Usage};
 /// The body of the request that asks `model` to complete `request`, its answer streamed
 /// with its usage, at most `max_output_tokens` written (`max_completion_tokens`, the name
 /// the API gives it now; `max_tokens` is refused by its newer models).
-pub(crate) fn body(request: &Request, model: &str, max_output_tokens: Option<u64>) -> Vec<u8> {
-    let messages = request.messages.iter().map(WireMessage::from).collect();
+pub(crate) fn body(request: &Request<'_>, model: &str, max_output_tokens: Option<u64>) -> Vec<u8> {
+    let messages = request
+        .messages
+        .iter()
+        .map(|m| WireMessage::from(&**m))
+        .collect();
     let tools = request
         .tools
         .iter()

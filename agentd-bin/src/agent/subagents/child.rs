@@ -7,8 +7,12 @@
 //! took (its first turn's context starting with the note of its servers' resources), at
 //! each turn boundary first listing again the tools that changed ([`Session::boundary`]).
 //! Each turn is bounded by the turn deadline and by what is left of the run's: once that
-//! passed, the subagent has timed out. It settles `finished` (its last answer), `failed`
-//! (why), or `timed_out`; a settle that finds a message no turn took runs it on.
+//! passed, the subagent has timed out. Its turns are shown what a conversation's are (the
+//! instruction as the system prompt, its unit's skills, its summary) and their tokens are
+//! its conversation's; one starts only while the instance's budget is not spent
+//! ([`Agent::spent`]), else the subagent fails saying so. It settles `finished` (its last
+//! answer), `failed` (why), or `timed_out`; a settle that finds a message no turn took runs
+//! it on.
 //!
 //! A kill cancels the run's token: the turn under way is dropped (its calls cancelled on the
 //! wire) and the session with it (its connections closed once their calls end). The task
@@ -217,6 +221,11 @@ async fn turns<M: Model>(
                 error: None,
             });
         };
+        match host.agent.spent(&setup).await {
+            Ok(None) => {}
+            Ok(Some(spent)) => return Some(failed(spent.to_string())),
+            Err(e) => return Some(failed(e.to_string())),
+        }
         let session = match &mut held.session {
             Some(session) => {
                 session.boundary(&setup, child.take_changed(), bound).await;
@@ -236,7 +245,7 @@ async fn turns<M: Model>(
             }
         };
         let mut said = said(taken);
-        if kept.history.is_empty()
+        if kept.context.history.is_empty()
             && let Some(note) = session.note()
         {
             said.insert(0, Message::System { text: note.into() });
@@ -249,7 +258,7 @@ async fn turns<M: Model>(
             }
         };
         kept.taken = through;
-        kept.history.extend(said);
+        kept.context.history.extend(said);
         let caller = Caller::subagent(id);
         let session: &Session = session;
         let turn = Turn {
@@ -266,6 +275,8 @@ async fn turns<M: Model>(
                 conversation: &talk,
                 turn: number,
             },
+            system: setup.system(),
+            skills: &setup.skills,
             place: Place {
                 instance: &setup.instance,
                 conversation: &talk,
@@ -274,7 +285,7 @@ async fn turns<M: Model>(
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut kept.history).await;
+        let ended = turn.run(&mut kept.context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, &talk, number, &e.to_string());
         }

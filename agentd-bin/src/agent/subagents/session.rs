@@ -20,10 +20,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
+use agentd_tools::reasoning::Reasoning;
 use agentd_tools::resource::{self, Resources};
 use agentd_tools::{Caller, Error, Grants, Scope, Tool};
 use futures_util::future::join_all;
@@ -33,7 +32,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::calls::{CALL_MAX, OwnTools};
+use crate::agent::calls::{CALL_MAX, Called, OwnTools};
 use crate::agent::conversations::Setup;
 use crate::agent::names::Offer;
 use crate::agent::workers::{Elicitors, Followed, Workers};
@@ -269,15 +268,16 @@ impl Resources for Session {
 
 /// The subagent's own tools: `resource.read` over its connections, the others agentd's.
 impl OwnTools for Session {
-    fn call<'a>(
+    fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>> {
+        reasoning: Option<&'a dyn Reasoning>,
+    ) -> Called<'a> {
         match name {
             resource::NAME => Box::pin(resource::call(self, arguments)),
-            _ => self.own.call(caller, name, arguments),
+            _ => self.own.call_in(caller, name, arguments, reasoning),
         }
     }
 

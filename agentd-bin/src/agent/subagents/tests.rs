@@ -1,14 +1,16 @@
 //! Subagents in an agent over the store, a scripted model and the reference server: run to
 //! their answer (the note of their servers' resources first, `resource.read` offered and
 //! answered), sent to again after their server's tools changed (listed again, the new tool
-//! offered), killed in the middle of a turn, timed out, retired.
+//! offered), killed in the middle of a turn, timed out, retired; reasoning and compacting
+//! over their own context, their tokens counted in the instance's budget, which once spent
+//! stops them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentd_tools::in_memory::InMemory;
-use agentd_tools::subagent::{Spec, State, Subagent, Subagents as _};
+use agentd_tools::subagent::{Spec, State, Subagent, Subagents as _, conversation};
 use agentd_tools::{Caller, Error, Grants, Scope, Tools};
 use mcp_negotiate::{Client, Recovery, Start};
 use mcp_reference_server::{Options, ReferenceServer};
@@ -20,9 +22,13 @@ use tokio_util::task::TaskTracker;
 use super::Subagents;
 use super::child::Host;
 use crate::agent::calls::OwnTools;
-use crate::agent::conversations::{Agent, Held, Setup};
-use crate::agent::model::{Message, Request};
-use crate::agent::scripted::{Scene, Scripted, USED, calls, said, text};
+use crate::agent::conversations::{Agent, Held, SayError, Setup};
+use crate::agent::instruction::Instruction;
+use crate::agent::model::Message;
+use crate::agent::scripted::{Asked, Scene, Scripted, USED, calls, said, text};
+use crate::agent::servers::Unheld;
+use crate::agent::skills::Skills;
+use crate::agent::turn::SYSTEM;
 use crate::agent::workers::{self, Followed};
 use crate::config::Server;
 use crate::store::{Limits, Store};
@@ -35,13 +41,14 @@ struct Bench {
     own: Arc<Tools<InMemory>>,
     subagents: Subagents,
     model: Arc<Scripted>,
+    agent: Agent,
     shutdown: CancellationToken,
     tasks: TaskTracker,
     _supervisor: Client,
     _dir: tempfile::TempDir,
 }
 
-async fn bench(scenes: Vec<Scene>) -> Bench {
+async fn bench(scenes: Vec<Scene>, budget_tokens: Option<u64>) -> Bench {
     let server = ReferenceServer::start(Options::default()).await;
     let config = Server {
         name: "s".into(),
@@ -65,14 +72,17 @@ async fn bench(scenes: Vec<Scene>) -> Bench {
     let shutdown = CancellationToken::new();
     let subagents = Subagents::start(store.clone()).await.unwrap();
     let own = Arc::new(Tools::new(InMemory::new("t"), Grants::default()));
+    let tasks = TaskTracker::new();
     let setup = Setup {
         instance: "t".into(),
         own: own.clone(),
         servers: BTreeMap::from([("s".to_owned(), held)]),
         turn_timeout: Duration::from_secs(600),
+        budget_tokens,
+        instruction: Instruction::start("t", None, Arc::new(Unheld), &tasks, shutdown.clone()),
+        skills: Skills::start("t", &[], Arc::new(Unheld), &tasks, shutdown.clone()),
     };
     let model = Scripted::new(scenes);
-    let tasks = TaskTracker::new();
     let elicitors = workers::cancelling();
     let agent = Agent::start(
         model.clone(),
@@ -84,7 +94,7 @@ async fn bench(scenes: Vec<Scene>) -> Bench {
     );
     subagents.attach(Arc::new(Host {
         model: model.clone(),
-        agent,
+        agent: agent.clone(),
         elicitors,
         tasks: tasks.clone(),
         stop: shutdown.clone(),
@@ -95,6 +105,7 @@ async fn bench(scenes: Vec<Scene>) -> Bench {
         own,
         subagents,
         model,
+        agent,
         shutdown,
         tasks,
         _supervisor: supervisor,
@@ -125,17 +136,20 @@ impl Bench {
 }
 
 /// The names of the functions a request offers.
-fn offered(request: &Request) -> Vec<String> {
+fn offered(request: &Asked) -> Vec<String> {
     request.tools.iter().map(|f| f.name.clone()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_runs_to_its_answer_and_lists_its_tools_again_when_they_change() {
-    let bench = bench(vec![
-        calls(&[("c1", "resource_read", r#"{"uri": "demo://greeting"}"#)]),
-        text("it says hello"),
-        text("echo is there"),
-    ])
+    let bench = bench(
+        vec![
+            calls(&[("c1", "resource_read", r#"{"uri": "demo://greeting"}"#)]),
+            text("it says hello"),
+            text("echo is there"),
+        ],
+        None,
+    )
     .await;
     let mut spec = Spec::new("Read the greeting.");
     spec.tools = Some(vec!["memory.*".into()]);
@@ -156,6 +170,12 @@ async fn a_subagent_runs_to_its_answer_and_lists_its_tools_again_when_they_chang
     // Its first context: the system prompt, the note of its servers' resources, its goal.
     let asked = bench.model.asked();
     let first = &asked[0].messages;
+    assert_eq!(
+        first[0],
+        Message::System {
+            text: SYSTEM.into()
+        }
+    );
     let Message::System { text: note } = &first[1] else {
         panic!("a note: {first:?}")
     };
@@ -235,15 +255,18 @@ async fn a_subagent_runs_to_its_answer_and_lists_its_tools_again_when_they_chang
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_is_killed_mid_turn_runs_again_times_out_and_is_retired() {
     let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let bench = bench(vec![
-        Scene::Held {
-            asked: asked.clone(),
-            release: release.clone(),
-            reply: said("never heard"),
-        },
-        text("resumed"),
-        Scene::Hang,
-    ])
+    let bench = bench(
+        vec![
+            Scene::Held {
+                asked: asked.clone(),
+                release: release.clone(),
+                reply: said("never heard"),
+            },
+            text("resumed"),
+            Scene::Hang,
+        ],
+        None,
+    )
     .await;
     let subagents = &bench.subagents;
     let code = |e: Error| e.code();
@@ -263,7 +286,7 @@ async fn a_subagent_is_killed_mid_turn_runs_again_times_out_and_is_retired() {
     subagents.send(&id, "operator", "Go on.").await.unwrap();
     let status = bench.until(&id, State::Finished).await;
     assert_eq!(status.answer.as_deref(), Some("resumed"));
-    let users = |r: &Request| {
+    let users = |r: &Asked| {
         let users = r
             .messages
             .iter()
@@ -294,7 +317,7 @@ async fn a_subagent_is_killed_mid_turn_runs_again_times_out_and_is_retired() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_an_agent_or_a_server_a_subagent_does_not_run() {
-    let bench = bench(Vec::new()).await;
+    let bench = bench(Vec::new(), None).await;
     let subagents = &bench.subagents;
     let mut nowhere = Spec::new("g");
     nowhere.servers = Some(vec!["elsewhere".into()]);
@@ -314,5 +337,96 @@ async fn without_an_agent_or_a_server_a_subagent_does_not_run() {
     subagents.detach();
     let refused = subagents.run("operator", Spec::new("g")).await.unwrap_err();
     assert_eq!(refused.code(), "no_agent");
+    bench.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_reasons_compacts_and_stops_with_the_budget() {
+    // Each reply uses USED (15 tokens): six replies spend 90 of 100, the seventh 105.
+    let bench = bench(
+        vec![
+            calls(&[("c1", "think", r#"{"prompt": "Plan it"}"#)]),
+            text("step one, then step two"),
+            text("planned"),
+            calls(&[("c2", "context_compact", r#"{"keep": 1}"#)]),
+            text("it planned the work"),
+            text("compacted"),
+            text("more"),
+        ],
+        Some(100),
+    )
+    .await;
+    let subagents = &bench.subagents;
+    let id = subagents.run("operator", Spec::new("Plan.")).await.unwrap();
+    let status = bench.until(&id, State::Finished).await;
+    assert_eq!(
+        (status.answer.as_deref(), status.tokens),
+        (Some("planned"), 3 * USED.total())
+    );
+    // think: the round's messages, then the prompt, no tools offered; its thought goes back.
+    let asked = bench.model.asked();
+    assert!(offered(&asked[0]).contains(&"think".to_owned()));
+    assert!(asked[1].tools.is_empty());
+    assert_eq!(
+        asked[1].messages.last(),
+        Some(&Message::User {
+            text: "Plan it".into()
+        })
+    );
+    let thought = asked[2].messages.iter().find_map(|m| match m {
+        Message::Tool { text, .. } => Some(text.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        thought.as_deref(),
+        Some(r#"{"thought":"step one, then step two"}"#)
+    );
+
+    // context.compact: the summary is kept for its conversation, and shown from then on.
+    subagents.send(&id, "operator", "Compact.").await.unwrap();
+    let status = bench.until(&id, State::Finished).await;
+    assert_eq!(status.answer.as_deref(), Some("compacted"));
+    let kept = bench.store.conversation(&conversation(&id)).await.unwrap();
+    let kept = kept.unwrap();
+    assert_eq!(
+        (kept.summarized, kept.summary.as_deref()),
+        (5, Some("it planned the work"))
+    );
+    subagents.send(&id, "operator", "More.").await.unwrap();
+    let status = bench.until(&id, State::Finished).await;
+    assert_eq!(
+        (status.answer.as_deref(), status.tokens),
+        (Some("more"), 7 * USED.total())
+    );
+    let last = bench.model.asked().pop().unwrap();
+    let Message::System { text: summary } = &last.messages[1] else {
+        panic!("the summary: {:?}", last.messages)
+    };
+    assert!(
+        summary.starts_with("The first 5 messages") && summary.ends_with("it planned the work"),
+        "{summary}"
+    );
+
+    // Its tokens are the instance's: the budget is spent, and its next turn does not start.
+    let setup = bench.agent.setup();
+    let spent = bench.agent.spent(&setup).await.unwrap();
+    assert!(
+        matches!(
+            spent,
+            Some(SayError::BudgetSpent {
+                used: 105,
+                limit: 100
+            })
+        ),
+        "{spent:?}"
+    );
+    subagents.send(&id, "operator", "Again.").await.unwrap();
+    let status = bench.until(&id, State::Failed).await;
+    let error = status.error.unwrap();
+    assert!(
+        error.starts_with("the token budget is spent (105 of limits.budget_tokens = 100 used)"),
+        "{error}"
+    );
+    assert_eq!(bench.model.asked().len(), 7, "no turn started");
     bench.end().await;
 }

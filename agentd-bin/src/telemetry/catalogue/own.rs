@@ -17,6 +17,7 @@ pub(super) const NAMES: &[&str] = &[
     "human.withdrawn",
     "tool.name.collision",
     "turn.failed",
+    "budget.spent",
     "instruction.read.fail",
     "skills.discover.fail",
 ];
@@ -145,4 +146,11 @@ pub(crate) fn turn_failed(instance: &str, conversation: &str, turn: u64, err: &s
         turn = turn,
         err = err
     );
+}
+
+/// `budget.spent` (warn): the instance's conversations used `used` tokens of its budget of
+/// `limit` (`limits.budget_tokens`): no turn starts until a reload raises it. Logged once,
+/// at the first turn refused, and again after the budget changes.
+pub(crate) fn budget_spent(instance: &str, used: u64, limit: u64) {
+    line!(WARN, "budget.spent", instance, used = used, limit = limit);
 }

@@ -145,6 +145,7 @@ fn samples() {
     own::human_withdrawn(i, 2, "elicitation", "tickets");
     own::tool_name_collision(i, Some("s"), "memory.get", "memory_get", "memory_get_2");
     own::turn_failed(i, "root", 1, "the model did not answer before the deadline");
+    own::budget_spent(i, 2_000_000, 2_000_000);
     own::instruction_read_fail(i, "s", "demo://x", "too large");
     own::skills_discover_fail(i, "s", "busy");
     subscriptions::instruction_unsupported(i, "s", "demo://x");

@@ -48,10 +48,7 @@ fn the_body_carries_every_field_as_the_api_names_it() {
 
 #[test]
 fn no_tools_and_no_bound_leave_their_fields_out() {
-    let request = Request {
-        messages: vec![Message::User { text: "hi".into() }],
-        tools: vec![],
-    };
+    let request = Request::owned(vec![Message::User { text: "hi".into() }], vec![]);
     let body: Value = serde_json::from_slice(&body(&request, "m", None)).unwrap();
     let keys: Vec<&str> = body
         .as_object()
