@@ -388,11 +388,20 @@ async fn a_call_cut_at_the_deadline_is_cancelled_and_holds_up_no_other() {
         let id = slow[0]["id"].clone();
         match legacy {
             true => {
-                let log = bench.server.log();
-                let cancelled = log
-                    .iter()
-                    .find(|l| l.method.as_deref() == Some("notifications/cancelled"))
-                    .expect("notifications/cancelled");
+                // Sent on a task of its own: waited for, within a bound.
+                let told = tokio::time::timeout(Duration::from_secs(60), async {
+                    loop {
+                        let log = bench.server.log();
+                        let cancelled = log
+                            .into_iter()
+                            .find(|l| l.method.as_deref() == Some("notifications/cancelled"));
+                        if let Some(cancelled) = cancelled {
+                            return cancelled;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                });
+                let cancelled = told.await.expect("notifications/cancelled");
                 assert_eq!(cancelled.body["params"]["requestId"], id);
                 assert!(cancelled.at >= start + timeout, "at the bound, not before");
             }
