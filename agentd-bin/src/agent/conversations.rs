@@ -290,7 +290,9 @@ impl Agent {
         let sent = sent.await.map_err(SayError::Refused)?;
         let id = sent["id"].as_u64().unwrap_or_default();
         loop {
+            // An answer first: a turn that ended as the agent stopped is told as it ended.
             let answer = tokio::select! {
+                biased;
                 answer = answers.recv() => answer,
                 () = shared.shutdown.cancelled() => return Err(SayError::Stopped),
             };
@@ -348,10 +350,12 @@ async fn dispatch<M: Model>(
                 Err(_) => scan = true,
             }
         }
+        // Stop first: once the agent is stopped, no delivery ready with it wakes a turn.
         let told = tokio::select! {
+            biased;
+            () = shared.shutdown.cancelled() => return,
             told = delivered.recv() => told,
             () = shared.rescan.notified() => Err(RecvError::Lagged(0)),
-            () = shared.shutdown.cancelled() => return,
         };
         match told {
             Ok(told) => wake(told.conversation),
@@ -379,14 +383,18 @@ async fn converse<M: Model>(
 ) {
     let mut held = None;
     loop {
+        // Stop first, here and below: a stopped agent starts no turn, even when a wake is
+        // ready too, and a turn under way is dropped at once.
         tokio::select! {
-            () = wake.notified() => {}
+            biased;
             () = shared.shutdown.cancelled() => return,
+            () = wake.notified() => {}
         }
         loop {
             let next = tokio::select! {
-                next = shared.turn(&*model, &conversation, &mut held) => next,
+                biased;
                 () = shared.shutdown.cancelled() => return,
+                next = shared.turn(&*model, &conversation, &mut held) => next,
             };
             match next {
                 Ok(true) => {}
