@@ -2,12 +2,17 @@
 //!
 //! A message appended to a conversation's inbox (`message.send`, `agentd say`) is told by the
 //! store ([`Store::delivered`]) and wakes the conversation's task, which starts a turn unless
-//! one is running: the turn takes every message of the inbox no turn took yet, in their
-//! order, as the user's. Messages that arrive during a turn wait for the next, which starts
-//! as soon as it ends and takes them all. At start, each conversation whose inbox holds
-//! messages no turn took starts a turn. `root` is the instance's own conversation; any
-//! other is made by its first message. Every conversation's turns call agentd's own tools as
-//! the root scope, in that conversation ([`Caller::root`]).
+//! one is running: the turn takes the oldest messages of the inbox no turn took yet, at most
+//! [`INBOX_PAGE`], in their order, as the user's. Messages that arrive during a turn, or past
+//! the page, wait for the next, which starts as soon as it ends. At start, each conversation
+//! whose inbox holds messages no turn took starts a turn. `root` is the instance's own
+//! conversation; any other is made by its first message. Every conversation's turns call
+//! agentd's own tools as the root scope, in that conversation ([`Caller::root`]).
+//!
+//! Nothing of a conversation stays in memory between its turns: each turn reads its history
+//! (with its summary) and how far its inbox was taken from the store, and drops them when it
+//! ends. A conversation's task ends once its inbox holds nothing new (or nothing it may take:
+//! the budget is spent); the next message, or a new budget, starts another.
 //!
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
 //! tools, the servers held with their listings, the turn's deadline, the token budget, the
@@ -25,8 +30,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
@@ -46,7 +51,7 @@ use super::meta::{Place, TurnIds};
 use super::model::{Message, Model};
 use super::names::{Collision, Offer};
 use super::skills::Skills;
-use super::turn::{Durable, SYSTEM, Turn, TurnError};
+use super::turn::{Durable, SYSTEM, Turn};
 use super::workers::{Elicitors, Followed, Workers};
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
@@ -59,7 +64,7 @@ pub(crate) const ROOT: &str = "root";
 /// the text says so): its history keeps it whatever `store.max_value_bytes` lets in.
 const USER_MAX: usize = 1024 * 1024;
 
-/// How many inbox messages one read takes (a turn takes them all, read after read).
+/// The most inbox messages one turn takes, oldest first: those past it wait for the next.
 const INBOX_PAGE: usize = 100;
 
 /// How many turns' ends wait for the slowest [`Agent::say`].
@@ -199,6 +204,9 @@ struct Shared {
     ready: watch::Sender<Arc<Ready>>,
     workers: Workers,
     answers: broadcast::Sender<Answer>,
+    /// The conversations whose task runs, each with whether it was woken since it last
+    /// looked at its inbox.
+    awake: Mutex<BTreeMap<String, bool>>,
     /// Wakes the conversations whose inbox holds messages (the budget was raised).
     rescan: Notify,
     /// Whether `budget.spent` was logged since the budget last changed.
@@ -234,6 +242,7 @@ impl Agent {
             ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
             workers,
             answers: broadcast::Sender::new(ANSWERS),
+            awake: Mutex::default(),
             rescan: Notify::new(),
             spent_told: AtomicBool::new(false),
             shutdown,
@@ -316,36 +325,25 @@ fn followed(setup: &Setup) -> BTreeMap<String, Followed> {
         .collect()
 }
 
-/// Wakes each conversation with messages to take: those waiting at start (or after a lag),
-/// then each told delivered; a conversation's task is started at its first wake.
+/// Wakes each conversation with messages to take: those waiting at start (or after a lag,
+/// or a new budget), then each told delivered; a conversation's task is started at a wake
+/// when it has none.
 async fn dispatch<M: Model>(
     shared: Arc<Shared>,
     model: Arc<M>,
     mut delivered: broadcast::Receiver<Delivered>,
 ) {
-    let mut wakes: BTreeMap<String, Arc<Notify>> = BTreeMap::new();
-    let mut wake = |conversation: String| {
-        let notify = wakes
-            .entry(conversation)
-            .or_insert_with_key(|conversation| {
-                let notify = Arc::new(Notify::new());
-                let task = converse(
-                    shared.clone(),
-                    model.clone(),
-                    conversation.clone(),
-                    notify.clone(),
-                );
-                shared.tasks.spawn(task);
-                notify
-            });
-        // Kept when the task is in a turn: it looks again after.
-        notify.notify_one();
+    let wake = |conversation: String| {
+        if shared.woken(&conversation) {
+            let task = converse(shared.clone(), model.clone(), conversation);
+            shared.tasks.spawn(task);
+        }
     };
     let mut scan = true;
     loop {
         if std::mem::take(&mut scan) {
             match shared.store.conversations_waiting().await {
-                Ok(waiting) => waiting.into_iter().for_each(&mut wake),
+                Ok(waiting) => waiting.into_iter().for_each(wake),
                 // Looked at again after the next delivery.
                 Err(_) => scan = true,
             }
@@ -365,51 +363,31 @@ async fn dispatch<M: Model>(
     }
 }
 
-/// What a conversation's task holds between turns.
-#[derive(Debug)]
-struct Kept {
-    /// The last inbox message a turn took.
-    taken: u64,
-    /// The history and its summary, as the store has them.
-    context: Context,
-}
-
-/// A conversation's task: at each wake, turns until its inbox holds nothing new.
-async fn converse<M: Model>(
-    shared: Arc<Shared>,
-    model: Arc<M>,
-    conversation: String,
-    wake: Arc<Notify>,
-) {
-    let mut held = None;
+/// A conversation's task: turns until its inbox holds nothing new, then it ends (the next
+/// message starts another).
+async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: String) {
     loop {
-        // Stop first, here and below: a stopped agent starts no turn, even when a wake is
-        // ready too, and a turn under way is dropped at once.
-        tokio::select! {
+        // Stop first: a stopped agent starts no turn, and a turn under way is dropped at once.
+        let next = tokio::select! {
             biased;
             () = shared.shutdown.cancelled() => return,
-            () = wake.notified() => {}
-        }
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = shared.shutdown.cancelled() => return,
-                next = shared.turn(&*model, &conversation, &mut held) => next,
-            };
-            match next {
-                Ok(true) => {}
-                Ok(false) => break,
-                // No turn could start: whoever waits for one hears why. The conversation is
-                // read again from the store at the next wake.
-                Err(e) => {
-                    held = None;
-                    let _ = shared.answers.send(Answer {
-                        conversation: conversation.clone(),
-                        after: 0,
-                        through: u64::MAX,
-                        answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
-                    });
-                    break;
+            next = shared.turn(&*model, &conversation) => next,
+        };
+        match next {
+            Ok(true) => {}
+            Ok(false) if shared.idle(&conversation) => return,
+            Ok(false) => {}
+            // No turn could start: whoever waits for one hears why. The conversation is read
+            // again from the store at the next wake.
+            Err(e) => {
+                let _ = shared.answers.send(Answer {
+                    conversation: conversation.clone(),
+                    after: 0,
+                    through: u64::MAX,
+                    answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
+                });
+                if shared.idle(&conversation) {
+                    return;
                 }
             }
         }
@@ -417,31 +395,51 @@ async fn converse<M: Model>(
 }
 
 impl Shared {
-    /// Runs one turn of `conversation` over the messages of its inbox no turn took: whether
-    /// there were any. A turn that fails is logged and told; a store that fails before the
-    /// turn starts is the error.
-    async fn turn<M: Model>(
-        &self,
-        model: &M,
-        conversation: &str,
-        held: &mut Option<Kept>,
-    ) -> Result<bool, store::Error> {
-        let state = match held {
-            Some(state) => state,
-            None => held.insert(self.load(conversation).await?),
-        };
-        let mut taken = Vec::new();
-        loop {
-            let after = taken
-                .last()
-                .map_or(state.taken, |m: &store::inbox::Message| m.id);
-            let page = self.store.messages(conversation, after, INBOX_PAGE).await?;
-            let more = page.len() == INBOX_PAGE;
-            taken.extend(page);
-            if !more {
-                break;
+    /// Whether `conversation`'s task is to be started: it has none. One it has looks at its
+    /// inbox again before it ends.
+    fn woken(&self, conversation: &str) -> bool {
+        let mut awake = self.awake();
+        match awake.get_mut(conversation) {
+            Some(woken) => {
+                *woken = true;
+                false
+            }
+            None => {
+                awake.insert(conversation.to_owned(), false);
+                true
             }
         }
+    }
+
+    /// Whether `conversation`'s task, having found nothing to take, ends: unless it was woken
+    /// since it looked (then it looks again). Once it ends, the next wake starts another.
+    fn idle(&self, conversation: &str) -> bool {
+        let mut awake = self.awake();
+        match awake.get_mut(conversation) {
+            Some(woken) if *woken => {
+                *woken = false;
+                false
+            }
+            _ => {
+                awake.remove(conversation);
+                true
+            }
+        }
+    }
+
+    fn awake(&self) -> MutexGuard<'_, BTreeMap<String, bool>> {
+        // A panic under the lock leaves a map that is still whole.
+        self.awake.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs one turn of `conversation` over the first messages of its inbox no turn took
+    /// (at most [`INBOX_PAGE`]), its context read from the store for it: whether it ran. A
+    /// turn that fails is logged and told; a store that fails before the turn starts is the
+    /// error, and no message is taken.
+    async fn turn<M: Model>(&self, model: &M, conversation: &str) -> Result<bool, store::Error> {
+        let kept = self.store.conversation(conversation).await?;
+        let after = kept.as_ref().map_or(0, |c| c.taken);
+        let taken = self.store.messages(conversation, after, INBOX_PAGE).await?;
         let Some(through) = taken.last().map(|m| m.id) else {
             return Ok(false);
         };
@@ -461,19 +459,19 @@ impl Shared {
                 }
                 let _ = self.answers.send(Answer {
                     conversation: conversation.to_owned(),
-                    after: state.taken,
+                    after,
                     through,
                     answer: Err(SayError::BudgetSpent { used, limit }),
                 });
                 return Ok(false);
             }
         }
+        let mut context = self.context(conversation, kept.as_ref()).await?;
         let number = self
             .store
             .turn_start(conversation, through, &said, wall_ms())
             .await?;
-        let after = std::mem::replace(&mut state.taken, through);
-        state.context.history.extend(said);
+        context.history.extend(said);
         let caller = Caller::root(conversation);
         let place = Place {
             instance: &setup.instance,
@@ -502,28 +500,26 @@ impl Shared {
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut state.context).await;
+        let ended = turn.run(&mut context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, conversation, number, &e.to_string());
         }
-        let failed_store = matches!(ended, Err(TurnError::Store(_)));
         let _ = self.answers.send(Answer {
             conversation: conversation.to_owned(),
             after,
             through,
             answer: (ended.map(|e| e.text)).map_err(|e| SayError::Failed(e.to_string())),
         });
-        if failed_store {
-            // The history as kept may differ from the one held: read it again.
-            *held = None;
-        }
         Ok(true)
     }
 
-    /// A conversation as the store keeps it: how far into its inbox its turns read, and its
-    /// history.
-    async fn load(&self, conversation: &str) -> Result<Kept, store::Error> {
-        let taken = self.store.conversation(conversation).await?;
+    /// `conversation`'s history and its summary, as the store keeps them (`kept`: the
+    /// conversation's row, none before its first turn).
+    async fn context(
+        &self,
+        conversation: &str,
+        kept: Option<&store::conversations::Conversation>,
+    ) -> Result<Context, store::Error> {
         let mut history = Vec::new();
         let mut after = 0;
         loop {
@@ -537,13 +533,13 @@ impl Shared {
             after = last.seq;
             history.extend(page.into_iter().map(|e| e.message));
         }
-        let summary = taken.as_ref().and_then(|c| {
+        let summary = kept.and_then(|c| {
             let text = c.summary.clone()?;
             Some(Summary::new(usize::try_from(c.summarized).ok()?, text))
         });
-        Ok(Kept {
-            taken: taken.map_or(0, |c| c.taken),
-            context: Context { history, summary },
-        })
+        Ok(Context { history, summary })
     }
 }
+
+#[cfg(test)]
+mod tests;
