@@ -12,7 +12,9 @@
 //! Nothing of a conversation stays in memory between its turns: each turn reads its history
 //! (with its summary) and how far its inbox was taken from the store, and drops them when it
 //! ends. A conversation's task ends once its inbox holds nothing new (or nothing it may take:
-//! the budget is spent); the next message, or a new budget, starts another.
+//! the budget is spent); the next message, or a new budget, starts another. A turn that
+//! cannot start (the store fails before it takes its messages) is told to whoever waits for
+//! it, and tried again after a wait that doubles while it keeps failing ([`RESTART`]).
 //!
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
 //! tools, the servers held with their listings, the turn's deadline, the token budget, the
@@ -53,7 +55,7 @@ use super::names::{Collision, Offer};
 use super::skills::Skills;
 use super::turn::{Durable, SYSTEM, Turn};
 use super::workers::{Elicitors, Followed, Workers};
-use crate::clock::{random_bytes, wall_ms};
+use crate::clock::{Backoff, random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
 use crate::telemetry::catalogue::own;
 
@@ -66,6 +68,10 @@ const USER_MAX: usize = 1024 * 1024;
 
 /// The most inbox messages one turn takes, oldest first: those past it wait for the next.
 const INBOX_PAGE: usize = 100;
+
+/// The wait before a turn that could not start (its store failed) is tried again: 1 s,
+/// doubling to 60 s while it keeps failing.
+const RESTART: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// How many turns' ends wait for the slowest [`Agent::say`].
 const ANSWERS: usize = 256;
@@ -364,8 +370,10 @@ async fn dispatch<M: Model>(
 }
 
 /// A conversation's task: turns until its inbox holds nothing new, then it ends (the next
-/// message starts another).
+/// message starts another). A turn that cannot start is tried again after [`RESTART`]'s wait,
+/// which doubles while it keeps failing.
 async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: String) {
+    let mut restart = RESTART;
     loop {
         // Stop first: a stopped agent starts no turn, and a turn under way is dropped at once.
         let next = tokio::select! {
@@ -374,11 +382,11 @@ async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: St
             next = shared.turn(&*model, &conversation) => next,
         };
         match next {
-            Ok(true) => {}
+            Ok(true) => restart.reset(),
             Ok(false) if shared.idle(&conversation) => return,
-            Ok(false) => {}
-            // No turn could start: whoever waits for one hears why. The conversation is read
-            // again from the store at the next wake.
+            Ok(false) => restart.reset(),
+            // No turn could start, and no message was taken: whoever waits for one hears why,
+            // and the inbox is looked at again after the wait.
             Err(e) => {
                 let _ = shared.answers.send(Answer {
                     conversation: conversation.clone(),
@@ -386,8 +394,11 @@ async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: St
                     through: u64::MAX,
                     answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
                 });
-                if shared.idle(&conversation) {
-                    return;
+                let wait = restart.fail();
+                tokio::select! {
+                    biased;
+                    () = shared.shutdown.cancelled() => return,
+                    () = tokio::time::sleep(wait) => {}
                 }
             }
         }

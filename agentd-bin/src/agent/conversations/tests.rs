@@ -6,12 +6,13 @@ use std::time::Duration;
 use agentd_tools::Tool;
 use agentd_tools::reasoning::Reasoning;
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::*;
 use crate::agent::calls::Called;
 use crate::agent::instruction::Instruction;
-use crate::agent::scripted::{Asked, Scripted, text};
+use crate::agent::scripted::{Asked, Scene, Scripted, said, text};
 use crate::agent::servers::Unheld;
 use crate::agent::skills::Skills;
 use crate::agent::workers;
@@ -54,7 +55,7 @@ impl OwnTools for Inboxes {
 /// A store in a directory of its own, the tasks the agent runs on, and those of the
 /// instruction and the skills.
 struct Bench {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     store: Store,
     tasks: TaskTracker,
     parts: TaskTracker,
@@ -65,7 +66,7 @@ async fn bench() -> Bench {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), Limits::default()).await.unwrap();
     Bench {
-        _dir: dir,
+        dir,
         store,
         tasks: TaskTracker::new(),
         parts: TaskTracker::new(),
@@ -211,5 +212,63 @@ async fn an_idle_conversation_s_task_ends_and_the_next_message_starts_another() 
         4,
         "the system prompt, hi, one, again"
     );
+    bench.stop().await;
+}
+
+/// Yields until `holds`, at most [`WITHIN`] of the wall clock: the runtime never idles
+/// meanwhile, so that paused time stands still while the store's thread works.
+async fn spin_until(what: &str, holds: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + WITHIN;
+    while !holds() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::task::yield_now().await;
+    }
+}
+
+/// In virtual time: a turn that cannot start (its history does not read) is said to fail, and
+/// tried again after the backoff with no other message; once the history reads, it takes the
+/// message.
+#[tokio::test(start_paused = true)]
+async fn a_turn_that_cannot_start_is_tried_again_after_a_backoff() {
+    let bench = bench().await;
+    let unreadable = bench
+        .store
+        .turn_start("odd", 0, &[json!({"role": "nobody"})], 1);
+    unreadable.await.unwrap();
+    let (asked, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let model = Scripted::new([Scene::Held {
+        asked: asked.clone(),
+        release: release.clone(),
+        reply: said("at last"),
+    }]);
+    // Sent before the agent starts: only its first look at the inboxes wakes the conversation.
+    bench.send("odd", 1).await;
+    let agent = bench.start(model.clone());
+    let mut answers = agent.shared.answers.subscribe();
+    let failed = answers.recv().await.unwrap();
+    let failed_at = Instant::now();
+    assert_eq!(failed.conversation, "odd");
+    assert!(
+        matches!(&failed.answer, Err(SayError::Failed(e)) if e.starts_with("no turn could start: store:")),
+        "{failed:?}"
+    );
+    // The history is mended behind the agent's back; nothing more is sent.
+    let db = rusqlite::Connection::open(bench.dir.path().join(store::FILE)).unwrap();
+    db.busy_timeout(WITHIN).unwrap();
+    let mended = r#"{"role": "user", "text": "mended"}"#;
+    db.execute("UPDATE conversation_messages SET message = ?1", [mended])
+        .unwrap();
+    let mut restart = RESTART;
+    let first = restart.fail();
+    tokio::time::advance(first).await;
+    spin_until("tried again", || !model.asked().is_empty()).await;
+    assert!(Instant::now() >= failed_at + first);
+    assert_eq!(users(&model.asked()[0]), ["mended", "1"]);
+    release.notify_one();
+    bench
+        .until("the message taken", || async {
+            bench.turns("odd").await == (2, 1)
+        })
+        .await;
     bench.stop().await;
 }
