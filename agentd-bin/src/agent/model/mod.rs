@@ -160,6 +160,11 @@ pub(crate) enum ModelError {
         /// What was wrong.
         detail: String,
     },
+    /// The reply called more tools than the bound: none of them runs.
+    TooManyCalls {
+        /// The bound ([`wire::CALLS_MAX`]).
+        max: usize,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -169,6 +174,9 @@ impl fmt::Display for ModelError {
             Self::Status { status, detail } => write!(f, "the model answered {status}: {detail}"),
             Self::Transport { detail } => write!(f, "the model could not be reached: {detail}"),
             Self::Decode { detail } => write!(f, "the model's answer was not understood: {detail}"),
+            Self::TooManyCalls { max } => {
+                write!(f, "the model's reply called more than {max} tools at once")
+            }
         }
     }
 }

@@ -6,12 +6,21 @@
 //! delta of a stream. Content deltas are joined; tool-call deltas are gathered by their
 //! `index` (the id and name come in the first, the arguments are joined); the last
 //! `finish_reason` and `usage` seen are kept.
+//!
+//! A reply calls at most [`CALLS_MAX`] tools: the delta that begins one more refuses the
+//! answer ([`ModelError::TooManyCalls`]), so that none of its calls runs and its turn fails
+//! (the reply is not kept: the conversation goes on from the messages before it).
+
+use std::collections::BTreeMap;
 
 use mcp_transport::sse::Decoder;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Finish, Message, ModelError, Reply, Request, ToolCall, Usage};
+
+/// The most tool calls one reply makes.
+pub(crate) const CALLS_MAX: usize = 64;
 
 /// The body of the request that asks `model` to complete `request`, its answer streamed
 /// with its usage, at most `max_output_tokens` written (`max_completion_tokens`, the name
@@ -164,16 +173,17 @@ fn decode(detail: String) -> ModelError {
 #[derive(Debug, Default)]
 struct Completion {
     text: String,
-    /// By `index`, in the order they began.
-    calls: Vec<PartialCall>,
+    /// By `index`: at most [`CALLS_MAX`].
+    calls: BTreeMap<usize, PartialCall>,
+    /// The index of the call begun last.
+    last: Option<usize>,
     finish: Option<String>,
     usage: Usage,
 }
 
 /// A tool call whose deltas are still coming.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct PartialCall {
-    index: usize,
     id: String,
     name: String,
     arguments: String,
@@ -206,43 +216,42 @@ impl Completion {
             self.text.push_str(&content);
         }
         for call in delta.tool_calls.into_iter().flatten() {
-            self.add_call(call);
+            self.add_call(call)?;
         }
         Ok(())
     }
 
     /// Adds one tool-call delta to the call of its `index`. A delta without one (some
-    /// servers send each call whole) begins a call when it carries a new id, else continues
-    /// the last.
-    fn add_call(&mut self, delta: CallDelta) {
-        let index = delta.index.unwrap_or_else(|| {
-            let last = self.calls.last();
-            match (last, &delta.id) {
-                (Some(last), Some(id)) if !id.is_empty() && *id != last.id => last.index + 1,
-                (Some(last), _) => last.index,
-                (None, _) => 0,
-            }
-        });
-        let at = match self.calls.iter().position(|c| c.index == index) {
-            Some(at) => at,
-            None => {
-                self.calls.push(PartialCall {
-                    index,
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                });
-                self.calls.len() - 1
-            }
+    /// servers send each call whole) begins a call when it carries a new id (at the index
+    /// after the call begun last), else continues the call begun last.
+    fn add_call(&mut self, delta: CallDelta) -> Result<(), ModelError> {
+        let index = match (delta.index, self.last) {
+            (Some(index), _) => index,
+            (None, None) => 0,
+            (None, Some(last)) => match &delta.id {
+                Some(id)
+                    if !id.is_empty() && self.calls.get(&last).is_some_and(|c| c.id != *id) =>
+                {
+                    last.checked_add(1)
+                        .ok_or_else(|| decode(format!("tool call {last} has no index after it")))?
+                }
+                _ => last,
+            },
         };
-        let call = &mut self.calls[at];
+        if !self.calls.contains_key(&index) {
+            if self.calls.len() == CALLS_MAX {
+                return Err(ModelError::TooManyCalls { max: CALLS_MAX });
+            }
+            self.last = Some(index);
+        }
+        let call = self.calls.entry(index).or_default();
         if let Some(id) = delta.id
             && call.id.is_empty()
         {
             call.id = id;
         }
         let Some(function) = delta.function else {
-            return;
+            return Ok(());
         };
         if let Some(name) = function.name
             && call.name.is_empty()
@@ -252,20 +261,20 @@ impl Completion {
         if let Some(arguments) = function.arguments {
             call.arguments.push_str(&arguments);
         }
+        Ok(())
     }
 
     /// The reply: a call without a name is refused; one without an id is given
     /// `call_<index>`, which the conversation echoes back.
-    fn reply(mut self) -> Result<Reply, ModelError> {
-        self.calls.sort_by_key(|c| c.index);
+    fn reply(self) -> Result<Reply, ModelError> {
         let calls = self
             .calls
             .into_iter()
-            .map(|c| match c.name.is_empty() {
-                true => Err(decode(format!("tool call {} has no name", c.index))),
+            .map(|(index, c)| match c.name.is_empty() {
+                true => Err(decode(format!("tool call {index} has no name"))),
                 false => Ok(ToolCall {
                     id: match c.id.is_empty() {
-                        true => format!("call_{}", c.index),
+                        true => format!("call_{index}"),
                         false => c.id,
                     },
                     name: c.name,
