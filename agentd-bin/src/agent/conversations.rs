@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
 use mcp_negotiate::Catalog;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::time::Instant;
@@ -53,7 +53,7 @@ use super::meta::{Place, TurnIds};
 use super::model::{Message, Model};
 use super::names::{Collision, Offer};
 use super::skills::Skills;
-use super::turn::{Durable, SYSTEM, Turn};
+use super::turn::{Durable, SYSTEM, Turn, TurnError};
 use super::workers::{Elicitors, Followed, Workers};
 use crate::clock::{Backoff, random_bytes, wall_ms};
 use crate::store::{self, Delivered, Store};
@@ -138,7 +138,8 @@ struct Answer {
     /// The inbox messages it took: past `after`, up to `through`.
     after: u64,
     through: u64,
-    /// The model's answer, or why there is none.
+    /// The model's answer, or why there is none ([`SayError::NotStarted`],
+    /// [`SayError::Failed`] or [`SayError::BudgetSpent`]).
     answer: Result<Option<String>, SayError>,
 }
 
@@ -148,8 +149,14 @@ struct Answer {
 pub(crate) enum SayError {
     /// The message was refused (`message.send`'s error).
     Refused(agentd_tools::Error),
+    /// `message.send` answered without the message's id (its answer): the turn that takes
+    /// the message cannot be told apart.
+    NoId(Value),
+    /// No turn could start: the store failed before one took the message (it is tried again
+    /// after a wait).
+    NotStarted(Arc<store::Error>),
     /// The turn that took it failed.
-    Failed(String),
+    Failed(Arc<TurnError>),
     /// Too many turns ended meanwhile: its end was missed.
     Missed,
     /// The agent stopped: the daemon is shutting down, or a reload changed `[model]`.
@@ -168,7 +175,8 @@ impl SayError {
     pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Refused(e) => e.code(),
-            Self::Failed(_) => "turn_failed",
+            Self::NoId(_) => "internal",
+            Self::NotStarted(_) | Self::Failed(_) => "turn_failed",
             Self::Missed => "missed",
             Self::Stopped => "stopped",
             Self::BudgetSpent { .. } => "budget_spent",
@@ -180,6 +188,8 @@ impl fmt::Display for SayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Refused(e) => e.fmt(f),
+            Self::NoId(answer) => write!(f, "message.send answered without an id: {answer}"),
+            Self::NotStarted(e) => write!(f, "no turn could start (it is tried again): {e}"),
             Self::Failed(e) => write!(f, "the turn failed: {e}"),
             Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
             Self::Stopped => f.write_str(
@@ -198,7 +208,9 @@ impl std::error::Error for SayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Refused(e) => Some(e),
-            _ => None,
+            Self::NotStarted(e) => Some(&**e),
+            Self::Failed(e) => Some(&**e),
+            Self::NoId(_) | Self::Missed | Self::Stopped | Self::BudgetSpent { .. } => None,
         }
     }
 }
@@ -303,7 +315,7 @@ impl Agent {
         let arguments = json!({"conversation": conversation, "text": text});
         let sent = own.call(&caller, "message.send", arguments);
         let sent = sent.await.map_err(SayError::Refused)?;
-        let id = sent["id"].as_u64().unwrap_or_default();
+        let id = message_id(&sent)?;
         loop {
             // An answer first: a turn that ended as the agent stopped is told as it ended.
             let answer = tokio::select! {
@@ -321,6 +333,12 @@ impl Agent {
             }
         }
     }
+}
+
+/// The id of the message `message.send` answered `sent` for.
+fn message_id(sent: &Value) -> Result<u64, SayError> {
+    let id = sent.get("id").and_then(Value::as_u64);
+    id.ok_or_else(|| SayError::NoId(sent.clone()))
 }
 
 /// What the workers of `setup`'s servers follow.
@@ -392,7 +410,7 @@ async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: St
                     conversation: conversation.clone(),
                     after: 0,
                     through: u64::MAX,
-                    answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
+                    answer: Err(SayError::NotStarted(Arc::new(e))),
                 });
                 let wait = restart.fail();
                 tokio::select! {
@@ -519,7 +537,9 @@ impl Shared {
             conversation: conversation.to_owned(),
             after,
             through,
-            answer: (ended.map(|e| e.text)).map_err(|e| SayError::Failed(e.to_string())),
+            answer: ended
+                .map(|e| e.text)
+                .map_err(|e| SayError::Failed(Arc::new(e))),
         });
         Ok(true)
     }

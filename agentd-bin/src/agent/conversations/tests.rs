@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::*;
 use crate::agent::calls::Called;
 use crate::agent::instruction::Instruction;
+use crate::agent::model::ModelError;
 use crate::agent::scripted::{Asked, Scene, Scripted, said, text};
 use crate::agent::servers::Unheld;
 use crate::agent::skills::Skills;
@@ -39,6 +40,9 @@ impl OwnTools for Inboxes {
     ) -> Called<'a> {
         assert_eq!(name, "message.send");
         let conversation = arguments["conversation"].as_str().unwrap_or_default();
+        if conversation == UNNUMBERED {
+            return Box::pin(async { Ok(json!({"sent": true})) });
+        }
         let text = arguments["text"].as_str().unwrap_or_default();
         let sent = self.0.message_send(conversation, "operator", text, 1);
         Box::pin(async move {
@@ -51,6 +55,9 @@ impl OwnTools for Inboxes {
         Vec::new()
     }
 }
+
+/// The conversation whose `message.send` answers without an id.
+const UNNUMBERED: &str = "unnumbered";
 
 /// A store in a directory of its own, the tasks the agent runs on, and those of the
 /// instruction and the skills.
@@ -249,7 +256,7 @@ async fn a_turn_that_cannot_start_is_tried_again_after_a_backoff() {
     let failed_at = Instant::now();
     assert_eq!(failed.conversation, "odd");
     assert!(
-        matches!(&failed.answer, Err(SayError::Failed(e)) if e.starts_with("no turn could start: store:")),
+        matches!(&failed.answer, Err(SayError::NotStarted(e)) if matches!(**e, store::Error::Corrupt(_))),
         "{failed:?}"
     );
     // The history is mended behind the agent's back; nothing more is sent.
@@ -270,5 +277,33 @@ async fn a_turn_that_cannot_start_is_tried_again_after_a_backoff() {
             bench.turns("odd").await == (2, 1)
         })
         .await;
+    bench.stop().await;
+}
+
+/// A turn that fails is told as its error; a `message.send` that answers without an id is
+/// said so at once (no answer could be told to be its turn's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn say_tells_why_it_has_no_answer() {
+    let bench = bench().await;
+    let agent = bench.start(Scripted::new([]));
+    let failed = agent.say("c", "hi").await.unwrap_err();
+    assert!(
+        matches!(&failed, SayError::Failed(e) if matches!(**e, TurnError::Model(ModelError::Decode { .. }))),
+        "{failed:?}"
+    );
+    assert_eq!(failed.code(), "turn_failed");
+    let error: &dyn std::error::Error = &failed;
+    assert!(
+        error
+            .source()
+            .is_some_and(|e| e.to_string().contains("the script is over"))
+    );
+    let unnumbered = tokio::time::timeout(WITHIN, agent.say(UNNUMBERED, "hi")).await;
+    let unnumbered = unnumbered.expect("said at once").unwrap_err();
+    assert!(
+        matches!(&unnumbered, SayError::NoId(answer) if *answer == json!({"sent": true})),
+        "{unnumbered:?}"
+    );
+    assert_eq!(unnumbered.code(), "internal");
     bench.stop().await;
 }
