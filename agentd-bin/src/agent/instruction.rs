@@ -392,7 +392,7 @@ impl Task {
         let asked = self.servers.subscribe(&source.server, &source.uri, OWNER);
         let answer = timeout(ORDER_WITHIN, asked)
             .await
-            .unwrap_or_else(|_| Err(Refused::Failed("the server's task did not answer".into())));
+            .unwrap_or(Err(Refused::Unanswered));
         match answer {
             Ok(()) => {
                 self.backoff.reset();
@@ -402,9 +402,9 @@ impl Task {
             Err(Refused::Gone) => self.set(Following::Waiting),
             Err(refused) => {
                 // Pending: the server's task asks again itself; nothing new to say.
-                if let Refused::Failed(err) = &refused {
-                    let instance = &self.instance;
-                    subscriptions::instruction_fail(instance, &source.server, &source.uri, err);
+                if !matches!(refused, Refused::Pending) {
+                    let (instance, err) = (&self.instance, refused.to_string());
+                    subscriptions::instruction_fail(instance, &source.server, &source.uri, &err);
                 }
                 let at = Instant::now() + self.backoff.fail();
                 self.set(Following::Retrying(at));
@@ -502,6 +502,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::cause::Cause;
     use crate::telemetry::log::tests::capture;
 
     const COUNTER: &str = "demo://counter";
@@ -644,7 +645,7 @@ mod tests {
     /// 4 s later (a pending one is not logged); once taken, the instruction is read again.
     #[tokio::test(start_paused = true)]
     async fn a_failed_subscribe_is_asked_again_on_its_schedule() {
-        let busy = || Err(Refused::Failed("busy".into()));
+        let busy = || Err(Refused::Failed(Cause::new(std::io::Error::other("busy"))));
         let answers = vec![busy(), busy(), Err(Refused::Pending), Ok(())];
         let (server, fake) = fake(Options::default(), answers).await;
         let (_guard, written) = capture();

@@ -82,9 +82,7 @@ impl Model for Arc<Scripted> {
                     release.notified().await;
                     Ok(reply)
                 }
-                None => Err(ModelError::Decode {
-                    detail: "the script is over".into(),
-                }),
+                None => Err(ModelError::decode("the script is over", None)),
             }
         }
     }

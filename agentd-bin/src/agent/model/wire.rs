@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Finish, Message, ModelError, Reply, Request, ToolCall, Usage};
+use crate::cause::Cause;
 
 /// The most tool calls one reply makes.
 pub(crate) const CALLS_MAX: usize = 64;
@@ -107,7 +108,8 @@ impl Answer {
         }
         self.received = self.received.saturating_add(bytes.len());
         if self.received > self.limit {
-            return Err(decode(format!("the answer is over {} bytes", self.limit)));
+            let detail = format!("the answer is over {} bytes", self.limit);
+            return Err(decode(detail));
         }
         match &mut self.form {
             Form::Json(buffer) => {
@@ -117,7 +119,7 @@ impl Answer {
             Form::Stream { decoder, done } => {
                 decoder.push(bytes);
                 while let Some(event) = decoder.next_event() {
-                    let event = event.map_err(|e| decode(e.to_string()))?;
+                    let event = event.map_err(|e| caused(e.to_string(), e))?;
                     if event.data.is_empty() {
                         continue;
                     }
@@ -125,8 +127,9 @@ impl Answer {
                         *done = true;
                         return Ok(true);
                     }
-                    let chunk = serde_json::from_str(&event.data)
-                        .map_err(|e| decode(format!("a chunk is not a completion chunk: {e}")))?;
+                    let chunk = serde_json::from_str(&event.data).map_err(|e| {
+                        caused(format!("a chunk is not a completion chunk: {e}"), e)
+                    })?;
                     self.completion.add(chunk)?;
                 }
                 Ok(false)
@@ -141,13 +144,13 @@ impl Answer {
         match self.form {
             Form::Json(buffer) => {
                 let chunk = serde_json::from_slice(&buffer)
-                    .map_err(|e| decode(format!("the answer is not a completion: {e}")))?;
+                    .map_err(|e| caused(format!("the answer is not a completion: {e}"), e))?;
                 completion.add(whole(chunk))?;
             }
             Form::Stream { done: true, .. } => {}
             Form::Stream { .. } if completion.finish.is_some() => {}
             Form::Stream { .. } => {
-                return Err(decode("the stream ended before its answer did".to_owned()));
+                return Err(decode("the stream ended before its answer did"));
             }
         }
         completion.reply()
@@ -165,8 +168,14 @@ fn whole(mut chunk: Chunk) -> Chunk {
     chunk
 }
 
-fn decode(detail: String) -> ModelError {
-    ModelError::Decode { detail }
+/// [`ModelError::Decode`] of `detail` alone.
+fn decode(detail: impl Into<String>) -> ModelError {
+    ModelError::decode(detail, None)
+}
+
+/// [`ModelError::Decode`] of `detail`, `error` under it.
+fn caused(detail: String, error: impl std::error::Error + Send + Sync + 'static) -> ModelError {
+    ModelError::decode(detail, Some(Cause::new(error)))
 }
 
 /// The answer gathered so far.

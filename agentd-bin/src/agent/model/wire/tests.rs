@@ -218,7 +218,7 @@ fn the_bound_takes_an_answer_at_it_and_refuses_one_past_it() {
         .push(&bytes[..10])
         .and_then(|_| past.push(&bytes[10..]));
     let detail = format!("the answer is over {} bytes", bytes.len() - 1);
-    assert_eq!(refused, Err(ModelError::Decode { detail }));
+    assert_eq!(refused, Err(ModelError::decode(detail, None)));
     let json = br#"{"choices":[]}"#;
     assert!(decode_in(json, &[], false).is_ok());
     let mut past = Answer::new(false, json.len() - 1);
@@ -227,7 +227,7 @@ fn the_bound_takes_an_answer_at_it_and_refuses_one_past_it() {
 
 fn refused(bytes: &[u8], streamed: bool) -> String {
     match decode_in(bytes, &[], streamed) {
-        Err(ModelError::Decode { detail }) => detail,
+        Err(ModelError::Decode { detail, .. }) => detail,
         other => panic!("not refused: {other:?}"),
     }
 }
@@ -380,7 +380,7 @@ fn an_index_past_the_largest_is_refused_not_wrapped() {
     assert_eq!(last.calls, [call("c0", "f", "")]);
     let after = decode_in(&streamed_calls(&[Some(usize::MAX), None]), &[], true);
     let detail = format!("tool call {} has no index after it", usize::MAX);
-    assert_eq!(after, Err(ModelError::Decode { detail }));
+    assert_eq!(after, Err(ModelError::decode(detail, None)));
     // Calls given by index in any order come out in the order of their indexes.
     let mixed = decode_in(&streamed_calls(&[Some(7), Some(2), None]), &[], true).unwrap();
     let ids: Vec<&str> = mixed.calls.iter().map(|c| c.id.as_str()).collect();
