@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::model::Message;
-use super::servers::{Absent, Refused, Servers};
+use super::servers::{Refused, Servers};
 use crate::clock::{Backoff, wall_ms};
 use crate::config;
 use crate::telemetry::catalogue::{own, subscriptions};
@@ -450,14 +450,9 @@ impl Task {
 /// Reads `source` on `servers`: its text, or why it could not be had.
 async fn read(servers: &dyn Servers, source: &Source) -> Result<String, Error> {
     let server = &source.server;
-    let connection = servers.connection(server).map_err(|absent| match absent {
-        Absent::Unknown => Error::NotFound {
-            what: format!("server {server:?}"),
-        },
-        Absent::NotConnected => Error::NotConnected {
-            server: server.clone(),
-        },
-    })?;
+    let connection = servers
+        .connection(server)
+        .map_err(|a| a.into_tool(server))?;
     let read = connection
         .read_resource(&source.uri)
         .await
@@ -502,6 +497,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::agent::servers::Absent;
     use crate::cause::Cause;
     use crate::telemetry::log::tests::capture;
 

@@ -22,6 +22,20 @@ pub(crate) enum Absent {
     NotConnected,
 }
 
+impl Absent {
+    /// The error of a tool that needed `server`'s connection.
+    pub(crate) fn into_tool(self, server: &str) -> agentd_tools::Error {
+        match self {
+            Self::Unknown => agentd_tools::Error::NotFound {
+                what: format!("server {server:?}"),
+            },
+            Self::NotConnected => agentd_tools::Error::NotConnected {
+                server: server.to_owned(),
+            },
+        }
+    }
+}
+
 /// Why a subscribe or a release did not go through (yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refused {
