@@ -241,7 +241,7 @@ impl Db {
         let mut query = self.sql.prepare_cached(
             "SELECT i.conversation FROM inboxes i
              LEFT JOIN conversations c ON c.id = i.conversation
-             GROUP BY i.conversation HAVING count(*) > coalesce(max(c.taken), 0)
+             GROUP BY i.conversation HAVING max(i.id) > coalesce(max(c.taken), 0)
              ORDER BY i.conversation",
         )?;
         let rows = query.query_map([], |r| r.get(0))?;

@@ -26,6 +26,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CONVERSATIONS,
     // 5: the summaries that replace a conversation's first messages in its context.
     SUMMARIES,
+    // 6: the inbox messages' ids, kept in their rows.
+    INBOX_IDS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -100,6 +102,16 @@ CREATE TABLE conversation_messages (
 const SUMMARIES: &str =
     "ALTER TABLE conversations ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN summary TEXT;";
+
+/// Migration 6: each inbox message's id (its place in its conversation's inbox, from 1) kept
+/// in its row and indexed, the messages kept so far numbered in their order: inboxes are read
+/// and appended to by id, never by counting or skipping rows.
+const INBOX_IDS: &str = "ALTER TABLE inboxes ADD COLUMN id INTEGER NOT NULL DEFAULT 0;
+UPDATE inboxes SET id = numbered.n FROM (
+    SELECT seq, row_number() OVER (PARTITION BY conversation ORDER BY seq) AS n FROM inboxes
+) AS numbered WHERE numbered.seq = inboxes.seq;
+DROP INDEX inboxes_by_conversation;
+CREATE UNIQUE INDEX inboxes_by_id ON inboxes (conversation, id);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);
