@@ -572,7 +572,7 @@ mod tests {
     async fn questions_are_listed_and_answered_as_their_schemas_say() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store, "t", CancellationToken::new())
+        let gate = Gate::start(store, "t", CancellationToken::new(), &TaskTracker::new())
             .await
             .unwrap();
         let served = Served {

@@ -539,7 +539,8 @@ async fn an_elicitation_on_a_worker_is_a_question_to_a_person() {
     for legacy in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let tasks = TaskTracker::new();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new(), &tasks);
         let gate = gate.await.unwrap();
         let asking = gate.clone();
         let elicitors: workers::Elicitors = Arc::new(
@@ -589,7 +590,8 @@ async fn an_elicitation_nobody_answers_is_cancelled_at_300_seconds() {
     for legacy in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let tasks = TaskTracker::new();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new(), &tasks);
         let gate = gate.await.unwrap();
         let asking = gate.clone();
         let elicitors: workers::Elicitors = Arc::new(

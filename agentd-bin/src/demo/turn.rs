@@ -110,7 +110,7 @@ async fn turn(
     let instance = super::INSTANCE;
     let toml = format!("instance = \"{instance}\"");
     let config = config::parse("demo", &toml, &|_| None).expect("the demo's configuration");
-    let gate = Gate::start(store.clone(), instance, shutdown.clone()).await;
+    let gate = Gate::start(store.clone(), instance, shutdown.clone(), tasks).await;
     let gate = gate.map_err(DemoTurnError::Store)?;
     let instruction = Instruction::start(instance, None, Arc::new(Unheld), tasks, shutdown.clone());
     let skills = Skills::start(instance, &[], Arc::new(Unheld), tasks, shutdown.clone());
