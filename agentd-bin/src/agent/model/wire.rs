@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use mcp_transport::sse::Decoder;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::{Finish, Message, ModelError, Reply, Request, ToolCall, Usage};
@@ -310,7 +310,11 @@ impl Completion {
 }
 
 /// A `chat.completion.chunk`, or a whole `chat.completion` (its `message` read as the
-/// delta). Fields not read here are ignored; `null` stands for absent everywhere.
+/// delta). Fields not read here are ignored. Every field read may be absent or `null`, and
+/// both read the same: a choice's `index` is 0, a token count is 0 ([`nullable`]), and an
+/// optional field (a content, a list of tool calls, a piece of a call, a finish reason, the
+/// usage, an error) is none. A value of another kind (a string where a number goes, a `null`
+/// inside a list) makes the chunk no completion chunk.
 #[derive(Debug, Deserialize)]
 struct Chunk {
     #[serde(default)]
@@ -323,7 +327,7 @@ struct Chunk {
 
 #[derive(Debug, Deserialize)]
 struct Choice {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     index: u32,
     #[serde(default, alias = "message")]
     delta: Option<Delta>,
@@ -359,10 +363,17 @@ struct FunctionDelta {
 
 #[derive(Debug, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     completion_tokens: u64,
+}
+
+/// A field whose `null` reads as its default, as its absence does.
+fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
+    field: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(field)?.unwrap_or_default())
 }
 
 /// The request's body.

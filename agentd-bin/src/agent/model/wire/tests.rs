@@ -390,3 +390,43 @@ fn an_index_past_the_largest_is_refused_not_wrapped() {
         "the third begins after the call begun last"
     );
 }
+
+/// `null` reads as absent in every field read: a choice's index is 0, a token count 0, a
+/// content, a call list or a piece of a call adds nothing; an `error` of `null` is none.
+#[test]
+fn null_fields_read_as_absent() {
+    let chunks = [
+        json!({"choices": [{"index": null, "delta": {"content": null, "tool_calls": null},
+                            "finish_reason": null}], "usage": null, "error": null}),
+        json!({"choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [
+            {"index": null, "id": "c", "type": "function",
+             "function": {"name": "f", "arguments": null}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": null, "function": {"name": null, "arguments": "{}"}}]}}]}),
+        json!({"choices": null, "usage": {"prompt_tokens": null, "completion_tokens": 3,
+                                          "total_tokens": null}}),
+    ];
+    let mut bytes = Vec::new();
+    for chunk in chunks {
+        bytes.extend_from_slice(format!("data: {chunk}\n\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"data: [DONE]\n\n");
+    assert_eq!(
+        decode_in(&bytes, &[], true),
+        Ok(Reply {
+            text: Some("hi".into()),
+            calls: vec![call("c", "f", "{}")],
+            finish: Finish::ToolCalls,
+            usage: Usage {
+                input: 0,
+                output: 3
+            },
+        })
+    );
+    // A value of another kind is no completion chunk.
+    let detail = refused(b"data: {\"choices\": [{\"index\": \"0\"}]}\n\n", true);
+    assert!(
+        detail.starts_with("a chunk is not a completion chunk"),
+        "{detail}"
+    );
+}
