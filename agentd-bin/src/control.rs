@@ -47,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::conversations::{Agent, ROOT, SayError};
+use crate::config::Config;
 use crate::events::Control;
 use crate::human::Gate;
 use crate::tools::{Events, Own};
@@ -57,9 +58,32 @@ pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
 /// The largest request line.
 const REQUEST_MAX: u64 = 64 * 1024;
 
-/// How long a client waits for its answer: a subscription lists its server's types first,
-/// each page bounded at 30 s; `sleep`, `await` and `ask_human` wait up to an hour.
+/// How long a client waits for the answer to a tool call, or any request but `say`: a
+/// subscription lists its server's types first, each page bounded at 30 s; `sleep`, `await`
+/// and `ask_human` wait up to an hour.
 const ANSWER_WITHIN: Duration = Duration::from_secs(3700);
+
+/// What a client waits for the answer to `say` past two turns' deadlines.
+const SAY_MARGIN: Duration = Duration::from_secs(100);
+
+/// How long a client of a daemon configured by `config` waits for the answer to `request`:
+/// [`ANSWER_WITHIN`]; for `say`, the turn under way and the turn that takes the message,
+/// each at most `limits.turn_timeout`, and [`SAY_MARGIN`], and never less than
+/// [`ANSWER_WITHIN`]. A message behind more than a page of others, or whose turn cannot
+/// start, may be answered later: its client says so (`no answer within …`), and the message
+/// stays in the inbox, to be taken.
+pub(crate) fn answer_within(config: &Config, request: &Request) -> Duration {
+    match request {
+        Request::Say(_) => {
+            let turns = config
+                .turn_timeout
+                .saturating_mul(2)
+                .saturating_add(SAY_MARGIN);
+            turns.max(ANSWER_WITHIN)
+        }
+        _ => ANSWER_WITHIN,
+    }
+}
 
 /// What the socket serves: the daemon's own tools, and the events tools of the current
 /// start of MCP Events (none when it is not running).
@@ -405,8 +429,8 @@ pub(crate) enum CallError {
     Io(std::io::Error),
     /// What came back is not an answer.
     NotAnAnswer(serde_json::Error),
-    /// No answer within [`ANSWER_WITHIN`].
-    Timeout,
+    /// No answer within this ([`answer_within`]).
+    Timeout(Duration),
     /// The daemon answered with an error: `{"code", "message", …}`.
     Refused(Value),
 }
@@ -418,7 +442,7 @@ impl fmt::Display for CallError {
             Self::Encode(e) => write!(f, "cannot write the request: {e}"),
             Self::Io(e) => e.fmt(f),
             Self::NotAnAnswer(e) => write!(f, "not an answer: {e}"),
-            Self::Timeout => write!(f, "no answer within {} s", ANSWER_WITHIN.as_secs()),
+            Self::Timeout(within) => write!(f, "no answer within {} s", within.as_secs()),
             Self::Refused(error) => {
                 let code = error["code"].as_str().unwrap_or("refused");
                 let message = error["message"].as_str().unwrap_or_default();
@@ -433,14 +457,16 @@ impl std::error::Error for CallError {
         match self {
             Self::Connect(_, e) | Self::Io(e) => Some(e),
             Self::Encode(e) | Self::NotAnAnswer(e) => Some(e),
-            Self::Timeout | Self::Refused(_) => None,
+            Self::Timeout(_) | Self::Refused(_) => None,
         }
     }
 }
 
-/// Sends `request` to the daemon whose store is in `dir`; the result, or why there is none.
-pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallError> {
-    let path = path(dir);
+/// Sends `request` to the daemon `config` configures (its store's directory, its turns'
+/// deadline); the result, or why there is none within [`answer_within`].
+pub(crate) async fn call(config: &Config, request: &Request) -> Result<Value, CallError> {
+    let path = path(&config.store_path);
+    let within = answer_within(config, request);
     let exchange = async {
         let mut stream = UnixStream::connect(&path)
             .await
@@ -455,9 +481,9 @@ pub(crate) async fn call(dir: &Path, request: &Request) -> Result<Value, CallErr
             .map_err(CallError::Io)?;
         serde_json::from_slice::<Value>(&answer).map_err(CallError::NotAnAnswer)
     };
-    let answer = tokio::time::timeout(ANSWER_WITHIN, exchange)
+    let answer = tokio::time::timeout(within, exchange)
         .await
-        .map_err(|_| CallError::Timeout)??;
+        .map_err(|_| CallError::Timeout(within))??;
     if answer["ok"] == true {
         Ok(answer["result"].clone())
     } else {
@@ -500,6 +526,25 @@ mod tests {
         line.resize(len - 1, b' ');
         line.push(b'\n');
         line
+    }
+
+    #[test]
+    fn say_waits_for_two_turns_and_a_margin() {
+        let mut config = crate::config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
+        let say = Request::Say(Say {
+            say: "hi".into(),
+            conversation: None,
+        });
+        let list = Request::List(List {
+            list: "root".into(),
+        });
+        // The default turn (600 s) fits in the hour a tool may wait.
+        assert_eq!(answer_within(&config, &say), ANSWER_WITHIN);
+        config.turn_timeout = Duration::from_secs(7200);
+        assert_eq!(answer_within(&config, &say), Duration::from_secs(14_500));
+        assert_eq!(answer_within(&config, &list), ANSWER_WITHIN);
+        config.turn_timeout = Duration::MAX;
+        assert_eq!(answer_within(&config, &say), Duration::MAX);
     }
 
     #[tokio::test]
@@ -572,7 +617,7 @@ mod tests {
     async fn questions_are_listed_and_answered_as_their_schemas_say() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store, "t", CancellationToken::new())
+        let gate = Gate::start(store, "t", CancellationToken::new(), &TaskTracker::new())
             .await
             .unwrap();
         let served = Served {

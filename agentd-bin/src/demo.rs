@@ -54,7 +54,7 @@ enum Step {
     /// The subscription could not be let go.
     Release(SubscriptionError),
     /// The agent's turn had no answer.
-    Turn(turn::TurnError),
+    Turn(turn::DemoTurnError),
 }
 
 impl fmt::Display for DemoError {
@@ -121,7 +121,7 @@ pub(crate) async fn run() -> Result<Vec<String>, DemoError> {
     Ok(summary)
 }
 
-/// Calls `add` on a held server, and waits for a subscribed resource to change; with `agent`
+/// Calls `add` on a held server, and waits for a subscribed resource to change; with `turn_on`
 /// (the server's configuration), runs the agent's turn against it.
 async fn one(
     name: &str,

@@ -7,8 +7,10 @@
 //! question's schema by the store, in the transaction that records it: a refused answer
 //! leaves the question open. A question whose asker stops waiting, however it stops (its
 //! timeout, shutdown, or its future dropped: a turn abandoned, an elicitation past its
-//! 300 s), is withdrawn: marked cancelled, no longer listed. At a start the questions left
-//! open by the last run are cancelled, since nobody waits on them any more.
+//! 300 s), is withdrawn: marked cancelled, no longer listed, and logged (`human.withdrawn`)
+//! once the store says it was still open (an answer recorded meanwhile is kept, and nothing
+//! is logged). At a start the questions left open by the last run are cancelled, since nobody
+//! waits on them any more.
 //!
 //! A server's elicitation (form mode) is a question from the server ([`Gate::elicitor`]):
 //! its message is the question, its `requestedSchema` the schema; an answer is `accept` with
@@ -30,6 +32,7 @@ use mcp_wire::{ElicitAction, ElicitRequestParams, ElicitResult};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
 use crate::dial::ELICITATION_TIMEOUT;
@@ -46,15 +49,19 @@ pub(crate) struct Gate {
     next: AtomicU64,
     /// Where each waiting asker hears its answer, by question id.
     waiting: Mutex<HashMap<u64, oneshot::Sender<Value>>>,
+    /// Where the withdrawals of askers gone are awaited, to be logged.
+    tasks: TaskTracker,
 }
 
 impl Gate {
-    /// The gate of `instance` over `store`, its waits ending at `shutdown`: the questions a
-    /// last run left open are cancelled first.
+    /// The gate of `instance` over `store`, its waits ending at `shutdown`, the withdrawals
+    /// of askers gone awaited on `tasks`: the questions a last run left open are cancelled
+    /// first.
     pub(crate) async fn start(
         store: Store,
         instance: &str,
         shutdown: CancellationToken,
+        tasks: &TaskTracker,
     ) -> Result<Arc<Self>, store::Error> {
         let clock = Clock::new(shutdown);
         let restarted = store.questions_restart(clock.now_ms()).await?;
@@ -64,6 +71,7 @@ impl Gate {
             clock,
             next: AtomicU64::new(restarted.next),
             waiting: Mutex::default(),
+            tasks: tasks.clone(),
         }))
     }
 
@@ -81,15 +89,22 @@ impl Gate {
     }
 
     /// Marks question `id` cancelled, unless answered meanwhile (the request is sent at
-    /// once: it is made even when its answer is not awaited), and says so in the log.
+    /// once: it is made even when its answer is not awaited): whether it was, then logged.
     fn withdraw(
         &self,
         id: u64,
         origin: &Origin,
     ) -> impl Future<Output = Result<bool, store::Error>> + Send + use<> {
         self.waiting().remove(&id);
-        own::human_withdrawn(&self.instance, id, origin.kind(), origin.from());
-        self.store.question_cancel(id, self.clock.now_ms())
+        let cancelled = self.store.question_cancel(id, self.clock.now_ms());
+        let (instance, origin) = (self.instance.clone(), origin.clone());
+        async move {
+            let withdrawn = cancelled.await?;
+            if withdrawn {
+                own::human_withdrawn(&instance, id, origin.kind(), origin.from());
+            }
+            Ok(withdrawn)
+        }
     }
 
     /// The answer to a server's elicitation: the answer to the question it becomes, or cancel.
@@ -126,8 +141,15 @@ struct Asked<'a> {
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
-        if self.waiting {
-            drop(self.gate.withdraw(self.id, self.origin));
+        if !self.waiting {
+            return;
+        }
+        let withdrawn = self.gate.withdraw(self.id, self.origin);
+        // Sent already; its answer is awaited to be logged, on the gate's tasks when there
+        // is a runtime to run them (a runtime shutting down drops its tasks unlogged).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let logged = async move { drop(withdrawn.await) };
+            self.gate.tasks.spawn_on(logged, &runtime);
         }
     }
 }

@@ -7,6 +7,7 @@
 //! tools of its own it has.
 
 mod agent;
+mod cause;
 mod cli;
 mod clock;
 mod config;

@@ -154,13 +154,16 @@ pub(crate) async fn call(
             let args: Decide = parse(name, arguments)?;
             decide(reasoning, args).await
         }
-        _ => {
+        "context.compact" => {
             let args: Compact = parse(name, arguments)?;
             let keep = args.keep.unwrap_or(KEEP_DEFAULT);
             let prompt = compaction_prompt(args.instructions.as_deref());
             let done = reasoning.compact(keep, &prompt).await?;
             Ok(json!({"replaced": done.replaced, "kept": done.kept, "summary": done.summary}))
         }
+        _ => Err(Error::UnknownTool {
+            tool: name.to_owned(),
+        }),
     }
 }
 

@@ -44,6 +44,14 @@ pub enum Error {
     },
     /// The server asked for input in each of [`MAX_INPUT_ROUNDS`] rounds.
     TooManyRounds,
+    /// One `input_required` round asked for more inputs than the client answers at once
+    /// (the transport's `Config::answering_max`): none is asked.
+    TooManyInputs {
+        /// How many the round asked for.
+        asked: usize,
+        /// How many the client answers in one round.
+        max: usize,
+    },
     /// The caller cancelled the request: a 2026-07-28 server saw its stream close, a legacy
     /// one was sent `notifications/cancelled`.
     Cancelled,
@@ -74,6 +82,10 @@ impl fmt::Display for Error {
             Self::TooManyRounds => write!(
                 f,
                 "the server asked for input in each of {MAX_INPUT_ROUNDS} rounds"
+            ),
+            Self::TooManyInputs { asked, max } => write!(
+                f,
+                "the server asked for {asked} inputs in one round; the client answers at most {max}"
             ),
         }
     }
@@ -557,6 +569,7 @@ impl Client {
                     // A person may be asked: the request's cancel ends the wait (and the
                     // question with it), and no further round is sent.
                     let (responses, state) = tokio::select! {
+                        biased;
                         answered = self.answer(asked) => answered?,
                         () = cancel.as_mut() => return Err(Error::Cancelled),
                     };
@@ -575,6 +588,13 @@ impl Client {
         let Some(requests) = asked.input_requests else {
             return Ok((None, asked.request_state));
         };
+        let max = self.dialer.answering_max();
+        if requests.len() > max {
+            return Err(Error::TooManyInputs {
+                asked: requests.len(),
+                max,
+            });
+        }
         let mut responses = InputResponses::new();
         let features = self.dialer.features();
         for (key, request) in requests {
@@ -633,7 +653,13 @@ impl Client {
                     if !redialed && self.dialer.recovery() == Recovery::AtOnce =>
                 {
                     redialed = true;
-                    self.redial_from(current.generation).await?;
+                    // A cut during the handshake is a cut: the dial is left to the next
+                    // request.
+                    tokio::select! {
+                        biased;
+                        dialed = self.redial_from(current.generation) => dialed?,
+                        () = cancel.as_mut() => return Err(Error::Cancelled),
+                    }
                 }
                 Err(e @ Error::Transport(mcp_transport::Error::SessionLost)) => {
                     self.mark_lost();
@@ -688,14 +714,16 @@ impl Client {
                 }
             })
         };
+        // Each wait is raced against the cancel, what is in hand first: an answer that came
+        // with the cancel is kept.
         let mut call = tokio::select! {
+            biased;
             call = call => call?,
             () = cancel.as_mut() => {
                 // A 2026-07-28 request is abandoned with its connection's stream; a legacy
-                // server is told.
+                // server is told, on a task of the transport's: the cancel is not held up.
                 if let Link::Legacy(transport) = &current.dialed.link {
-                    let reason = Some("cancelled by the client".into());
-                    transport.cancel(sent.clone(), reason).await;
+                    transport.cancel(sent, Some(CANCELLED.into()));
                 }
                 return Err(Error::Cancelled);
             }
@@ -710,13 +738,14 @@ impl Client {
             }
         };
         let read = tokio::select! {
+            biased;
             read = read => Some(read),
             () = cancel.as_mut() => None,
         };
         match read {
             Some(read) => Ok(read?),
             None => {
-                call.cancel(Some("cancelled by the client".into())).await;
+                call.cancel(Some(CANCELLED.into()));
                 Err(Error::Cancelled)
             }
         }
@@ -762,6 +791,9 @@ fn never() -> std::future::Pending<()> {
 }
 
 /// A signal that cancels a request when it completes.
+/// The reason a cancelled request gives its server.
+const CANCELLED: &str = "cancelled by the client";
+
 type Cancel<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 
 /// Where a request goes and what it carries besides its params.

@@ -107,6 +107,12 @@ impl Dialer {
         self.client.config().silence
     }
 
+    /// How many of a server's requests its connections answer at once, and inputs in one
+    /// `input_required` round.
+    pub(crate) fn answering_max(&self) -> usize {
+        self.client.config().answering_max
+    }
+
     /// The next request id of this server's connections.
     pub fn next_id(&self) -> RequestId {
         RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))

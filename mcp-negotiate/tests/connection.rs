@@ -1812,7 +1812,7 @@ async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
     assert!(matches!(added, Err(Error::Cancelled)), "{added:?}");
     assert_eq!(start.elapsed(), Duration::from_secs(5));
     let call = calls_of(&server, "add").pop().expect("the call was sent");
-    let cancelled = requests(&server, "notifications/cancelled");
+    let cancelled = told(&server).await;
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
 }
@@ -1832,8 +1832,65 @@ async fn a_legacy_call_abandoned_mid_elicitation_withdraws_the_question() {
         .expect("the call ends");
     assert!(matches!(asked, Err(Error::Cancelled)), "{asked:?}");
     bounded("the question withdrawn", withdrawn.notified()).await;
-    let cancelled = requests(&server, "notifications/cancelled");
+    let cancelled = told(&server).await;
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+}
+
+/// The `notifications/cancelled` the server got, once it got one (they are sent on a task
+/// of their own).
+async fn told(server: &ReferenceServer) -> Vec<Logged> {
+    bounded("notifications/cancelled", async {
+        loop {
+            let cancelled = requests(server, "notifications/cancelled");
+            if !cancelled.is_empty() {
+                return cancelled;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+/// A 2026-07-28 round asking for more inputs than the client answers at once is refused
+/// whole, nobody asked; at the bound every input is answered.
+#[tokio::test(start_paused = true)]
+async fn an_input_round_past_its_bound_asks_nobody() {
+    let server = server_in(Era::Modern).await;
+    let withdrawn = Arc::new(tokio::sync::Notify::new());
+    let connection = connect(&server, Era::Modern, never_answered(withdrawn.clone())).await;
+    let round = |n: usize| {
+        let requests: serde_json::Map<String, Value> = (0..n)
+            .map(|i| {
+                let key = if i == 0 {
+                    "name".to_owned()
+                } else {
+                    format!("q{i}")
+                };
+                let params = json!({"message": "Who?", "requestedSchema": {"type": "object"}});
+                (
+                    key,
+                    json!({"method": "elicitation/create", "params": params}),
+                )
+            })
+            .collect();
+        Fault::Result(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": "ask-state-1",
+        }))
+    };
+    server.script("tools/call", round(5), Times::Once);
+    let asked = bounded("the call", connection.call_tool("ask", json!({}))).await;
+    assert_eq!(asked, Err(Error::TooManyInputs { asked: 5, max: 4 }));
+    assert_eq!(calls_of(&server, "ask").len(), 1, "no further round");
+
+    // At the bound, the person is asked (and, never answering, the call is cut).
+    server.script("tools/call", round(4), Times::Once);
+    let cancel = tokio::time::sleep(Duration::from_secs(5));
+    let asked = connection.call_tool_until("ask", None, None, |_: Notice| {}, cancel);
+    let asked = bounded("the call", asked).await;
+    assert!(matches!(asked, Err(Error::Cancelled)), "{asked:?}");
+    bounded("the question withdrawn", withdrawn.notified()).await;
 }
 
 /// A legacy server asking more questions on one call's stream than the client answers at

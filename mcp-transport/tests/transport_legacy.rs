@@ -448,11 +448,10 @@ async fn cancel_posts_notifications_cancelled() {
         "{first:?}"
     );
 
-    bounded(
-        "cancel",
-        posted.call.cancel(Some("no longer needed".into())),
-    )
-    .await;
+    let sent = posted.call.cancel(Some("no longer needed".into()));
+    bounded("cancel", sent.expect("a legacy call is cancelled"))
+        .await
+        .unwrap();
     assert!(
         wait_until(Duration::from_secs(2), || server
             .methods()

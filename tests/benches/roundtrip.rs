@@ -367,11 +367,11 @@ fn decode_row(bytes: &[u8], plan: &Plan) -> (Duration, Duration) {
     (median(typed), median(tree))
 }
 
-/// One side alone at concurrency 64, warmed first: its throughput and CPU per call, user and
+/// One side alone at concurrency 64 (one at a time with `ROUNDTRIP_SERIAL=1`), warmed first: its throughput and CPU per call, user and
 /// system apart.
 async fn profile<C: Caller>(side: &str, caller: Arc<C>, calls: usize) {
     // `ROUNDTRIP_SERIAL=1`: one call at a time, as the latency rounds.
-    let serial = std::env::var_os("ROUNDTRIP_SERIAL").is_some();
+    let serial = std::env::var("ROUNDTRIP_SERIAL").is_ok_and(|v| v == "1");
     throughput(caller.clone(), 6_400).await;
     let before = cpu_split();
     let round = if serial {

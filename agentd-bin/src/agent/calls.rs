@@ -204,7 +204,7 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                 let called = self.workers.call(&server, &tool, arguments, &meta, bound);
                 match called.await {
                     Ok(result) => (said(&result), false),
-                    Err(WorkerError::Cut) if bound == capped => (CAPPED.to_owned(), false),
+                    Err(WorkerError::Cut) if bound == capped => (self::capped(), false),
                     Err(WorkerError::Cut) => (CUT.to_owned(), false),
                     Err(e) => (format!("error: {e}"), false),
                 }
@@ -221,8 +221,12 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
 const CUT: &str = "error: the call was cut at the turn's deadline";
 
 /// What the model reads of an MCP call cut at [`CALL_MAX`], the turn's deadline still ahead.
-const CAPPED: &str =
-    "error: the call was cut after 600 s, the longest one call may take; the turn goes on";
+fn capped() -> String {
+    format!(
+        "error: the call was cut after {} s, the longest one call may take; the turn goes on",
+        CALL_MAX.as_secs()
+    )
+}
 
 /// What the model reads of a server tool's result.
 pub(crate) fn said(result: &CallToolResult) -> String {

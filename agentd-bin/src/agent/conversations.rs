@@ -2,14 +2,21 @@
 //!
 //! A message appended to a conversation's inbox (`message.send`, `agentd say`) is told by the
 //! store ([`Store::delivered`]) and wakes the conversation's task, which starts a turn unless
-//! one is running: the turn takes every message of the inbox no turn took yet, in their
-//! order, as the user's. Messages that arrive during a turn wait for the next, which starts
-//! as soon as it ends and takes them all. At start, each conversation whose inbox holds
-//! messages no turn took starts a turn. `root` is the instance's own conversation; any
-//! other is made by its first message. Every conversation's turns call agentd's own tools as
-//! the root scope, in that conversation ([`Caller::root`]). A subagent's conversation
-//! (`subagent:<id>`) is left to the subagent's own task, which reads it with the same
-//! [`load`], [`unread`] and [`said`].
+//! one is running: the turn takes the oldest messages of the inbox no turn took yet, at most
+//! [`INBOX_PAGE`], in their order, as the user's. Messages that arrive during a turn, or past
+//! the page, wait for the next, which starts as soon as it ends. At start, each conversation
+//! whose inbox holds messages no turn took starts a turn. `root` is the instance's own
+//! conversation; any other is made by its first message. Every conversation's turns call
+//! agentd's own tools as the root scope, in that conversation ([`Caller::root`]). A subagent's
+//! conversation (`subagent:<id>`) is left to the subagent's own task, which reads it as a turn
+//! here does ([`unread`], [`said`], [`context`]).
+//!
+//! Nothing of a conversation stays in memory between its turns: each turn reads its history
+//! (with its summary) and how far its inbox was taken from the store, and drops them when it
+//! ends. A conversation's task ends once its inbox holds nothing new (or nothing it may take:
+//! the budget is spent); the next message, or a new budget, starts another. A turn that
+//! cannot start (the store fails before it takes its messages) is told to whoever waits for
+//! it, and tried again after a wait that doubles while it keeps failing ([`RESTART`]).
 //!
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
 //! tools, the servers held with their listings, the turn's deadline, the token budget, the
@@ -28,13 +35,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
 use mcp_negotiate::Catalog;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::time::Instant;
@@ -51,7 +58,8 @@ use super::names::{Collision, Offer};
 use super::skills::Skills;
 use super::turn::{Durable, SYSTEM, Turn, TurnError};
 use super::workers::{Elicitors, Followed, Workers};
-use crate::clock::{random_bytes, wall_ms};
+use crate::clock::{Backoff, random_bytes, wall_ms};
+use crate::store::conversations::Conversation;
 use crate::store::{self, Delivered, Store};
 use crate::telemetry::catalogue::own;
 
@@ -62,8 +70,12 @@ pub(crate) const ROOT: &str = "root";
 /// the text says so): its history keeps it whatever `store.max_value_bytes` lets in.
 const USER_MAX: usize = 1024 * 1024;
 
-/// How many inbox messages one read takes (a turn takes them all, read after read).
+/// The most inbox messages one turn takes, oldest first: those past it wait for the next.
 const INBOX_PAGE: usize = 100;
+
+/// The wait before a turn that could not start (its store failed) is tried again: 1 s,
+/// doubling to 60 s while it keeps failing.
+const RESTART: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// How many turns' ends wait for the slowest [`Agent::say`].
 const ANSWERS: usize = 256;
@@ -142,7 +154,8 @@ struct Answer {
     /// The inbox messages it took: past `after`, up to `through`.
     after: u64,
     through: u64,
-    /// The model's answer, or why there is none.
+    /// The model's answer, or why there is none ([`SayError::NotStarted`],
+    /// [`SayError::Failed`] or [`SayError::BudgetSpent`]).
     answer: Result<Option<String>, SayError>,
 }
 
@@ -152,8 +165,14 @@ struct Answer {
 pub(crate) enum SayError {
     /// The message was refused (`message.send`'s error).
     Refused(agentd_tools::Error),
+    /// `message.send` answered without the message's id (its answer): the turn that takes
+    /// the message cannot be told apart.
+    NoId(Value),
+    /// No turn could start: the store failed before one took the message (it is tried again
+    /// after a wait).
+    NotStarted(Arc<store::Error>),
     /// The turn that took it failed.
-    Failed(String),
+    Failed(Arc<TurnError>),
     /// Too many turns ended meanwhile: its end was missed.
     Missed,
     /// The agent stopped: the daemon is shutting down, or a reload changed `[model]`.
@@ -172,7 +191,8 @@ impl SayError {
     pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Refused(e) => e.code(),
-            Self::Failed(_) => "turn_failed",
+            Self::NoId(_) => "internal",
+            Self::NotStarted(_) | Self::Failed(_) => "turn_failed",
             Self::Missed => "missed",
             Self::Stopped => "stopped",
             Self::BudgetSpent { .. } => "budget_spent",
@@ -184,6 +204,8 @@ impl fmt::Display for SayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Refused(e) => e.fmt(f),
+            Self::NoId(answer) => write!(f, "message.send answered without an id: {answer}"),
+            Self::NotStarted(e) => write!(f, "no turn could start (it is tried again): {e}"),
             Self::Failed(e) => write!(f, "the turn failed: {e}"),
             Self::Missed => f.write_str("the turn's end was missed: too many turns ended at once"),
             Self::Stopped => f.write_str(
@@ -202,7 +224,9 @@ impl std::error::Error for SayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Refused(e) => Some(e),
-            _ => None,
+            Self::NotStarted(e) => Some(&**e),
+            Self::Failed(e) => Some(&**e),
+            Self::NoId(_) | Self::Missed | Self::Stopped | Self::BudgetSpent { .. } => None,
         }
     }
 }
@@ -214,6 +238,9 @@ struct Shared {
     ready: watch::Sender<Arc<Ready>>,
     workers: Workers,
     answers: broadcast::Sender<Answer>,
+    /// The conversations whose task runs, each with whether it was woken since it last
+    /// looked at its inbox.
+    awake: Mutex<BTreeMap<String, bool>>,
     /// Wakes the conversations whose inbox holds messages (the budget was raised).
     rescan: Notify,
     /// Whether `budget.spent` was logged since the budget last changed.
@@ -249,6 +276,7 @@ impl Agent {
             ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
             workers,
             answers: broadcast::Sender::new(ANSWERS),
+            awake: Mutex::default(),
             rescan: Notify::new(),
             spent_told: AtomicBool::new(false),
             shutdown,
@@ -314,9 +342,11 @@ impl Agent {
         let arguments = json!({"conversation": conversation, "text": text});
         let sent = own.call(&caller, "message.send", arguments);
         let sent = sent.await.map_err(SayError::Refused)?;
-        let id = sent["id"].as_u64().unwrap_or_default();
+        let id = message_id(&sent)?;
         loop {
+            // An answer first: a turn that ended as the agent stopped is told as it ended.
             let answer = tokio::select! {
+                biased;
                 answer = answers.recv() => answer,
                 () = shared.shutdown.cancelled() => return Err(SayError::Stopped),
             };
@@ -332,6 +362,12 @@ impl Agent {
     }
 }
 
+/// The id of the message `message.send` answered `sent` for.
+fn message_id(sent: &Value) -> Result<u64, SayError> {
+    let id = sent.get("id").and_then(Value::as_u64);
+    id.ok_or_else(|| SayError::NoId(sent.clone()))
+}
+
 /// What the workers of `setup`'s servers follow.
 fn followed(setup: &Setup) -> BTreeMap<String, Followed> {
     let servers = setup.servers.iter();
@@ -340,48 +376,39 @@ fn followed(setup: &Setup) -> BTreeMap<String, Followed> {
         .collect()
 }
 
-/// Wakes each conversation with messages to take: those waiting at start (or after a lag),
-/// then each told delivered; a conversation's task is started at its first wake.
+/// Wakes each conversation with messages to take: those waiting at start (or after a lag,
+/// or a new budget), then each told delivered; a conversation's task is started at a wake
+/// when it has none.
 async fn dispatch<M: Model>(
     shared: Arc<Shared>,
     model: Arc<M>,
     mut delivered: broadcast::Receiver<Delivered>,
 ) {
-    let mut wakes: BTreeMap<String, Arc<Notify>> = BTreeMap::new();
-    let mut wake = |conversation: String| {
+    let wake = |conversation: String| {
         // A subagent's conversation is run by the subagent's own task.
         if agentd_tools::subagent::of_conversation(&conversation).is_some() {
             return;
         }
-        let notify = wakes
-            .entry(conversation)
-            .or_insert_with_key(|conversation| {
-                let notify = Arc::new(Notify::new());
-                let task = converse(
-                    shared.clone(),
-                    model.clone(),
-                    conversation.clone(),
-                    notify.clone(),
-                );
-                shared.tasks.spawn(task);
-                notify
-            });
-        // Kept when the task is in a turn: it looks again after.
-        notify.notify_one();
+        if shared.woken(&conversation) {
+            let task = converse(shared.clone(), model.clone(), conversation);
+            shared.tasks.spawn(task);
+        }
     };
     let mut scan = true;
     loop {
         if std::mem::take(&mut scan) {
             match shared.store.conversations_waiting().await {
-                Ok(waiting) => waiting.into_iter().for_each(&mut wake),
+                Ok(waiting) => waiting.into_iter().for_each(wake),
                 // Looked at again after the next delivery.
                 Err(_) => scan = true,
             }
         }
+        // Stop first: once the agent is stopped, no delivery ready with it wakes a turn.
         let told = tokio::select! {
+            biased;
+            () = shared.shutdown.cancelled() => return,
             told = delivered.recv() => told,
             () = shared.rescan.notified() => Err(RecvError::Lagged(0)),
-            () = shared.shutdown.cancelled() => return,
         };
         match told {
             Ok(told) => wake(told.conversation),
@@ -391,100 +418,36 @@ async fn dispatch<M: Model>(
     }
 }
 
-/// What a conversation's task holds between turns.
-#[derive(Debug)]
-pub(crate) struct Kept {
-    /// The last inbox message a turn took.
-    pub(crate) taken: u64,
-    /// The history and its summary, as the store has them.
-    pub(crate) context: Context,
-}
-
-/// A conversation as the store keeps it: how far into its inbox its turns read, its history
-/// and its summary.
-pub(crate) async fn load(store: &Store, conversation: &str) -> Result<Kept, store::Error> {
-    let taken = store.conversation(conversation).await?;
-    let mut history = Vec::new();
-    let mut after = 0;
+/// A conversation's task: turns until its inbox holds nothing new, then it ends (the next
+/// message starts another). A turn that cannot start is tried again after [`RESTART`]'s wait,
+/// which doubles while it keeps failing.
+async fn converse<M: Model>(shared: Arc<Shared>, model: Arc<M>, conversation: String) {
+    let mut restart = RESTART;
     loop {
-        let page = store.conversation_history::<Message>(
-            conversation,
-            after,
-            store::conversations::PAGE_MAX,
-        );
-        let page = page.await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        history.extend(page.into_iter().map(|e| e.message));
-    }
-    let summary = taken.as_ref().and_then(|c| {
-        let text = c.summary.clone()?;
-        Some(Summary::new(usize::try_from(c.summarized).ok()?, text))
-    });
-    Ok(Kept {
-        taken: taken.map_or(0, |c| c.taken),
-        context: Context { history, summary },
-    })
-}
-
-/// Every message of `conversation`'s inbox past `after`, read page after page.
-pub(crate) async fn unread(
-    store: &Store,
-    conversation: &str,
-    after: u64,
-) -> Result<Vec<store::inbox::Message>, store::Error> {
-    let mut taken = Vec::new();
-    loop {
-        let after = taken.last().map_or(after, |m: &store::inbox::Message| m.id);
-        let page = store.messages(conversation, after, INBOX_PAGE).await?;
-        let more = page.len() == INBOX_PAGE;
-        taken.extend(page);
-        if !more {
-            return Ok(taken);
-        }
-    }
-}
-
-/// The user messages a turn takes from `unread`, each cut at [`USER_MAX`].
-pub(crate) fn said(unread: Vec<store::inbox::Message>) -> Vec<Message> {
-    let user = |m: store::inbox::Message| Message::User {
-        text: cut(m.text, USER_MAX),
-    };
-    unread.into_iter().map(user).collect()
-}
-
-/// A conversation's task: at each wake, turns until its inbox holds nothing new.
-async fn converse<M: Model>(
-    shared: Arc<Shared>,
-    model: Arc<M>,
-    conversation: String,
-    wake: Arc<Notify>,
-) {
-    let mut held = None;
-    loop {
-        tokio::select! {
-            () = wake.notified() => {}
+        // Stop first: a stopped agent starts no turn, and a turn under way is dropped at once.
+        let next = tokio::select! {
+            biased;
             () = shared.shutdown.cancelled() => return,
-        }
-        loop {
-            let next = tokio::select! {
-                next = shared.turn(&*model, &conversation, &mut held) => next,
-                () = shared.shutdown.cancelled() => return,
-            };
-            match next {
-                Ok(true) => {}
-                Ok(false) => break,
-                // No turn could start: whoever waits for one hears why. The conversation is
-                // read again from the store at the next wake.
-                Err(e) => {
-                    held = None;
-                    let _ = shared.answers.send(Answer {
-                        conversation: conversation.clone(),
-                        after: 0,
-                        through: u64::MAX,
-                        answer: Err(SayError::Failed(format!("no turn could start: {e}"))),
-                    });
-                    break;
+            next = shared.turn(&*model, &conversation) => next,
+        };
+        match next {
+            Ok(true) => restart.reset(),
+            Ok(false) if shared.idle(&conversation) => return,
+            Ok(false) => restart.reset(),
+            // No turn could start, and no message was taken: whoever waits for one hears why,
+            // and the inbox is looked at again after the wait.
+            Err(e) => {
+                let _ = shared.answers.send(Answer {
+                    conversation: conversation.clone(),
+                    after: 0,
+                    through: u64::MAX,
+                    answer: Err(SayError::NotStarted(Arc::new(e))),
+                });
+                let wait = restart.fail();
+                tokio::select! {
+                    biased;
+                    () = shared.shutdown.cancelled() => return,
+                    () = tokio::time::sleep(wait) => {}
                 }
             }
         }
@@ -492,6 +455,43 @@ async fn converse<M: Model>(
 }
 
 impl Shared {
+    /// Whether `conversation`'s task is to be started: it has none. One it has looks at its
+    /// inbox again before it ends.
+    fn woken(&self, conversation: &str) -> bool {
+        let mut awake = self.awake();
+        match awake.get_mut(conversation) {
+            Some(woken) => {
+                *woken = true;
+                false
+            }
+            None => {
+                awake.insert(conversation.to_owned(), false);
+                true
+            }
+        }
+    }
+
+    /// Whether `conversation`'s task, having found nothing to take, ends: unless it was woken
+    /// since it looked (then it looks again). Once it ends, the next wake starts another.
+    fn idle(&self, conversation: &str) -> bool {
+        let mut awake = self.awake();
+        match awake.get_mut(conversation) {
+            Some(woken) if *woken => {
+                *woken = false;
+                false
+            }
+            _ => {
+                awake.remove(conversation);
+                true
+            }
+        }
+    }
+
+    fn awake(&self) -> MutexGuard<'_, BTreeMap<String, bool>> {
+        // A panic under the lock leaves a map that is still whole.
+        self.awake.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether the budget of `setup` is spent: the instance's conversations used as many
     /// tokens as it allows, or more. `budget.spent` is logged the first time since the
     /// budget last changed.
@@ -509,20 +509,13 @@ impl Shared {
         Ok(Some(SayError::BudgetSpent { used, limit }))
     }
 
-    /// Runs one turn of `conversation` over the messages of its inbox no turn took: whether
-    /// there were any. A turn that fails is logged and told; a store that fails before the
-    /// turn starts is the error.
-    async fn turn<M: Model>(
-        &self,
-        model: &M,
-        conversation: &str,
-        held: &mut Option<Kept>,
-    ) -> Result<bool, store::Error> {
-        let state = match held {
-            Some(state) => state,
-            None => held.insert(load(&self.store, conversation).await?),
-        };
-        let taken = unread(&self.store, conversation, state.taken).await?;
+    /// Runs one turn of `conversation` over the first messages of its inbox no turn took
+    /// (at most [`INBOX_PAGE`]), its context read from the store for it: whether it ran. A
+    /// turn that fails is logged and told; a store that fails before the turn starts is the
+    /// error, and no message is taken.
+    async fn turn<M: Model>(&self, model: &M, conversation: &str) -> Result<bool, store::Error> {
+        let (kept, taken) = unread(&self.store, conversation).await?;
+        let after = kept.as_ref().map_or(0, |c| c.taken);
         let Some(through) = taken.last().map(|m| m.id) else {
             return Ok(false);
         };
@@ -532,18 +525,18 @@ impl Shared {
         if let Some(spent) = self.spent(setup).await? {
             let _ = self.answers.send(Answer {
                 conversation: conversation.to_owned(),
-                after: state.taken,
+                after,
                 through,
                 answer: Err(spent),
             });
             return Ok(false);
         }
+        let mut context = context(&self.store, conversation, kept.as_ref()).await?;
         let number = self
             .store
             .turn_start(conversation, through, &said, wall_ms())
             .await?;
-        let after = std::mem::replace(&mut state.taken, through);
-        state.context.history.extend(said);
+        context.history.extend(said);
         let caller = Caller::root(conversation);
         let place = Place {
             instance: &setup.instance,
@@ -570,21 +563,68 @@ impl Shared {
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut state.context).await;
+        let ended = turn.run(&mut context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, conversation, number, &e.to_string());
         }
-        let failed_store = matches!(ended, Err(TurnError::Store(_)));
         let _ = self.answers.send(Answer {
             conversation: conversation.to_owned(),
             after,
             through,
-            answer: (ended.map(|e| e.text)).map_err(|e| SayError::Failed(e.to_string())),
+            answer: ended
+                .map(|e| e.text)
+                .map_err(|e| SayError::Failed(Arc::new(e))),
         });
-        if failed_store {
-            // The history as kept may differ from the one held: read it again.
-            *held = None;
-        }
         Ok(true)
     }
 }
+
+/// What a turn of `conversation` takes: its row (none before its first turn), and the oldest
+/// messages of its inbox no turn took, at most [`INBOX_PAGE`].
+pub(crate) async fn unread(
+    store: &Store,
+    conversation: &str,
+) -> Result<(Option<Conversation>, Vec<store::inbox::Message>), store::Error> {
+    let kept = store.conversation(conversation).await?;
+    let after = kept.as_ref().map_or(0, |c| c.taken);
+    let taken = store.messages(conversation, after, INBOX_PAGE).await?;
+    Ok((kept, taken))
+}
+
+/// The user messages a turn takes from `taken`, each cut at [`USER_MAX`].
+pub(crate) fn said(taken: Vec<store::inbox::Message>) -> Vec<Message> {
+    let user = |m: store::inbox::Message| Message::User {
+        text: cut(m.text, USER_MAX),
+    };
+    taken.into_iter().map(user).collect()
+}
+
+/// `conversation`'s history and its summary, as the store keeps them (`kept`: the
+/// conversation's row, none before its first turn).
+pub(crate) async fn context(
+    store: &Store,
+    conversation: &str,
+    kept: Option<&Conversation>,
+) -> Result<Context, store::Error> {
+    let mut history = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.conversation_history::<Message>(
+            conversation,
+            after,
+            store::conversations::PAGE_MAX,
+        );
+        let page = page.await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        history.extend(page.into_iter().map(|e| e.message));
+    }
+    let summary = kept.and_then(|c| {
+        let text = c.summary.clone()?;
+        Some(Summary::new(usize::try_from(c.summarized).ok()?, text))
+    });
+    Ok(Context { history, summary })
+}
+
+#[cfg(test)]
+mod tests;

@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::model::Message;
-use super::servers::{Absent, Refused, Servers};
+use super::servers::{Refused, Servers};
 use crate::clock::{Backoff, wall_ms};
 use crate::config;
 use crate::telemetry::catalogue::{own, subscriptions};
@@ -392,7 +392,7 @@ impl Task {
         let asked = self.servers.subscribe(&source.server, &source.uri, OWNER);
         let answer = timeout(ORDER_WITHIN, asked)
             .await
-            .unwrap_or_else(|_| Err(Refused::Failed("the server's task did not answer".into())));
+            .unwrap_or(Err(Refused::Unanswered));
         match answer {
             Ok(()) => {
                 self.backoff.reset();
@@ -402,9 +402,9 @@ impl Task {
             Err(Refused::Gone) => self.set(Following::Waiting),
             Err(refused) => {
                 // Pending: the server's task asks again itself; nothing new to say.
-                if let Refused::Failed(err) = &refused {
-                    let instance = &self.instance;
-                    subscriptions::instruction_fail(instance, &source.server, &source.uri, err);
+                if !matches!(refused, Refused::Pending) {
+                    let (instance, err) = (&self.instance, refused.to_string());
+                    subscriptions::instruction_fail(instance, &source.server, &source.uri, &err);
                 }
                 let at = Instant::now() + self.backoff.fail();
                 self.set(Following::Retrying(at));
@@ -450,14 +450,9 @@ impl Task {
 /// Reads `source` on `servers`: its text, or why it could not be had.
 async fn read(servers: &dyn Servers, source: &Source) -> Result<String, Error> {
     let server = &source.server;
-    let connection = servers.connection(server).map_err(|absent| match absent {
-        Absent::Unknown => Error::NotFound {
-            what: format!("server {server:?}"),
-        },
-        Absent::NotConnected => Error::NotConnected {
-            server: server.clone(),
-        },
-    })?;
+    let connection = servers
+        .connection(server)
+        .map_err(|a| a.into_tool(server))?;
     let read = connection
         .read_resource(&source.uri)
         .await
@@ -502,6 +497,8 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::agent::servers::Absent;
+    use crate::cause::Cause;
     use crate::telemetry::log::tests::capture;
 
     const COUNTER: &str = "demo://counter";
@@ -644,7 +641,7 @@ mod tests {
     /// 4 s later (a pending one is not logged); once taken, the instruction is read again.
     #[tokio::test(start_paused = true)]
     async fn a_failed_subscribe_is_asked_again_on_its_schedule() {
-        let busy = || Err(Refused::Failed("busy".into()));
+        let busy = || Err(Refused::Failed(Cause::new(std::io::Error::other("busy"))));
         let answers = vec![busy(), busy(), Err(Refused::Pending), Ok(())];
         let (server, fake) = fake(Options::default(), answers).await;
         let (_guard, written) = capture();

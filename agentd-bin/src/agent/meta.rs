@@ -73,7 +73,7 @@ pub(crate) fn call_meta(
 }
 
 /// `bytes` as lowercase hex digits.
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -19,6 +19,7 @@ use mcp_wire::Tool;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::meta::hex;
 use super::model::Function;
 
 /// The longest name models accept.
@@ -177,9 +178,8 @@ pub(crate) fn wanted(origin: &Origin) -> String {
         return name;
     }
     let hash = Sha256::digest(identity.as_bytes());
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     let keep = NAME_MAX - 1 - HASH_DIGITS;
-    format!("{}_{}", &name[..keep], &hex[..HASH_DIGITS])
+    format!("{}_{}", &name[..keep], &hex(&hash)[..HASH_DIGITS])
 }
 
 /// `wanted` when it is free, else the first free `<wanted>_<n>` from 2 (`wanted` cut to

@@ -94,9 +94,7 @@ impl Model for Scripted {
                     tokio::time::sleep_until(deadline).await;
                     Err(ModelError::Deadline)
                 }
-                None => Err(ModelError::Decode {
-                    detail: "the script is over".into(),
-                }),
+                None => Err(ModelError::decode("the script is over", None)),
             }
         }
     }

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use mcp_negotiate::Client;
 
+use crate::cause::Cause;
+
 /// Why a server's connection is not at hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Absent {
@@ -20,6 +22,20 @@ pub(crate) enum Absent {
     NotConnected,
 }
 
+impl Absent {
+    /// The error of a tool that needed `server`'s connection.
+    pub(crate) fn into_tool(self, server: &str) -> agentd_tools::Error {
+        match self {
+            Self::Unknown => agentd_tools::Error::NotFound {
+                what: format!("server {server:?}"),
+            },
+            Self::NotConnected => agentd_tools::Error::NotConnected {
+                server: server.to_owned(),
+            },
+        }
+    }
+}
+
 /// Why a subscribe or a release did not go through (yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refused {
@@ -27,8 +43,10 @@ pub(crate) enum Refused {
     Pending,
     /// The server is no longer held.
     Gone,
-    /// The server refused, failed or did not answer in time (why, in words).
-    Failed(String),
+    /// The server's task did not answer in time.
+    Unanswered,
+    /// The server refused, failed or did not answer in time: the error.
+    Failed(Cause),
 }
 
 impl fmt::Display for Refused {
@@ -36,7 +54,17 @@ impl fmt::Display for Refused {
         match self {
             Self::Pending => f.write_str("asked for; the server has not taken it yet"),
             Self::Gone => f.write_str("the server is no longer held"),
-            Self::Failed(err) => f.write_str(err),
+            Self::Unanswered => f.write_str("the server's task did not answer"),
+            Self::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Refused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Failed(e) => Some(e.error()),
+            Self::Pending | Self::Gone | Self::Unanswered => None,
         }
     }
 }

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::model::Message;
-use super::servers::{Absent, Servers};
+use super::servers::Servers;
 use crate::telemetry::catalogue::{own, skills as logs};
 
 /// The skills: what the turns and the tools read, and where the supervisor tells what
@@ -270,14 +270,7 @@ impl agentd_tools::skills::Skills for Skills {
             .shared
             .servers
             .connection(server)
-            .map_err(|absent| match absent {
-                Absent::Unknown => Error::NotFound {
-                    what: format!("server {server:?}"),
-                },
-                Absent::NotConnected => Error::NotConnected {
-                    server: server.clone(),
-                },
-            })?;
+            .map_err(|a| a.into_tool(server))?;
         let arguments = (!arguments.is_empty()).then_some(arguments);
         let got = connection
             .get_prompt(&skill.prompt, arguments)
@@ -316,7 +309,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::agent::servers::{Answer, Refused};
+    use crate::agent::servers::{Absent, Answer, Refused};
     use crate::telemetry::log::tests::capture;
 
     /// Servers `docs` and `kit`, on connections to reference servers; `down`, configured and

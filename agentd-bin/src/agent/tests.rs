@@ -388,11 +388,20 @@ async fn a_call_cut_at_the_deadline_is_cancelled_and_holds_up_no_other() {
         let id = slow[0]["id"].clone();
         match legacy {
             true => {
-                let log = bench.server.log();
-                let cancelled = log
-                    .iter()
-                    .find(|l| l.method.as_deref() == Some("notifications/cancelled"))
-                    .expect("notifications/cancelled");
+                // Sent on a task of its own: waited for, within a bound.
+                let told = tokio::time::timeout(Duration::from_secs(60), async {
+                    loop {
+                        let log = bench.server.log();
+                        let cancelled = log
+                            .into_iter()
+                            .find(|l| l.method.as_deref() == Some("notifications/cancelled"));
+                        if let Some(cancelled) = cancelled {
+                            return cancelled;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                });
+                let cancelled = told.await.expect("notifications/cancelled");
                 assert_eq!(cancelled.body["params"]["requestId"], id);
                 assert!(cancelled.at >= start + timeout, "at the bound, not before");
             }
@@ -530,7 +539,8 @@ async fn an_elicitation_on_a_worker_is_a_question_to_a_person() {
     for legacy in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let tasks = TaskTracker::new();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new(), &tasks);
         let gate = gate.await.unwrap();
         let asking = gate.clone();
         let elicitors: workers::Elicitors = Arc::new(
@@ -580,7 +590,8 @@ async fn an_elicitation_nobody_answers_is_cancelled_at_300_seconds() {
     for legacy in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Limits::default()).await.unwrap();
-        let gate = Gate::start(store.clone(), "t", CancellationToken::new());
+        let tasks = TaskTracker::new();
+        let gate = Gate::start(store.clone(), "t", CancellationToken::new(), &tasks);
         let gate = gate.await.unwrap();
         let asking = gate.clone();
         let elicitors: workers::Elicitors = Arc::new(

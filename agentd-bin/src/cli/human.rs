@@ -68,12 +68,10 @@ pub(crate) async fn human_answer(config: &Config, id: u64, answer: &str) -> Exit
 /// Sends `request` to the running daemon: its result, or the exit status of why not (said
 /// on stderr).
 async fn ask(config: &Config, request: &Request) -> Result<Value, ExitCode> {
-    crate::control::call(&config.store_path, request)
-        .await
-        .map_err(|e| {
-            eprintln!("agentd: {e}");
-            ExitCode::from(status(&e))
-        })
+    crate::control::call(config, request).await.map_err(|e| {
+        eprintln!("agentd: {e}");
+        ExitCode::from(status(&e))
+    })
 }
 
 /// The exit status of `e`.
@@ -89,6 +87,6 @@ fn status(e: &CallError) -> u8 {
         CallError::Encode(_)
         | CallError::Io(_)
         | CallError::NotAnAnswer(_)
-        | CallError::Timeout => 1,
+        | CallError::Timeout(_) => 1,
     }
 }

@@ -20,7 +20,7 @@ pub(crate) async fn say(config: &Config, conversation: Option<String>, text: Str
         say: text,
         conversation,
     });
-    match crate::control::call(&config.store_path, &request).await {
+    match crate::control::call(config, &request).await {
         Ok(answer) => {
             if let Some(text) = answer["text"].as_str() {
                 crate::say!("{text}");
@@ -47,6 +47,6 @@ fn status(e: &CallError) -> u8 {
         CallError::Encode(_)
         | CallError::Io(_)
         | CallError::NotAnAnswer(_)
-        | CallError::Timeout => 1,
+        | CallError::Timeout(_) => 1,
     }
 }

@@ -87,12 +87,10 @@ fn answered(answer: Result<Value, ExitCode>) -> ExitCode {
 /// Sends `request` to the running daemon: its result, or the exit status of why not (said
 /// on stderr).
 pub(super) async fn ask(config: &Config, request: &Request) -> Result<Value, ExitCode> {
-    crate::control::call(&config.store_path, request)
-        .await
-        .map_err(|e| {
-            eprintln!("agentd: {e}");
-            ExitCode::from(status(&e))
-        })
+    crate::control::call(config, request).await.map_err(|e| {
+        eprintln!("agentd: {e}");
+        ExitCode::from(status(&e))
+    })
 }
 
 /// The exit status of `e`.
@@ -109,6 +107,6 @@ fn status(e: &CallError) -> u8 {
         CallError::Encode(_)
         | CallError::Io(_)
         | CallError::NotAnAnswer(_)
-        | CallError::Timeout => 1,
+        | CallError::Timeout(_) => 1,
     }
 }

@@ -9,6 +9,7 @@ use mcp_negotiate::Client;
 use super::server::{Handle, Reach};
 use super::subscriptions::SubscriptionError;
 use crate::agent::servers::{Absent, Answer, Refused, Servers};
+use crate::cause::Cause;
 
 /// Every held server's [`Reach`], by name.
 #[derive(Debug, Clone, Default)]
@@ -57,6 +58,29 @@ fn refused(e: SubscriptionError) -> Refused {
     match e {
         SubscriptionError::Pending => Refused::Pending,
         SubscriptionError::Gone => Refused::Gone,
-        other => Refused::Failed(other.to_string()),
+        other => Refused::Failed(Cause::new(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_failure_keeps_the_subscription_error_as_its_source() {
+        let failed = refused(SubscriptionError::Unanswered);
+        let Refused::Failed(cause) = &failed else {
+            panic!("{failed:?}");
+        };
+        let source = failed.source().expect("kept");
+        assert!(matches!(
+            source.downcast_ref::<SubscriptionError>(),
+            Some(SubscriptionError::Unanswered)
+        ));
+        assert_eq!(failed.to_string(), cause.to_string());
+        assert_eq!(refused(SubscriptionError::Pending), Refused::Pending);
+        assert_eq!(refused(SubscriptionError::Gone), Refused::Gone);
     }
 }

@@ -269,7 +269,14 @@ impl Daemon {
         let store = Store::open(&config.store_path, Limits::from(&config))
             .await
             .map_err(StartError::Store)?;
-        let gate = match Gate::start(store.clone(), &config.instance, shutdown.clone()).await {
+        let gate = match Gate::start(
+            store.clone(),
+            &config.instance,
+            shutdown.clone(),
+            &listeners,
+        )
+        .await
+        {
             Ok(gate) => gate,
             Err(e) => {
                 store.close().await;

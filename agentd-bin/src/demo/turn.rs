@@ -31,23 +31,34 @@ const ASKED: &str = "What is 2 + 3? Keep the sum in memory as \"sum\".";
 /// Why the demo's turn failed.
 #[derive(Debug)]
 #[non_exhaustive]
-pub(crate) enum TurnError {
+pub(crate) enum DemoTurnError {
+    /// The store's temporary directory could not be made.
+    Dir(std::io::Error),
     /// The store could not be opened or read.
     Store(store::Error),
     /// The turn had no answer.
     Say(SayError),
 }
 
-impl std::fmt::Display for TurnError {
+impl std::fmt::Display for DemoTurnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Dir(e) => write!(f, "the store's directory: {e}"),
             Self::Store(e) => write!(f, "the store: {e}"),
             Self::Say(e) => e.fmt(f),
         }
     }
 }
 
-impl std::error::Error for TurnError {}
+impl std::error::Error for DemoTurnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Dir(e) => Some(e),
+            Self::Store(e) => Some(e),
+            Self::Say(e) => Some(e),
+        }
+    }
+}
 
 /// Runs one turn of the root conversation against `server` (held as `name`, its actor `actor`,
 /// over `connection`): the transcript's lines.
@@ -56,11 +67,13 @@ pub(crate) async fn run(
     server: Server,
     actor: u64,
     connection: &Client,
-) -> Result<Vec<String>, TurnError> {
-    let dir = std::env::temp_dir().join(format!("agentd-demo-{}", std::process::id()));
-    let lines = in_dir(&dir, name, server, actor, connection).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    lines
+) -> Result<Vec<String>, DemoTurnError> {
+    // A fresh directory of its own, removed however the turn ends.
+    let dir = tempfile::Builder::new()
+        .prefix("agentd-demo-")
+        .tempdir()
+        .map_err(DemoTurnError::Dir)?;
+    in_dir(dir.path(), name, server, actor, connection).await
 }
 
 async fn in_dir(
@@ -69,9 +82,9 @@ async fn in_dir(
     server: Server,
     actor: u64,
     connection: &Client,
-) -> Result<Vec<String>, TurnError> {
+) -> Result<Vec<String>, DemoTurnError> {
     let store = Store::open(dir, Limits::default()).await;
-    let store = store.map_err(TurnError::Store)?;
+    let store = store.map_err(DemoTurnError::Store)?;
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
     let said = turn(&store, &shutdown, &tasks, name, server, actor, connection).await;
@@ -94,12 +107,12 @@ async fn turn(
     server: Server,
     actor: u64,
     connection: &Client,
-) -> Result<Option<String>, TurnError> {
+) -> Result<Option<String>, DemoTurnError> {
     let instance = super::INSTANCE;
     let toml = format!("instance = \"{instance}\"");
     let config = config::parse("demo", &toml, &|_| None).expect("the demo's configuration");
-    let gate = Gate::start(store.clone(), instance, shutdown.clone()).await;
-    let gate = gate.map_err(TurnError::Store)?;
+    let gate = Gate::start(store.clone(), instance, shutdown.clone(), tasks).await;
+    let gate = gate.map_err(DemoTurnError::Store)?;
     let instruction = Instruction::start(instance, None, Arc::new(Unheld), tasks, shutdown.clone());
     let skills = Skills::start(instance, &[], Arc::new(Unheld), tasks, shutdown.clone());
     let subagents = Subagents::start(store.clone()).await;
@@ -107,7 +120,7 @@ async fn turn(
         humans: gate.clone(),
         instruction: instruction.clone(),
         skills: skills.clone(),
-        subagents: subagents.map_err(TurnError::Store)?,
+        subagents: subagents.map_err(DemoTurnError::Store)?,
     };
     let own = Own::new(
         store.clone(),
@@ -153,15 +166,15 @@ async fn turn(
         tasks,
         shutdown.clone(),
     );
-    let said = agent.say(ROOT, ASKED).await.map_err(TurnError::Say);
+    let said = agent.say(ROOT, ASKED).await.map_err(DemoTurnError::Say);
     agent.let_workers_go();
     said
 }
 
 /// The root conversation's history, a line a message (a call, its result).
-async fn transcript(store: &Store) -> Result<Vec<String>, TurnError> {
+async fn transcript(store: &Store) -> Result<Vec<String>, DemoTurnError> {
     let history = store.conversation_history::<Message>(ROOT, 0, 100).await;
-    let history = history.map_err(TurnError::Store)?;
+    let history = history.map_err(DemoTurnError::Store)?;
     let mut lines = vec![format!("{ROOT}: one turn of the embedded scripted model")];
     for entry in history {
         match entry.message {

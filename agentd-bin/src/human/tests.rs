@@ -11,11 +11,12 @@ use super::*;
 use crate::config::Server;
 use crate::store::Limits;
 use crate::store::questions::State;
+use crate::telemetry::log::tests::capture;
 
 /// A gate over a store in `dir`.
 async fn gate(dir: &std::path::Path) -> Arc<Gate> {
     let store = Store::open(dir, Limits::default()).await.unwrap();
-    Gate::start(store, "t", CancellationToken::new())
+    Gate::start(store, "t", CancellationToken::new(), &TaskTracker::new())
         .await
         .unwrap()
 }
@@ -113,6 +114,7 @@ async fn an_answer_recorded_as_the_wait_ends_is_the_askers() {
     let origin = Origin::ask_human("operator");
     let schema = schema();
     let mut asking = std::pin::pin!(gate.ask(origin, "Name?", &schema, Duration::from_secs(1)));
+    let (_guard, lines) = capture();
     let first = tokio::select! {
         biased;
         reply = &mut asking => Some(reply),
@@ -129,6 +131,55 @@ async fn an_answer_recorded_as_the_wait_ends_is_the_askers() {
         Ok(Reply::new(1, Some(json!({"name": "Ada"}))))
     );
     assert_eq!(ended(&gate, 1).await.state, State::Answered);
+    assert_eq!(
+        withdrawn(&lines),
+        [0_u64; 0],
+        "not withdrawn: not logged so"
+    );
+}
+
+/// The ids of the questions `human.withdrawn` names in `lines`.
+fn withdrawn(lines: &Mutex<Vec<String>>) -> Vec<u64> {
+    let lines = lines.lock().unwrap();
+    let lines = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let withdrawn = lines.filter(|l| l["event"] == "human.withdrawn");
+    withdrawn.map(|l| l["id"].as_u64().unwrap()).collect()
+}
+
+/// In virtual time: a question whose wait ends unanswered is withdrawn, and logged so.
+#[tokio::test(start_paused = true)]
+async fn a_question_unanswered_in_time_is_withdrawn_and_logged_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = gate(dir.path()).await;
+    let (_guard, lines) = capture();
+    let origin = Origin::ask_human("operator");
+    let (schema, second) = (schema(), Duration::from_secs(1));
+    let unanswered = gate.ask(origin, "One?", &schema, second).await;
+    assert_eq!(unanswered, Ok(Reply::new(1, None)));
+    assert_eq!(ended(&gate, 1).await.state, State::Cancelled);
+    assert_eq!(withdrawn(&lines), [1]);
+}
+
+/// A question whose asker is dropped is withdrawn, and logged so once the store says it was.
+#[tokio::test]
+async fn a_question_whose_asker_is_dropped_is_withdrawn_and_logged_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = gate(dir.path()).await;
+    let (_guard, lines) = capture();
+    let asking = {
+        let (gate, hour) = (gate.clone(), Duration::from_secs(3600));
+        let origin = Origin::ask_human("operator");
+        tokio::spawn(async move { gate.ask(origin, "Two?", &schema(), hour).await })
+    };
+    open(&gate, 1).await;
+    asking.abort();
+    assert!(asking.await.unwrap_err().is_cancelled());
+    gate.tasks.close();
+    gate.tasks.wait().await;
+    assert_eq!(ended(&gate, 1).await.state, State::Cancelled);
+    assert_eq!(withdrawn(&lines), [1]);
 }
 
 /// A configured server at `url`.

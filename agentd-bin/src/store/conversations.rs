@@ -9,7 +9,13 @@
 //! that id and the turn's first messages are written in one transaction, so that a message
 //! is taken into exactly one turn. The store keeps each message as the JSON its caller makes
 //! of it (the agent's `Message`), and reads it back as the caller's type.
+//!
+//! A conversation's unit of work (`conversation:<id>`, as [`Caller::unit`] names it; a
+//! subagent's conversation's is the subagent's, `subagent:<id>`) is its turn under way:
+//! `finish` ends that turn, and the start of the next opens the unit again (its finish record
+//! is cleared, in the same transaction), so that every turn may finish.
 
+use agentd_tools::{Caller, subagent};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -106,6 +112,15 @@ fn append(
     Ok(seq)
 }
 
+/// The unit of work whose turns conversation `id`'s are: its subagent's, or its own.
+fn unit(id: &str) -> String {
+    let caller = match subagent::of_conversation(id) {
+        Some(subagent) => Caller::subagent(subagent),
+        None => Caller::root(id),
+    };
+    caller.unit()
+}
+
 impl Db {
     fn turn_start(
         &mut self,
@@ -132,6 +147,8 @@ impl Db {
         )?
         .execute(params![id, to_sql(turn), to_sql(through)])?;
         append(&tx, id, turn, texts, at_ms)?;
+        tx.prepare_cached("DELETE FROM finished_units WHERE unit = ?1")?
+            .execute(params![unit(id)])?;
         tx.commit()?;
         Ok(turn)
     }
@@ -241,7 +258,7 @@ impl Db {
         let mut query = self.sql.prepare_cached(
             "SELECT i.conversation FROM inboxes i
              LEFT JOIN conversations c ON c.id = i.conversation
-             GROUP BY i.conversation HAVING count(*) > coalesce(max(c.taken), 0)
+             GROUP BY i.conversation HAVING max(i.id) > coalesce(max(c.taken), 0)
              ORDER BY i.conversation",
         )?;
         let rows = query.query_map([], |r| r.get(0))?;
@@ -262,7 +279,8 @@ impl Store {
     /// Starts a turn of conversation `id` (1..=128 bytes; made by its first turn) that takes
     /// its inbox up to message `through` (never back from where the last turn took it), with
     /// `messages` (each at most [`MESSAGE_MAX`] bytes of JSON) as its first, at `at_ms`
-    /// (Unix milliseconds): the turn's number, from 1. All of it or nothing is written.
+    /// (Unix milliseconds), its unit of work open again: the turn's number, from 1. All of it
+    /// or nothing is written.
     pub(crate) fn turn_start<M: Serialize>(
         &self,
         id: &str,
@@ -465,6 +483,40 @@ mod tests {
         let past = "x".repeat(MESSAGE_MAX + 1);
         let e = store.conversation_summary("c", 3, &past).await.unwrap_err();
         assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    }
+
+    /// `finish` ends the turn under way: the next turn may finish too, and the same turn not
+    /// twice.
+    #[tokio::test]
+    async fn each_turn_opens_the_conversation_s_unit_again() {
+        use super::super::units::Outcome;
+        let (_dir, store) = scratch().await;
+        let finish = |summary: &str| store.finish("conversation:c", Outcome::Done, summary, 1);
+        store.turn_start("c", 0, &[said("a")], 1).await.unwrap();
+        finish("first").await.unwrap();
+        let again = finish("again").await.unwrap_err();
+        assert!(matches!(again, Error::AlreadyFinished { .. }), "{again:?}");
+        // Another conversation's turn opens only its own.
+        store.turn_start("d", 0, &[said("x")], 1).await.unwrap();
+        assert!(finish("still").await.is_err());
+        store.turn_start("c", 0, &[said("b")], 2).await.unwrap();
+        assert_eq!(store.finished("conversation:c").await.unwrap(), None);
+        finish("second").await.unwrap();
+        let kept = store.finished("conversation:c").await.unwrap().unwrap();
+        assert_eq!(kept.summary, "second");
+        // A subagent's conversation: its turns are the subagent's unit.
+        let finish = |summary: &str| store.finish("subagent:s1", Outcome::Done, summary, 3);
+        store
+            .turn_start("subagent:s1", 0, &[said("go")], 3)
+            .await
+            .unwrap();
+        finish("first").await.unwrap();
+        store
+            .turn_start("subagent:s1", 0, &[said("on")], 4)
+            .await
+            .unwrap();
+        assert_eq!(store.finished("subagent:s1").await.unwrap(), None);
+        finish("second").await.unwrap();
     }
 
     #[tokio::test]

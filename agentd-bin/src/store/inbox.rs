@@ -1,7 +1,9 @@
 //! The inboxes: each conversation's durable messages, numbered from 1 in each conversation (a
 //! message's id: its place in the inbox, never reused, as nothing is taken out of an inbox),
-//! each with its sender's unit and the time it was sent. Each message appended is told to
-//! the store's listeners once written ([`Store::delivered`]): the agent starts turns on them.
+//! each with its sender's unit and the time it was sent. The id is kept in the message's row
+//! and indexed: a read goes from an id on (`id > after`), whatever the inbox's length. Each
+//! message appended is told to the store's listeners once written ([`Store::delivered`]): the
+//! agent starts turns on them.
 
 use rusqlite::{Connection, params};
 
@@ -43,15 +45,15 @@ pub(super) fn append(
         return Err(Error::invalid("/text", "at least 1 byte"));
     }
     check_size("text", text.len(), max)?;
-    sql.prepare_cached(
-        "INSERT INTO inboxes (conversation, sender, text, at) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![conversation, sender, text, at_ms])?;
-    // Requests are answered one at a time: the count is the new message's place.
-    let count: i64 = sql
-        .prepare_cached("SELECT count(*) FROM inboxes WHERE conversation = ?1")?
-        .query_row(params![conversation], |r| r.get(0))?;
-    Ok(from_sql(count))
+    // One statement: the id is the one after the conversation's last, found by its index.
+    let id: i64 = sql
+        .prepare_cached(
+            "INSERT INTO inboxes (conversation, id, sender, text, at)
+             SELECT ?1, coalesce(max(id), 0) + 1, ?2, ?3, ?4
+             FROM inboxes WHERE conversation = ?1 RETURNING id",
+        )?
+        .query_row(params![conversation, sender, text, at_ms], |r| r.get(0))?;
+    Ok(from_sql(id))
 }
 
 impl Db {
@@ -84,19 +86,17 @@ impl Db {
         limit: usize,
     ) -> Result<Vec<Message>, Error> {
         let mut query = self.sql.prepare_cached(
-            "SELECT sender, text, at FROM inboxes WHERE conversation = ?1
-             ORDER BY seq LIMIT ?2 OFFSET ?3",
+            "SELECT id, sender, text, at FROM inboxes WHERE conversation = ?1 AND id > ?2
+             ORDER BY id LIMIT ?3",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut id = after;
-        let rows = query.query_map(params![conversation, limit, to_sql(after)], |r| {
-            id += 1;
+        let rows = query.query_map(params![conversation, to_sql(after), limit], |r| {
             Ok(Message {
-                id,
+                id: from_sql(r.get(0)?),
                 conversation: conversation.to_owned(),
-                sender: r.get(0)?,
-                text: r.get(1)?,
-                at_ms: r.get(2)?,
+                sender: r.get(1)?,
+                text: r.get(2)?,
+                at_ms: r.get(3)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -26,7 +26,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CONVERSATIONS,
     // 5: the summaries that replace a conversation's first messages in its context.
     SUMMARIES,
-    // 6: the subagents.
+    // 6: the inbox messages' ids, kept in their rows.
+    INBOX_IDS,
+    // 7: the subagents.
     SUBAGENTS,
 ];
 
@@ -103,7 +105,17 @@ const SUMMARIES: &str =
     "ALTER TABLE conversations ADD COLUMN summarized INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN summary TEXT;";
 
-/// Migration 6: the subagents (`id`: `s<n>`, from 1; `spec`: the tools and servers it was
+/// Migration 6: each inbox message's id (its place in its conversation's inbox, from 1) kept
+/// in its row and indexed, the messages kept so far numbered in their order: inboxes are read
+/// and appended to by id, never by counting or skipping rows.
+const INBOX_IDS: &str = "ALTER TABLE inboxes ADD COLUMN id INTEGER NOT NULL DEFAULT 0;
+UPDATE inboxes SET id = numbered.n FROM (
+    SELECT seq, row_number() OVER (PARTITION BY conversation ORDER BY seq) AS n FROM inboxes
+) AS numbered WHERE numbered.seq = inboxes.seq;
+DROP INDEX inboxes_by_conversation;
+CREATE UNIQUE INDEX inboxes_by_id ON inboxes (conversation, id);";
+
+/// Migration 7: the subagents (`id`: `s<n>`, from 1; `spec`: the tools and servers it was
 /// run with, as JSON; `run_ms`: how long each run of it may take; `state`: running, finished,
 /// failed, timed_out, killed or retired; `deadline`: when its current run's deadline passes,
 /// in Unix milliseconds). Its conversation is `subagent:<id>`.

@@ -46,7 +46,7 @@ async fn scratch() -> (tempfile::TempDir, Store) {
 }
 
 #[cfg(test)]
-use self::handle::FILE;
+pub(crate) use self::handle::FILE;
 
 #[cfg(test)]
 mod tests;

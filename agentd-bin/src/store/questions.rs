@@ -187,6 +187,12 @@ impl Db {
                 rule,
                 message,
             },
+            agentd_tools::Error::TooLarge { what, size, max } => Error::TooLarge {
+                what,
+                bytes: size,
+                limit: max,
+            },
+            // `check_answer` says nothing else.
             other => Error::invalid("", other.to_string()),
         })?;
         tx.prepare_cached(

@@ -98,7 +98,7 @@ fn set(db: &Connection, id: &str, state: State) -> Result<(), Error> {
 fn waiting(db: &Connection, conversation: &str) -> Result<bool, Error> {
     let (sent, taken): (i64, i64) = db
         .prepare_cached(
-            "SELECT (SELECT count(*) FROM inboxes WHERE conversation = ?1),
+            "SELECT (SELECT coalesce(max(id), 0) FROM inboxes WHERE conversation = ?1),
                     coalesce((SELECT taken FROM conversations WHERE id = ?1), 0)",
         )?
         .query_row(params![conversation], |r| Ok((r.get(0)?, r.get(1)?)))?;

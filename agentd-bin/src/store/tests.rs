@@ -155,6 +155,54 @@ async fn a_version_2_file_keeps_its_rows() {
     assert_eq!(tables(&db), LATEST);
 }
 
+/// A file of version 5 is migrated with its inboxes: each message keeps its id (its place in
+/// its conversation's inbox), reads go from an id on, and the next message follows the last.
+#[tokio::test]
+async fn a_version_5_file_keeps_its_inbox_ids() {
+    let (dir, mut db) = file();
+    assert_eq!(migrate(&mut db, &MIGRATIONS[..5]).unwrap(), 5);
+    db.execute_batch(
+        "INSERT INTO inboxes (conversation, sender, text, at) VALUES
+             ('a', 'operator', 'a1', 1), ('b', 'operator', 'b1', 2),
+             ('a', 'operator', 'a2', 3), ('a', 'operator', 'a3', 4);
+         INSERT INTO conversations (id, turns, taken, tokens) VALUES ('a', 1, 1, 0);",
+    )
+    .unwrap();
+    drop(db);
+
+    let store = Store::open(dir.path(), Limits::default()).await.unwrap();
+    let read = |conversation: &'static str, after| {
+        let read = store.messages(conversation, after, 10);
+        async move {
+            let read = read.await.unwrap().into_iter();
+            read.map(|m| (m.id, m.text)).collect::<Vec<_>>()
+        }
+    };
+    let texts = |ids: &[(u64, &str)]| -> Vec<(u64, String)> {
+        ids.iter().map(|(id, t)| (*id, (*t).to_owned())).collect()
+    };
+    assert_eq!(read("a", 1).await, texts(&[(2, "a2"), (3, "a3")]));
+    assert_eq!(read("b", 0).await, texts(&[(1, "b1")]));
+    assert_eq!(store.conversations_waiting().await.unwrap(), ["a", "b"]);
+    assert_eq!(
+        store.message_send("a", "operator", "a4", 5).await.unwrap(),
+        4
+    );
+    assert_eq!(
+        store.message_send("c", "operator", "c1", 6).await.unwrap(),
+        1
+    );
+    assert_eq!(read("a", 3).await, texts(&[(4, "a4")]));
+    store.close().await;
+    let db = Connection::open(dir.path().join(FILE)).unwrap();
+    assert_eq!(version(&db), latest());
+    let unique = db.execute(
+        "INSERT INTO inboxes (conversation, id, sender, text, at) VALUES ('a', 4, 'u', 'x', 7)",
+        [],
+    );
+    assert!(unique.is_err(), "one message per id");
+}
+
 #[test]
 fn the_latest_version_is_left_as_it_is() {
     let (_dir, mut db) = file();

@@ -14,7 +14,7 @@ use crate::store::Limits;
 /// server.
 pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts {
     let tasks = tokio_util::task::TaskTracker::new();
-    let gate = Gate::start(store.clone(), "t", shutdown.clone()).await;
+    let gate = Gate::start(store.clone(), "t", shutdown.clone(), &tasks).await;
     Parts {
         humans: gate.unwrap(),
         instruction: Instruction::start("t", None, Arc::new(Unheld), &tasks, shutdown.clone()),

@@ -46,12 +46,8 @@ impl Notice {
     }
 }
 
-/// How many of a server's requests one call's stream has answered at once; one past them is
-/// refused (`-32603`).
-pub(crate) const ANSWERING_MAX: usize = 4;
-
 /// The `notifications/cancelled` of request `id`, encoded; `None` if it cannot be.
-pub(crate) fn cancelled(id: RequestId, reason: Option<String>) -> Option<Vec<u8>> {
+fn cancelled(id: RequestId, reason: Option<String>) -> Option<Vec<u8>> {
     let mut body = Vec::new();
     let params = mcp_wire::CancelledParams::new(id, reason);
     mcp_wire::encode_notification(&mut body, method::notification::CANCELLED, Some(&params))
@@ -120,8 +116,10 @@ impl Legacy {
         self.post(body).await;
     }
 
-    /// Answers a server's request it sent while [`ANSWERING_MAX`] others are being
+    /// Answers a server's request it sent while [`Config::answering_max`] others are being
     /// answered on the same stream: refused, at once.
+    ///
+    /// [`Config::answering_max`]: super::Config::answering_max
     async fn refuse(self, id: RequestId) {
         let mut body = Vec::new();
         let busy = ErrorObject::new(
@@ -131,6 +129,13 @@ impl Legacy {
         if encode_error(&mut body, Some(&id), &busy).is_ok() {
             self.post(body).await;
         }
+    }
+
+    /// Sends `notifications/cancelled` of request `id` on a task of its own, bounded by the
+    /// answer timeout.
+    pub(crate) fn cancel(self, id: RequestId, reason: Option<String>) -> Option<JoinHandle<()>> {
+        let body = cancelled(id, reason)?;
+        Some(tokio::spawn(async move { self.post(body).await }))
     }
 
     /// POSTs a message of the client's (an answer, a cancellation), bounded by the answer
@@ -238,18 +243,73 @@ pub struct Call<T> {
     /// A reopen under way: when, and from which event id. Kept across a dropped `next`, so
     /// that the `retry` wait is not started again by every call.
     reopening: Option<(tokio::time::Instant, Option<String>)>,
-    /// Answers to the server's requests still being made (a person asked, say): while one
-    /// is, the server waits on the client, and its silence is not counted.
-    answering: Vec<JoinHandle<()>>,
+    /// The answers to the server's requests still being made.
+    answering: Answering,
     _result: PhantomData<fn() -> T>,
 }
 
-/// A call dropped (its response read, or abandoned) stops answering its server's requests:
-/// a person still being asked is asked no more.
-impl<T> Drop for Call<T> {
+/// The answers a call's stream is making to its server's requests, each on a task of its
+/// own: the stream is read on meanwhile, and a caller that stops reading (not the call)
+/// does not lose them. Dropped, it stops them all: a person still being asked is asked no
+/// more.
+#[derive(Debug, Default)]
+struct Answering {
+    /// Requests a declared feature serves (a person asked, say): while one is answered, the
+    /// server waits on the client, and its silence is not counted.
+    served: Vec<JoinHandle<()>>,
+    /// Quick replies: `ping`, -32601, and the refusals of requests past the bound.
+    replies: Vec<JoinHandle<()>>,
+}
+
+impl Answering {
+    /// Takes a server's request: served while fewer than `answering_max` are, else refused
+    /// (-32603); `ping` and what no feature serves replied to as [`Legacy::answer`] says.
+    /// Past `answering_max` replies under way, a request is left unanswered: a server that
+    /// floods a stream gets no more of the client's posts.
+    fn take(
+        &mut self,
+        legacy: &Legacy,
+        id: RequestId,
+        method_name: String,
+        params: Option<RawJson>,
+    ) {
+        let max = legacy.client.config().answering_max;
+        self.served.retain(|task| !task.is_finished());
+        self.replies.retain(|task| !task.is_finished());
+        let serves = legacy.features.serves(&method_name);
+        if serves && self.served.len() < max {
+            let answer = legacy.clone().answer(id, method_name, params);
+            self.served.push(tokio::spawn(answer));
+        } else if !serves
+            && method_name != method::PING
+            && legacy.features.unserved() == Unserved::Drop
+        {
+            // Nothing is sent for it.
+        } else if self.replies.len() < max {
+            let reply = match serves {
+                true => tokio::spawn(legacy.clone().refuse(id)),
+                false => tokio::spawn(legacy.clone().answer(id, method_name, params)),
+            };
+            self.replies.push(reply);
+        } else {
+            tracing::debug!(
+                method = method_name,
+                "a server request past the bound, unanswered"
+            );
+        }
+    }
+
+    /// An answer still being made to a request a feature serves.
+    fn pending(&mut self) -> Option<&mut JoinHandle<()>> {
+        self.served.retain(|task| !task.is_finished());
+        self.served.first_mut()
+    }
+}
+
+impl Drop for Answering {
     fn drop(&mut self) {
-        for answer in &self.answering {
-            answer.abort();
+        for task in self.served.iter().chain(&self.replies) {
+            task.abort();
         }
     }
 }
@@ -304,7 +364,7 @@ impl<T: DeserializeOwned> Call<T> {
             endless: false,
             last_event_id: None,
             reopening: None,
-            answering: Vec::new(),
+            answering: Answering::default(),
             _result: PhantomData,
         }
     }
@@ -349,18 +409,18 @@ impl<T: DeserializeOwned> Call<T> {
         }
     }
 
-    /// Cancels the request: a legacy server is sent `notifications/cancelled`; a modern one
-    /// sees its stream close.
-    pub async fn cancel(self, reason: Option<String>) {
-        let Some(legacy) = &self.legacy else {
-            return;
-        };
+    /// Cancels the request: its answers to the server's requests stop (a person asked is
+    /// asked no more), then a legacy server is sent `notifications/cancelled`, on a task of
+    /// its own bounded by the answer timeout, which is returned; a modern one sees its
+    /// stream close.
+    pub fn cancel(self, reason: Option<String>) -> Option<JoinHandle<()>> {
+        let legacy = self.legacy.clone()?;
         if self.endless || matches!(self.source, Source::Done) {
-            return;
+            return None;
         }
-        if let Some(body) = cancelled(self.id.clone(), reason) {
-            legacy.post(body).await;
-        }
+        let id = self.id.clone();
+        drop(self);
+        legacy.cancel(id, reason)
     }
 
     async fn read(&mut self) -> Result<Option<Delivery<T>>, Error> {
@@ -401,8 +461,7 @@ impl<T: DeserializeOwned> Call<T> {
                         }
                         continue;
                     }
-                    self.answering.retain(|answer| !answer.is_finished());
-                    let chunk = match self.answering.first_mut() {
+                    let chunk = match self.answering.pending() {
                         // Unbounded until the answer is sent; then bounded afresh.
                         Some(answer) => {
                             let mut chunk = pin!(next_chunk(body, None));
@@ -470,7 +529,7 @@ impl<T: DeserializeOwned> Call<T> {
         id: &RequestId,
         endless: bool,
         legacy: Option<&Legacy>,
-        answering: &mut Vec<JoinHandle<()>>,
+        answering: &mut Answering,
         bytes: &[u8],
     ) -> Result<Option<Delivery<T>>, Error> {
         // Bodies and events are bounded already, where they are read.
@@ -487,18 +546,8 @@ impl<T: DeserializeOwned> Call<T> {
             }))),
             Ok(TypedMessage::Request(r)) => {
                 if let Some(legacy) = legacy {
-                    // Answered on a task of its own: the stream is read on meanwhile, and
-                    // a caller that stops reading (not the call) does not lose the answer.
-                    answering.retain(|answer| !answer.is_finished());
-                    if answering.len() < ANSWERING_MAX {
-                        answering.push(tokio::spawn(legacy.clone().answer(
-                            r.id,
-                            r.method.into_owned(),
-                            r.params.map(RawJson::from),
-                        )));
-                    } else {
-                        tokio::spawn(legacy.clone().refuse(r.id));
-                    }
+                    let params = r.params.map(RawJson::from);
+                    answering.take(legacy, r.id, r.method.into_owned(), params);
                 }
                 Ok(None)
             }

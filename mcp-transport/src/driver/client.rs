@@ -37,6 +37,11 @@ pub struct Config {
     pub silence: Duration,
     /// The bound on the POST that carries an answer to a server's request.
     pub answer_timeout: Duration,
+    /// How many of a server's requests one stream answers at once through a feature (a
+    /// person asked, say): one past them is refused (-32603) at once. As many quick replies
+    /// (`ping`, -32601, those refusals) may be under way; past them a request is left
+    /// unanswered. The layer above bounds a round of `input_required` requests by it too.
+    pub answering_max: usize,
     /// Certificate authorities trusted besides Mozilla's (DER), e.g. a private CA.
     pub extra_roots: Vec<Vec<u8>>,
 }
@@ -49,19 +54,21 @@ impl std::fmt::Debug for Config {
             .field("limits", &self.limits)
             .field("silence", &self.silence)
             .field("answer_timeout", &self.answer_timeout)
+            .field("answering_max", &self.answering_max)
             .field("extra_roots", &self.extra_roots.len())
             .finish()
     }
 }
 
 impl Default for Config {
-    /// No headers, default limits, 60 s of silence, 5 s for an answer.
+    /// No headers, default limits, 60 s of silence, 5 s for an answer, 4 answers at once.
     fn default() -> Self {
         Self {
             headers: Vec::new(),
             limits: Limits::default(),
             silence: Duration::from_secs(60),
             answer_timeout: Duration::from_secs(5),
+            answering_max: 4,
             extra_roots: Vec::new(),
         }
     }

@@ -145,6 +145,15 @@ impl ClientFeatures {
         capabilities
     }
 
+    /// Whether a declared feature serves requests of `method_name`.
+    pub(crate) fn serves(&self, method_name: &str) -> bool {
+        match method_name {
+            method::ELICITATION_CREATE => self.elicitor.is_some(),
+            method::ROOTS_LIST => self.roots.is_some(),
+            _ => false,
+        }
+    }
+
     /// Answers a server request of `method_name`, or `None` when the client does not serve
     /// it (a method no declared feature covers).
     pub async fn answer(&self, method_name: &str, params: Option<&RawJson>) -> Option<Answer> {

@@ -9,8 +9,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method};
 use mcp_wire::{RequestId, Revision, method};
 use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
 
-use super::call::{Call, Legacy, cancelled};
+use super::call::{Call, Legacy};
 use super::client::{HttpClient, Silence, read_body};
 use super::features::ClientFeatures;
 use crate::Error;
@@ -160,15 +161,12 @@ impl LegacyTransport {
     }
 
     /// Cancels request `id`, sent on this session and not yet answered (its answer's head
-    /// not even read): `notifications/cancelled`, bounded by the answer timeout. Whether the
+    /// not even read): `notifications/cancelled`, sent on a task of its own bounded by the
+    /// answer timeout, which is returned (`None` once the session is closed). Whether the
     /// server took it is not known.
-    pub async fn cancel(&self, id: RequestId, reason: Option<String>) {
-        let Some(body) = cancelled(id, reason) else {
-            return;
-        };
-        let bound = self.client.config().answer_timeout;
-        let notified = self.notify(method::notification::CANCELLED, Bytes::from(body));
-        let _ = tokio::time::timeout(bound, notified).await;
+    pub fn cancel(&self, id: RequestId, reason: Option<String>) -> Option<JoinHandle<()>> {
+        let (legacy, _) = self.legacy(method::notification::CANCELLED).ok()?;
+        legacy.cancel(id, reason)
     }
 
     /// Opens the GET stream a server pushes on (notifications and requests unrelated to any

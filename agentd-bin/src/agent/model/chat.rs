@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use super::retry::{self, Backoff, Retry};
 use super::wire::{self, Answer};
 use super::{Model, ModelError, Reply, Request};
+use crate::cause::Cause;
 use crate::config;
 
 /// The most an answer may hold, in bytes (its body, streamed or not): past it the answer
@@ -63,15 +64,17 @@ impl Chat {
         random: fn() -> u32,
     ) -> Result<Self, ModelError> {
         let url = format!("{}/chat/completions", model.base_url.trim_end_matches('/'));
-        let endpoint: Uri = url.parse().map_err(|_| ModelError::Transport {
-            detail: format!("{url:?} is not a URL"),
+        let endpoint: Uri = url.parse().map_err(|e| ModelError::Transport {
+            detail: format!("{url:?} is not a URL: {e}"),
+            source: Some(Cause::new(e)),
         })?;
         let authorization = match &model.api_key {
             None => None,
             Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|e| {
                     ModelError::Transport {
                         detail: "the API key is not a valid HTTP header value".to_owned(),
+                        source: Some(Cause::new(e)),
                     }
                 })?;
                 value.set_sensitive(true);
@@ -83,9 +86,7 @@ impl Chat {
         http.enforce_http(false);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| ModelError::Transport {
-                detail: e.to_string(),
-            })?
+            .map_err(ModelError::transport)?
             .https_or_http()
             .enable_http1()
             .enable_http2()
@@ -124,9 +125,7 @@ impl Chat {
             // No answer came: it is asked again.
             Err(e) => {
                 return Try::Failed {
-                    error: ModelError::Transport {
-                        detail: error_chain(&e),
-                    },
+                    error: ModelError::transport(e),
                     retry_after: None,
                 };
             }
@@ -207,9 +206,7 @@ async fn read(response: Response<Incoming>) -> Result<Reply, ModelError> {
     let mut answer = Answer::new(streamed, ANSWER_MAX);
     let mut body = response.into_body();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ModelError::Transport {
-            detail: error_chain(&e),
-        })?;
+        let frame = frame.map_err(ModelError::transport)?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
@@ -242,16 +239,4 @@ async fn detail(mut body: Incoming) -> String {
         }
     };
     text.trim().to_owned()
-}
-
-/// An error and its sources, joined: hyper's own message is often just "client error".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

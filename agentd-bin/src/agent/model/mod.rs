@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::cause::{self, Cause};
+
 /// One message of a conversation, as the model is shown it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -150,15 +152,24 @@ pub(crate) enum ModelError {
         /// The start of its body, at most 200 bytes.
         detail: String,
     },
-    /// The connection failed.
+    /// The connection failed, or the provider's address or key cannot be used.
     Transport {
-        /// How.
+        /// How, with every cause.
         detail: String,
+        /// The error underneath, when there is one.
+        source: Option<Cause>,
     },
     /// The answer was not a Chat Completions answer.
     Decode {
         /// What was wrong.
         detail: String,
+        /// The error underneath (the event stream's, the JSON's), when there is one.
+        source: Option<Cause>,
+    },
+    /// The reply called more tools than the bound: none of them runs.
+    TooManyCalls {
+        /// The bound ([`wire::CALLS_MAX`]).
+        max: usize,
     },
 }
 
@@ -167,13 +178,47 @@ impl fmt::Display for ModelError {
         match self {
             Self::Deadline => f.write_str("the model did not answer before the deadline"),
             Self::Status { status, detail } => write!(f, "the model answered {status}: {detail}"),
-            Self::Transport { detail } => write!(f, "the model could not be reached: {detail}"),
-            Self::Decode { detail } => write!(f, "the model's answer was not understood: {detail}"),
+            Self::Transport { detail, .. } => {
+                write!(f, "the model could not be reached: {detail}")
+            }
+            Self::Decode { detail, .. } => {
+                write!(f, "the model's answer was not understood: {detail}")
+            }
+            Self::TooManyCalls { max } => {
+                write!(f, "the model's reply called more than {max} tools at once")
+            }
         }
     }
 }
 
-impl std::error::Error for ModelError {}
+impl ModelError {
+    /// [`ModelError::Transport`] of `error`, told with its causes.
+    pub(crate) fn transport(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Transport {
+            detail: cause::chain(&error),
+            source: Some(Cause::new(error)),
+        }
+    }
+
+    /// [`ModelError::Decode`] of `detail`, with `source` under it.
+    pub(crate) fn decode(detail: impl Into<String>, source: Option<Cause>) -> Self {
+        Self::Decode {
+            detail: detail.into(),
+            source,
+        }
+    }
+}
+
+impl std::error::Error for ModelError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Transport { source, .. } | Self::Decode { source, .. } => {
+                source.as_ref().map(Cause::error)
+            }
+            Self::Deadline | Self::Status { .. } | Self::TooManyCalls { .. } => None,
+        }
+    }
+}
 
 /// A model: completes a conversation, before `deadline`.
 pub(crate) trait Model: Send + Sync + 'static {

@@ -336,10 +336,13 @@ async fn a_model_out_of_reach_is_tried_again_then_given_up() {
     let chat = Chat::new(&settings(url), Retry::default(), || u32::MAX).unwrap();
     let start = Instant::now();
     let outcome = chat.complete(&hello(), within(600)).await;
-    assert!(
-        matches!(&outcome, Err(ModelError::Transport { detail }) if !detail.is_empty()),
-        "{outcome:?}"
-    );
+    let Err(error @ ModelError::Transport { detail, .. }) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    // hyper's own words, and under them why: the error is kept as the source.
+    let source = std::error::Error::source(error).expect("the cause is kept");
+    assert!(detail.starts_with(&source.to_string()), "{detail}");
+    assert!(detail.len() > source.to_string().len(), "{detail}");
     // Six tries, five waits between them: 1 + 2 + 4 + 8 + 16 s.
     assert_eq!(start.elapsed(), Duration::from_secs(31));
 }
@@ -359,7 +362,13 @@ async fn a_malformed_chunk_is_a_decode_error() {
     for _ in 0..2 {
         let outcome = chat.complete(&hello(), within(60)).await;
         assert!(
-            matches!(outcome, Err(ModelError::Decode { .. })),
+            matches!(
+                outcome,
+                Err(ModelError::Decode {
+                    source: Some(_),
+                    ..
+                })
+            ),
             "{outcome:?}"
         );
     }
@@ -395,9 +404,7 @@ async fn an_answer_at_the_bound_is_read_and_one_past_it_is_refused() {
     ])
     .await;
     let chat = chat(&server);
-    let over = ModelError::Decode {
-        detail: format!("the answer is over {ANSWER_MAX} bytes"),
-    };
+    let over = ModelError::decode(format!("the answer is over {ANSWER_MAX} bytes"), None);
     for _ in 0..2 {
         let at = chat.complete(&hello(), within(60)).await.unwrap();
         assert_eq!(at.text.as_deref(), Some("big"));

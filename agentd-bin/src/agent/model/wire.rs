@@ -6,12 +6,22 @@
 //! delta of a stream. Content deltas are joined; tool-call deltas are gathered by their
 //! `index` (the id and name come in the first, the arguments are joined); the last
 //! `finish_reason` and `usage` seen are kept.
+//!
+//! A reply calls at most [`CALLS_MAX`] tools: the delta that begins one more refuses the
+//! answer ([`ModelError::TooManyCalls`]), so that none of its calls runs and its turn fails
+//! (the reply is not kept: the conversation goes on from the messages before it).
+
+use std::collections::BTreeMap;
 
 use mcp_transport::sse::Decoder;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::{Finish, Message, ModelError, Reply, Request, ToolCall, Usage};
+use crate::cause::Cause;
+
+/// The most tool calls one reply makes.
+pub(crate) const CALLS_MAX: usize = 64;
 
 /// The body of the request that asks `model` to complete `request`, its answer streamed
 /// with its usage, at most `max_output_tokens` written (`max_completion_tokens`, the name
@@ -98,7 +108,8 @@ impl Answer {
         }
         self.received = self.received.saturating_add(bytes.len());
         if self.received > self.limit {
-            return Err(decode(format!("the answer is over {} bytes", self.limit)));
+            let detail = format!("the answer is over {} bytes", self.limit);
+            return Err(decode(detail));
         }
         match &mut self.form {
             Form::Json(buffer) => {
@@ -108,7 +119,7 @@ impl Answer {
             Form::Stream { decoder, done } => {
                 decoder.push(bytes);
                 while let Some(event) = decoder.next_event() {
-                    let event = event.map_err(|e| decode(e.to_string()))?;
+                    let event = event.map_err(|e| caused(e.to_string(), e))?;
                     if event.data.is_empty() {
                         continue;
                     }
@@ -116,8 +127,9 @@ impl Answer {
                         *done = true;
                         return Ok(true);
                     }
-                    let chunk = serde_json::from_str(&event.data)
-                        .map_err(|e| decode(format!("a chunk is not a completion chunk: {e}")))?;
+                    let chunk = serde_json::from_str(&event.data).map_err(|e| {
+                        caused(format!("a chunk is not a completion chunk: {e}"), e)
+                    })?;
                     self.completion.add(chunk)?;
                 }
                 Ok(false)
@@ -132,13 +144,13 @@ impl Answer {
         match self.form {
             Form::Json(buffer) => {
                 let chunk = serde_json::from_slice(&buffer)
-                    .map_err(|e| decode(format!("the answer is not a completion: {e}")))?;
+                    .map_err(|e| caused(format!("the answer is not a completion: {e}"), e))?;
                 completion.add(whole(chunk))?;
             }
             Form::Stream { done: true, .. } => {}
             Form::Stream { .. } if completion.finish.is_some() => {}
             Form::Stream { .. } => {
-                return Err(decode("the stream ended before its answer did".to_owned()));
+                return Err(decode("the stream ended before its answer did"));
             }
         }
         completion.reply()
@@ -156,24 +168,31 @@ fn whole(mut chunk: Chunk) -> Chunk {
     chunk
 }
 
-fn decode(detail: String) -> ModelError {
-    ModelError::Decode { detail }
+/// [`ModelError::Decode`] of `detail` alone.
+fn decode(detail: impl Into<String>) -> ModelError {
+    ModelError::decode(detail, None)
+}
+
+/// [`ModelError::Decode`] of `detail`, `error` under it.
+fn caused(detail: String, error: impl std::error::Error + Send + Sync + 'static) -> ModelError {
+    ModelError::decode(detail, Some(Cause::new(error)))
 }
 
 /// The answer gathered so far.
 #[derive(Debug, Default)]
 struct Completion {
     text: String,
-    /// By `index`, in the order they began.
-    calls: Vec<PartialCall>,
+    /// By `index`: at most [`CALLS_MAX`].
+    calls: BTreeMap<usize, PartialCall>,
+    /// The index of the call begun last.
+    last: Option<usize>,
     finish: Option<String>,
     usage: Usage,
 }
 
 /// A tool call whose deltas are still coming.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct PartialCall {
-    index: usize,
     id: String,
     name: String,
     arguments: String,
@@ -206,43 +225,42 @@ impl Completion {
             self.text.push_str(&content);
         }
         for call in delta.tool_calls.into_iter().flatten() {
-            self.add_call(call);
+            self.add_call(call)?;
         }
         Ok(())
     }
 
     /// Adds one tool-call delta to the call of its `index`. A delta without one (some
-    /// servers send each call whole) begins a call when it carries a new id, else continues
-    /// the last.
-    fn add_call(&mut self, delta: CallDelta) {
-        let index = delta.index.unwrap_or_else(|| {
-            let last = self.calls.last();
-            match (last, &delta.id) {
-                (Some(last), Some(id)) if !id.is_empty() && *id != last.id => last.index + 1,
-                (Some(last), _) => last.index,
-                (None, _) => 0,
-            }
-        });
-        let at = match self.calls.iter().position(|c| c.index == index) {
-            Some(at) => at,
-            None => {
-                self.calls.push(PartialCall {
-                    index,
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                });
-                self.calls.len() - 1
-            }
+    /// servers send each call whole) begins a call when it carries a new id (at the index
+    /// after the call begun last), else continues the call begun last.
+    fn add_call(&mut self, delta: CallDelta) -> Result<(), ModelError> {
+        let index = match (delta.index, self.last) {
+            (Some(index), _) => index,
+            (None, None) => 0,
+            (None, Some(last)) => match &delta.id {
+                Some(id)
+                    if !id.is_empty() && self.calls.get(&last).is_some_and(|c| c.id != *id) =>
+                {
+                    last.checked_add(1)
+                        .ok_or_else(|| decode(format!("tool call {last} has no index after it")))?
+                }
+                _ => last,
+            },
         };
-        let call = &mut self.calls[at];
+        if !self.calls.contains_key(&index) {
+            if self.calls.len() == CALLS_MAX {
+                return Err(ModelError::TooManyCalls { max: CALLS_MAX });
+            }
+            self.last = Some(index);
+        }
+        let call = self.calls.entry(index).or_default();
         if let Some(id) = delta.id
             && call.id.is_empty()
         {
             call.id = id;
         }
         let Some(function) = delta.function else {
-            return;
+            return Ok(());
         };
         if let Some(name) = function.name
             && call.name.is_empty()
@@ -252,20 +270,20 @@ impl Completion {
         if let Some(arguments) = function.arguments {
             call.arguments.push_str(&arguments);
         }
+        Ok(())
     }
 
     /// The reply: a call without a name is refused; one without an id is given
     /// `call_<index>`, which the conversation echoes back.
-    fn reply(mut self) -> Result<Reply, ModelError> {
-        self.calls.sort_by_key(|c| c.index);
+    fn reply(self) -> Result<Reply, ModelError> {
         let calls = self
             .calls
             .into_iter()
-            .map(|c| match c.name.is_empty() {
-                true => Err(decode(format!("tool call {} has no name", c.index))),
+            .map(|(index, c)| match c.name.is_empty() {
+                true => Err(decode(format!("tool call {index} has no name"))),
                 false => Ok(ToolCall {
                     id: match c.id.is_empty() {
-                        true => format!("call_{}", c.index),
+                        true => format!("call_{index}"),
                         false => c.id,
                     },
                     name: c.name,
@@ -292,7 +310,11 @@ impl Completion {
 }
 
 /// A `chat.completion.chunk`, or a whole `chat.completion` (its `message` read as the
-/// delta). Fields not read here are ignored; `null` stands for absent everywhere.
+/// delta). Fields not read here are ignored. Every field read may be absent or `null`, and
+/// both read the same: a choice's `index` is 0, a token count is 0 ([`nullable`]), and an
+/// optional field (a content, a list of tool calls, a piece of a call, a finish reason, the
+/// usage, an error) is none. A value of another kind (a string where a number goes, a `null`
+/// inside a list) makes the chunk no completion chunk.
 #[derive(Debug, Deserialize)]
 struct Chunk {
     #[serde(default)]
@@ -305,7 +327,7 @@ struct Chunk {
 
 #[derive(Debug, Deserialize)]
 struct Choice {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     index: u32,
     #[serde(default, alias = "message")]
     delta: Option<Delta>,
@@ -341,10 +363,17 @@ struct FunctionDelta {
 
 #[derive(Debug, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     prompt_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     completion_tokens: u64,
+}
+
+/// A field whose `null` reads as its default, as its absence does.
+fn nullable<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
+    field: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(field)?.unwrap_or_default())
 }
 
 /// The request's body.

@@ -3,7 +3,7 @@
 //!
 //! Woken by a run, a message or a kill. A run reads the subagent from the store (a subagent
 //! that does not run any more is left as it is), opens its session when it has none
-//! ([`Session::open`]), and takes one turn after another, each over every message no turn
+//! ([`Session::open`]), and takes one turn after another, each over the oldest messages no turn
 //! took (its first turn's context starting with the note of its servers' resources), at
 //! each turn boundary first listing again the tools that changed ([`Session::boundary`]).
 //! Each turn is bounded by the turn deadline and by what is left of the run's: once that
@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 
 use super::session::Session;
 use crate::agent::calls::Runner;
-use crate::agent::conversations::{Agent, Kept, Setup, load, said, unread};
+use crate::agent::conversations::{Agent, Setup, context, said, unread};
 use crate::agent::meta::{Place, TurnIds};
 use crate::agent::model::{Message, Model};
 use crate::agent::turn::{Durable, Turn, TurnError};
@@ -133,11 +133,11 @@ impl Child {
     }
 }
 
-/// What a subagent's task holds between runs.
+/// What a subagent's task holds between runs: its session. Nothing of its conversation
+/// stays in memory between turns (each reads it from the store, as a conversation's does).
 #[derive(Debug, Default)]
 struct Held {
     session: Option<Session>,
-    kept: Option<Kept>,
 }
 
 /// Subagent `id`'s task, in `host`, over `store`.
@@ -203,15 +203,8 @@ async fn turns<M: Model>(
         // Whether the run's deadline comes before the turn's.
         let last = Duration::from_millis(left) <= setup.turn_timeout;
         let bound = Instant::now() + setup.turn_timeout.min(Duration::from_millis(left));
-        let kept = match &mut held.kept {
-            Some(kept) => kept,
-            None => match load(store, &talk).await {
-                Ok(kept) => held.kept.insert(kept),
-                Err(e) => return Some(failed(e.to_string())),
-            },
-        };
-        let taken = match unread(store, &talk, kept.taken).await {
-            Ok(taken) => taken,
+        let (kept, taken) = match unread(store, &talk).await {
+            Ok(unread) => unread,
             Err(e) => return Some(failed(e.to_string())),
         };
         let Some(through) = taken.last().map(|m| m.id) else {
@@ -244,21 +237,21 @@ async fn turns<M: Model>(
                 }
             }
         };
+        let mut context = match context(store, &talk, kept.as_ref()).await {
+            Ok(context) => context,
+            Err(e) => return Some(failed(e.to_string())),
+        };
         let mut said = said(taken);
-        if kept.context.history.is_empty()
+        if context.history.is_empty()
             && let Some(note) = session.note()
         {
             said.insert(0, Message::System { text: note.into() });
         }
         let number = match store.turn_start(&talk, through, &said, wall_ms()).await {
             Ok(number) => number,
-            Err(e) => {
-                held.kept = None;
-                return Some(failed(e.to_string()));
-            }
+            Err(e) => return Some(failed(e.to_string())),
         };
-        kept.taken = through;
-        kept.context.history.extend(said);
+        context.history.extend(said);
         let caller = Caller::subagent(id);
         let session: &Session = session;
         let turn = Turn {
@@ -285,20 +278,14 @@ async fn turns<M: Model>(
             ids: TurnIds::new(random_bytes(), random_bytes()),
             spans: random_bytes::<8>,
         };
-        let ended = turn.run(&mut kept.context).await;
+        let ended = turn.run(&mut context).await;
         if let Err(e) = &ended {
             own::turn_failed(&setup.instance, &talk, number, &e.to_string());
         }
         match ended {
             Ok(ended) => answer = ended.text.or(answer),
             Err(TurnError::Deadline) if last => return Some(timed_out()),
-            Err(e) => {
-                if matches!(e, TurnError::Store(_)) {
-                    // The history as kept may differ from the one held.
-                    held.kept = None;
-                }
-                return Some(failed(e.to_string()));
-            }
+            Err(e) => return Some(failed(e.to_string())),
         }
     }
 }

@@ -218,7 +218,7 @@ fn the_bound_takes_an_answer_at_it_and_refuses_one_past_it() {
         .push(&bytes[..10])
         .and_then(|_| past.push(&bytes[10..]));
     let detail = format!("the answer is over {} bytes", bytes.len() - 1);
-    assert_eq!(refused, Err(ModelError::Decode { detail }));
+    assert_eq!(refused, Err(ModelError::decode(detail, None)));
     let json = br#"{"choices":[]}"#;
     assert!(decode_in(json, &[], false).is_ok());
     let mut past = Answer::new(false, json.len() - 1);
@@ -227,7 +227,7 @@ fn the_bound_takes_an_answer_at_it_and_refuses_one_past_it() {
 
 fn refused(bytes: &[u8], streamed: bool) -> String {
     match decode_in(bytes, &[], streamed) {
-        Err(ModelError::Decode { detail }) => detail,
+        Err(ModelError::Decode { detail, .. }) => detail,
         other => panic!("not refused: {other:?}"),
     }
 }
@@ -325,4 +325,108 @@ fn finish_reasons_are_named() {
     let none = br#"{"choices":[{"index":0,"message":{"content":null},"finish_reason":null}],"usage":null}"#;
     let reply = decode_in(none, &[], false).unwrap();
     assert_eq!((reply.text, reply.finish), (None, Finish::Stop));
+}
+
+/// A whole answer of `count` calls, each named and with its id.
+fn calling(count: usize) -> Vec<u8> {
+    let calls: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function",
+                        "function": {"name": "f", "arguments": "{}"}})
+        })
+        .collect();
+    let whole = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+                                    "message": {"tool_calls": calls}}]});
+    whole.to_string().into_bytes()
+}
+
+/// A stream whose calls come each in its own chunk at `index`, one delta each.
+fn streamed_calls(indexes: &[Option<usize>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, index) in indexes.iter().enumerate() {
+        let mut call = json!({"id": format!("c{i}"), "function": {"name": "f", "arguments": ""}});
+        if let Some(index) = index {
+            call["index"] = json!(index);
+        }
+        let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]});
+        out.extend_from_slice(format!("data: {chunk}\n\n").as_bytes());
+    }
+    out.extend_from_slice(b"data: [DONE]\n\n");
+    out
+}
+
+#[test]
+fn a_reply_makes_at_most_calls_max_calls() {
+    let at = decode_in(&calling(CALLS_MAX), &[], false).unwrap();
+    assert_eq!(at.calls.len(), CALLS_MAX);
+    assert_eq!(at.calls[CALLS_MAX - 1].id, format!("c{}", CALLS_MAX - 1));
+    let past = decode_in(&calling(CALLS_MAX + 1), &[], false);
+    assert_eq!(past, Err(ModelError::TooManyCalls { max: CALLS_MAX }));
+    // Streamed, by index: the delta that begins one more is refused; more deltas of the
+    // calls begun are not.
+    let mut indexes: Vec<Option<usize>> = (0..CALLS_MAX).map(Some).collect();
+    indexes.push(Some(0));
+    let at = decode_in(&streamed_calls(&indexes), &[], true).unwrap();
+    assert_eq!(at.calls.len(), CALLS_MAX);
+    indexes.push(Some(1000));
+    let past = decode_in(&streamed_calls(&indexes), &[], true);
+    assert_eq!(past, Err(ModelError::TooManyCalls { max: CALLS_MAX }));
+}
+
+#[test]
+fn an_index_past_the_largest_is_refused_not_wrapped() {
+    // The largest index is taken; a call after it, without an index, has none to take.
+    let last = decode_in(&streamed_calls(&[Some(usize::MAX)]), &[], true).unwrap();
+    assert_eq!(last.calls, [call("c0", "f", "")]);
+    let after = decode_in(&streamed_calls(&[Some(usize::MAX), None]), &[], true);
+    let detail = format!("tool call {} has no index after it", usize::MAX);
+    assert_eq!(after, Err(ModelError::decode(detail, None)));
+    // Calls given by index in any order come out in the order of their indexes.
+    let mixed = decode_in(&streamed_calls(&[Some(7), Some(2), None]), &[], true).unwrap();
+    let ids: Vec<&str> = mixed.calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["c1", "c2", "c0"],
+        "the third begins after the call begun last"
+    );
+}
+
+/// `null` reads as absent in every field read: a choice's index is 0, a token count 0, a
+/// content, a call list or a piece of a call adds nothing; an `error` of `null` is none.
+#[test]
+fn null_fields_read_as_absent() {
+    let chunks = [
+        json!({"choices": [{"index": null, "delta": {"content": null, "tool_calls": null},
+                            "finish_reason": null}], "usage": null, "error": null}),
+        json!({"choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [
+            {"index": null, "id": "c", "type": "function",
+             "function": {"name": "f", "arguments": null}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": null, "function": {"name": null, "arguments": "{}"}}]}}]}),
+        json!({"choices": null, "usage": {"prompt_tokens": null, "completion_tokens": 3,
+                                          "total_tokens": null}}),
+    ];
+    let mut bytes = Vec::new();
+    for chunk in chunks {
+        bytes.extend_from_slice(format!("data: {chunk}\n\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"data: [DONE]\n\n");
+    assert_eq!(
+        decode_in(&bytes, &[], true),
+        Ok(Reply {
+            text: Some("hi".into()),
+            calls: vec![call("c", "f", "{}")],
+            finish: Finish::ToolCalls,
+            usage: Usage {
+                input: 0,
+                output: 3
+            },
+        })
+    );
+    // A value of another kind is no completion chunk.
+    let detail = refused(b"data: {\"choices\": [{\"index\": \"0\"}]}\n\n", true);
+    assert!(
+        detail.starts_with("a chunk is not a completion chunk"),
+        "{detail}"
+    );
 }
