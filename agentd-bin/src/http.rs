@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,8 +27,9 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// Serves `listener` on the current runtime, each connection a task of `tasks`, the
 /// webhook routes under `prefix` (see [`route_prefix`](crate::events::hooks::route_prefix)),
-/// until `shutdown`: then it accepts no more, and each connection has [`GRACE`] to finish
-/// the request it answers (hyper's graceful shutdown) before it is closed.
+/// until `shutdown`: then it accepts no more, a connection whose first request's head has
+/// not come whole is closed at once, and each other has [`GRACE`] to finish the request it
+/// answers (hyper's graceful shutdown) before it is closed.
 pub(crate) fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
@@ -53,7 +55,12 @@ pub(crate) fn serve(
             let (metrics, routes, instance) = (metrics.clone(), routes.clone(), instance.clone());
             let (shutdown, prefix) = (shutdown.clone(), prefix.clone());
             tasks.spawn(async move {
+                // Whether a request's head has come whole: until then the connection has no
+                // request being answered.
+                let asked = Arc::new(AtomicBool::new(false));
+                let heard = asked.clone();
                 let service = service_fn(move |req: Request<Incoming>| {
+                    heard.store(true, Ordering::Relaxed);
                     let (metrics, routes, instance, prefix) = (
                         metrics.clone(),
                         routes.clone(),
@@ -79,9 +86,13 @@ pub(crate) fn serve(
                 tokio::select! {
                     _ = connection.as_mut() => {}
                     () = shutdown.cancelled() => {
-                        connection.as_mut().graceful_shutdown();
-                        // A head still coming in is not a request being answered: cut.
-                        let _ = tokio::time::timeout(GRACE, connection).await;
+                        // A first head still coming in is not a request being answered:
+                        // cut at once. Else hyper closes an idle connection, and one
+                        // answering has its grace.
+                        if asked.load(Ordering::Relaxed) {
+                            connection.as_mut().graceful_shutdown();
+                            let _ = tokio::time::timeout(GRACE, connection).await;
+                        }
                     }
                 }
             });
