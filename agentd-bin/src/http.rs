@@ -125,9 +125,74 @@ fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::RwLock;
+
     use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
+    use crate::events::hooks::{self, BODY_WITHIN, Route};
+
+    /// A listener serving one binding's route, `/hooks/_mcp/bkey`; its address. The
+    /// binding's queue is kept open, and never read.
+    async fn listening(shutdown: &CancellationToken) -> (std::net::SocketAddr, hooks::Deliveries) {
+        let ((hooks, pressure), deliveries) = hooks::queue();
+        let route = Route {
+            server: "s".into(),
+            event: "t".into(),
+            secrets: vec![mcp_events::webhook::Secret::from_bytes(&[7; 32]).unwrap()],
+            limits: mcp_events::Limits::default(),
+            hooks,
+            pressure,
+        };
+        let routes = Arc::new(RwLock::new(HashMap::from([("bkey".to_owned(), route)])));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let prefix = hooks::route_prefix(None);
+        let metrics = Arc::default();
+        serve(
+            listener,
+            metrics,
+            routes,
+            prefix,
+            "t".into(),
+            shutdown.clone(),
+            TaskTracker::new(),
+        );
+        (addr, deliveries)
+    }
+
+    /// In virtual time: a delivery whose body stops coming (a chunked body never ended,
+    /// a declared length never reached) is answered 408 once [`BODY_WITHIN`] has passed
+    /// since its head, and its connection closed; not before, nor long after.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_stops_coming_is_answered_408() {
+        let shutdown = CancellationToken::new();
+        let (addr, _deliveries) = listening(&shutdown).await;
+        let heads = [
+            ("transfer-encoding: chunked", &b"5\r\nhello\r\n"[..]),
+            ("content-length: 100", &b"{\"eventId\""[..]),
+        ];
+        for (framing, start) in heads {
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let head = format!("POST /hooks/_mcp/bkey HTTP/1.1\r\nhost: x\r\n{framing}\r\n\r\n");
+            tcp.write_all(head.as_bytes()).await.unwrap();
+            tcp.write_all(start).await.unwrap();
+            let sent = tokio::time::Instant::now();
+            let mut answer = String::new();
+            let read = tokio::time::timeout(BODY_WITHIN * 2, tcp.read_to_string(&mut answer));
+            assert!(read.await.is_ok(), "{framing}: unanswered");
+            assert!(answer.starts_with("HTTP/1.1 408 "), "{framing}: {answer}");
+            let took = sent.elapsed();
+            assert!(took >= BODY_WITHIN, "{framing}: {took:?}");
+            assert!(
+                took < BODY_WITHIN + Duration::from_secs(1),
+                "{framing}: {took:?}"
+            );
+        }
+        shutdown.cancel();
+    }
 
     /// `GET /metrics` with `accept`: the content type, and the text.
     async fn scrape(accept: Option<&str>) -> (String, String) {

@@ -8,6 +8,7 @@
 //! | 401 | the signature check failed (`mcp.events.hook.denied`) |
 //! | 405 | not a POST |
 //! | 410 | no binding at this path, a delivery naming a subscription that is not the binding's, a body that is not a JSON object, or a malformed occurrence |
+//! | 408 | a body that has not all come within 30 s of its head ([`BODY_WITHIN`]); the connection is closed |
 //! | 413 | a body over 256 KiB (or `store.max_value_bytes` when smaller), answered before it is read |
 //! | 429 | pressure (the binding's queue is full), or the binding's rate is spent (`Retry-After`) |
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
@@ -50,6 +51,11 @@ pub(crate) const QUEUE: usize = 64;
 
 /// How long a delivery waits for its binding's task.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long a delivery's body may take to come, once its head has (the listener bounds the
+/// head at as much): past it the delivery is answered 408 and its connection closed, so
+/// that a body that stops coming holds no task and no connection.
+pub(crate) const BODY_WITHIN: Duration = Duration::from_secs(30);
 
 /// Every binding that takes webhook deliveries, by key.
 pub(crate) type Routes = Arc<RwLock<HashMap<String, Route>>>;
@@ -167,8 +173,11 @@ pub(crate) async fn receive(
         return status(413, "");
     }
     let (parts, body) = req.into_parts();
-    let Ok(body) = Limited::new(body, body_max).collect().await else {
-        return status(413, "");
+    let body = match tokio::time::timeout(BODY_WITHIN, Limited::new(body, body_max).collect()).await
+    {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return status(413, ""),
+        Err(_) => return timed_out(),
     };
     let body = body.to_bytes();
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
@@ -250,6 +259,15 @@ fn status(code: u16, text: &'static str) -> Response<Full<Bytes>> {
         .status(code)
         .header("content-type", "text/plain")
         .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .unwrap_or_default()
+}
+
+/// 408: the body did not come in time; the connection is not kept.
+fn timed_out() -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(408)
+        .header("connection", "close")
+        .body(Full::new(Bytes::new()))
         .unwrap_or_default()
 }
 
