@@ -13,6 +13,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -25,11 +26,21 @@ const HEAD_WITHIN: Duration = Duration::from_secs(30);
 /// How long a connection has, once the listener stops, to finish the request it answers.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// Serves `listener` on the current runtime, each connection a task of `tasks`, the
-/// webhook routes under `prefix` (see [`route_prefix`](crate::events::hooks::route_prefix)),
-/// until `shutdown`: then it accepts no more, a connection whose first request's head has
-/// not come whole is closed at once, and each other has [`GRACE`] to finish the request it
-/// answers (hyper's graceful shutdown) before it is closed.
+/// How many connections the listener serves at once. Past it a connection is answered
+/// [`TURNED_AWAY`] as it is accepted, and closed: a flood of connections costs the daemon
+/// neither memory nor descriptors past this many.
+const CONNECTIONS: usize = 256;
+
+/// The answer of a connection past [`CONNECTIONS`]: 503, to be sent again a second later.
+const TURNED_AWAY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\
+                             connection: close\r\ncontent-length: 0\r\n\r\n";
+
+/// Serves `listener` on the current runtime, each connection a task of `tasks` (at most
+/// [`CONNECTIONS`] at once), the webhook routes under `prefix` (see
+/// [`route_prefix`](crate::events::hooks::route_prefix)), until `shutdown`: then it accepts
+/// no more, a connection whose first request's head has not come whole is closed at once,
+/// and each other has [`GRACE`] to finish the request it answers (hyper's graceful
+/// shutdown) before it is closed.
 pub(crate) fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
@@ -40,6 +51,7 @@ pub(crate) fn serve(
     tasks: TaskTracker,
 ) {
     let prefix: Arc<str> = prefix.into();
+    let open = Arc::new(Semaphore::new(CONNECTIONS));
     tasks.clone().spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -51,10 +63,16 @@ pub(crate) fn serve(
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             };
+            let Ok(serving) = open.clone().try_acquire_owned() else {
+                // A fresh socket's send buffer takes the answer at once; then it is closed.
+                let _ = tcp.try_write(TURNED_AWAY);
+                continue;
+            };
             let _ = tcp.set_nodelay(true);
             let (metrics, routes, instance) = (metrics.clone(), routes.clone(), instance.clone());
             let (shutdown, prefix) = (shutdown.clone(), prefix.clone());
             tasks.spawn(async move {
+                let _serving = serving;
                 // Whether a request's head has come whole: until then the connection has no
                 // request being answered.
                 let asked = Arc::new(AtomicBool::new(false));
@@ -161,6 +179,46 @@ mod tests {
             TaskTracker::new(),
         );
         (addr, deliveries)
+    }
+
+    /// The listener serves [`CONNECTIONS`] connections at once: the next is answered 503
+    /// with `Retry-After` as it is accepted, and closed; once one closes, the next is served.
+    #[tokio::test]
+    async fn connections_past_the_bound_are_turned_away() {
+        let shutdown = CancellationToken::new();
+        let (addr, _deliveries) = listening(&shutdown).await;
+        let metrics = b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n";
+        let served = |mut tcp: tokio::net::TcpStream| async move {
+            tcp.write_all(metrics).await.unwrap();
+            let mut head = [0; 12];
+            tcp.read_exact(&mut head).await.unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            tcp
+        };
+        let mut held = Vec::new();
+        for _ in 0..CONNECTIONS {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            held.push(served(tcp).await);
+        }
+        let mut past = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut answer = Vec::new();
+        past.read_to_end(&mut answer).await.unwrap();
+        assert_eq!(answer, TURNED_AWAY);
+        drop(held.pop());
+        // Served again once the connection's task has seen it closed.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(tokio::time::Instant::now() < deadline, "not served again");
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(metrics).await.unwrap();
+            let mut head = [0; 12];
+            tcp.read_exact(&mut head).await.unwrap();
+            if &head == b"HTTP/1.1 200" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
     }
 
     /// In virtual time: a delivery whose body stops coming (a chunked body never ended,
