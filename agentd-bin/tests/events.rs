@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, TempFile, get, until};
+use common::{Daemon, TempFile, get, store_dir, tail, until, wait_for_stream};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::{Value, json};
 
@@ -33,48 +33,8 @@ fn config(url: &str, store: &std::path::Path) -> String {
     )
 }
 
-fn store_dir(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("agentd-{name}-"))
-        .tempdir()
-        .expect("a temporary directory")
-}
-
-/// `agentd events tail`: the stream's records.
-fn tail(file: &TempFile, stream: &str) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["events", "tail", "--config", file.to_str().unwrap(), stream])
-        .output()
-        .expect("agentd runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
-
 fn wait_for_records(file: &TempFile, n: usize) -> Vec<Value> {
     wait_for_stream(file, "tickets", n)
-}
-
-fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let records = tail(file, stream);
-        if records.len() >= n {
-            return records;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} of {n}: {records:?}",
-            records.len()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -119,6 +119,14 @@ impl Daemon {
             .filter(move |(_, v)| v["event"] == event && server.is_none_or(|s| v["server"] == s))
     }
 
+    /// The lines for `server` read so far, of every event.
+    pub fn of_server<'a>(&'a self, server: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.seen
+            .iter()
+            .map(|(_, v)| v)
+            .filter(move |v| v["server"] == server)
+    }
+
     /// When the first line of `event` for `server` was written (its `ts`).
     pub fn when(&self, event: &str, server: Option<&str>) -> Instant {
         self.matching(event, server).next().expect("the line").0
@@ -128,6 +136,24 @@ impl Daemon {
     pub fn listener(&mut self) -> String {
         let line = self.wait_for("http.listening", None);
         line["addr"].as_str().unwrap().to_owned()
+    }
+
+    /// Reads every log line written so far into [`Daemon::seen`], waiting at most `quiet`
+    /// for the next one.
+    pub fn drain(&mut self, quiet: Duration) {
+        while let Ok(line) = self.lines.recv_timeout(quiet) {
+            self.seen.push(line);
+        }
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What `/proc/PID` says of the daemon's resources now (Linux).
+    pub fn usage(&self) -> Usage {
+        Usage::of(self.child.id())
     }
 
     /// The ids of the daemon's threads named `name` (Linux: `/proc/PID/task/*/comm`).
@@ -201,6 +227,73 @@ fn written(line: &Value) -> Instant {
         .unwrap_or(now)
 }
 
+/// A process's resources, as `/proc/PID` says (Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Open file descriptors (`/proc/PID/fd`).
+    pub fds: usize,
+    /// Of them, sockets.
+    pub sockets: usize,
+    /// Of the sockets, TCP ones whose peer has closed and the process has not
+    /// (`CLOSE_WAIT` in `/proc/PID/net/tcp`): a socket no task reads any more.
+    pub close_wait: usize,
+    /// Threads (`Threads:` of `/proc/PID/status`).
+    pub threads: usize,
+    /// Resident memory now and its peak (`VmRSS`, `VmHWM`), in KiB.
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+}
+
+impl Usage {
+    pub fn of(pid: u32) -> Self {
+        let proc = format!("/proc/{pid}");
+        let inodes: Vec<String> = std::fs::read_dir(format!("{proc}/fd"))
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .map(|target| target.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let sockets: Vec<&str> = inodes
+            .iter()
+            .filter_map(|t| t.strip_prefix("socket:[")?.strip_suffix(']'))
+            .collect();
+        // `st` is the fourth column, the inode the tenth; 08 is CLOSE_WAIT.
+        let close_wait = ["net/tcp", "net/tcp6"]
+            .iter()
+            .filter_map(|table| std::fs::read_to_string(format!("{proc}/{table}")).ok())
+            .flat_map(|text| {
+                text.lines()
+                    .skip(1)
+                    .filter_map(|line| {
+                        let cols: Vec<&str> = line.split_whitespace().collect();
+                        (cols.get(3) == Some(&"08")).then(|| cols.get(9).map(|i| i.to_string()))
+                    })
+                    .flatten()
+                    .collect::<Vec<_>>()
+            })
+            .filter(|inode| sockets.contains(&inode.as_str()))
+            .count();
+        let status = std::fs::read_to_string(format!("{proc}/status")).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            fds: inodes.len(),
+            sockets: sockets.len(),
+            close_wait,
+            threads: field("Threads:") as usize,
+            rss_kib: field("VmRSS:"),
+            hwm_kib: field("VmHWM:"),
+        }
+    }
+}
+
 /// Waits, at most 15 s, until `cond` holds; `what` names it when it does not.
 pub async fn until(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -246,4 +339,46 @@ pub fn config(head: &str, servers: &[(&str, String)]) -> String {
         ));
     }
     text
+}
+
+/// A store directory of its own, removed when dropped.
+pub fn store_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("agentd-{name}-"))
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+/// `agentd events tail`: the stream's records.
+pub fn tail(file: &TempFile, stream: &str) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["events", "tail", "--config", file.to_str().unwrap(), stream])
+        .output()
+        .expect("agentd runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The stream's records once it holds at least `n`, waiting up to 15 s for them.
+pub fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let records = tail(file, stream);
+        if records.len() >= n {
+            return records;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n}: {records:?}",
+            records.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
