@@ -156,22 +156,23 @@ impl Rng {
     }
 }
 
-/// A fault drawn for a soak: [`Fault::Pass`] two times in five, else each other kind alike,
-/// its numbers drawn too: resets, stalls and closes within the first 4 KiB from the server
-/// (a reset at once one time in four), stalls of 0.2 to 3 s, delays of 1 or 2 ms a byte.
+/// A fault drawn for a soak: [`Fault::Pass`] and [`Fault::CutBody`] one time in five each,
+/// each other kind three times in twenty, its numbers drawn too: resets, stalls and closes
+/// within the first 2 KiB from the server (a reset at once one time in four), stalls of
+/// 0.2 to 3 s, delays of 1 or 2 ms a byte.
 pub fn random_fault(rng: &mut Rng) -> Fault {
-    let after = |rng: &mut Rng| rng.below(4096) as usize;
-    match rng.below(10) {
+    let after = |rng: &mut Rng| rng.below(2048) as usize;
+    match rng.below(20) {
         0..=3 => Fault::Pass,
-        4 => Fault::Reset {
+        4..=7 => Fault::CutBody,
+        8..=10 => Fault::Reset {
             after: if rng.chance(25) { 0 } else { after(rng) },
         },
-        5 => Fault::Stall {
+        11..=13 => Fault::Stall {
             after: after(rng),
             hold: rng.between(Duration::from_millis(200), Duration::from_secs(3)),
         },
-        6 | 7 => Fault::CutBody,
-        8 => Fault::DelayBytes(Duration::from_millis(1 + rng.below(2))),
+        14..=16 => Fault::DelayBytes(Duration::from_millis(1 + rng.below(2))),
         _ => Fault::CloseAfter(1 + after(rng)),
     }
 }
