@@ -22,6 +22,7 @@ mod human;
 mod store;
 mod telemetry;
 mod tools;
+mod workflows;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -111,9 +111,13 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
     );
     assert_eq!(ask["built"], true);
     assert_eq!(ask["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
-    let run = tools.iter().find(|t| t["name"] == "workflow.run").unwrap();
+    let run = tools.iter().find(|t| t["name"] == "code.run").unwrap();
     assert_eq!(run["built"], false);
     assert!(run.get("outputSchema").is_none());
+    let workflow = tools.iter().find(|t| t["name"] == "workflow.run").unwrap();
+    assert_eq!(workflow["built"], true);
+    let required = workflow["outputSchema"]["required"].as_array().unwrap();
+    assert!(required.contains(&Value::from("run")), "{required:?}");
     let think = tools.iter().find(|t| t["name"] == "think").unwrap();
     assert_eq!(think["built"], true);
     for tool in tools {

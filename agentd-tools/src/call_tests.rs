@@ -61,6 +61,7 @@ async fn the_in_memory_services_conform() {
     let who = std::collections::BTreeMap::from([("who".to_owned(), "Ada".to_owned())]);
     testing::check_skills(&services, "docs/greet", who).await;
     testing::check_subagents(&services).await;
+    testing::check_workflows(&services).await;
     // And at the default bound.
     testing::check_memory(&InMemory::new("i")).await;
 }
@@ -316,6 +317,87 @@ async fn each_built_tool_checks_its_arguments_first() {
             "/keep",
             "minimum",
         ),
+        (
+            "workflow.create",
+            json!({"name": "w", "definition": {"steps": [
+                {"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}},
+            ]}}),
+            json!({"name": "w"}),
+            "",
+            "required",
+        ),
+        (
+            "workflow.update",
+            json!({"name": "w", "definition": {"steps": [
+                {"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}},
+            ]}}),
+            json!({"name": "w", "definition": []}),
+            "/definition",
+            "type",
+        ),
+        (
+            "workflow.run",
+            json!({"workflow": "w", "input": {}}),
+            json!({"workflow": ""}),
+            "/workflow",
+            "minLength",
+        ),
+        (
+            "workflow.status",
+            json!({"run": "run-1"}),
+            json!({}),
+            "",
+            "required",
+        ),
+        (
+            "workflow.list",
+            json!({"workflow": "w", "limit": 100}),
+            json!({"limit": 101}),
+            "/limit",
+            "maximum",
+        ),
+        (
+            "workflow.signal",
+            json!({"run": "run-1", "signal": "later", "payload": 1}),
+            json!({"run": "run-1"}),
+            "",
+            "required",
+        ),
+        (
+            "workflow.pause",
+            json!({"run": "run-1"}),
+            json!({"run": 1}),
+            "/run",
+            "type",
+        ),
+        (
+            "workflow.resume",
+            json!({"run": "run-1"}),
+            json!({"run": "run-1", "now": true}),
+            "",
+            "additionalProperties",
+        ),
+        (
+            "workflow.wait",
+            json!({"run": "run-1", "timeout": 1}),
+            json!({"run": "run-1", "timeout": 0}),
+            "/timeout",
+            "minimum",
+        ),
+        (
+            "workflow.cancel",
+            json!({"run": "run-1"}),
+            json!({"run": ""}),
+            "/run",
+            "minLength",
+        ),
+        (
+            "workflow.delete",
+            json!({"name": "w"}),
+            json!({"name": null}),
+            "/name",
+            "type",
+        ),
         // Last: nobody answers here, so its valid call is made once the services shut down,
         // and is answered cancelled at once.
         (
@@ -397,7 +479,7 @@ async fn grants_refuse_and_narrow() {
     );
     // Not built: every tool of the catalogue still answers in a typed way.
     assert_eq!(
-        code(root(&t, "workflow.run", json!({"workflow": "w"})).await),
+        code(root(&t, "code.run", json!({"language": "py", "code": "1"})).await),
         "not_built"
     );
     for tool in catalogue().iter().filter(|t| !t.built) {
@@ -418,8 +500,8 @@ async fn grants_refuse_and_narrow() {
     let names = offered(&t, Scope::Workflow);
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
-    assert!(!names.contains(&"workflow.run"), "not built: not offered");
-    assert_eq!(offered(&t, Scope::Root).len(), 36);
+    assert!(!names.contains(&"code.run"), "not built: not offered");
+    assert_eq!(offered(&t, Scope::Root).len(), 47);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();
     let narrow = Tools::new(InMemory::new("i"), grants);
@@ -1297,4 +1379,153 @@ fn errors_have_stable_codes() {
         .code(),
         "store"
     );
+}
+
+#[tokio::test]
+async fn workflows_through_the_tools() {
+    let t = tools();
+    let body = json!({"steps": [
+        {"id": "fetch", "type": "mcp.tool", "server": "s", "tool": "add",
+         "arguments": {"a": "{{input.a}}"}, "retries": {"max": 1}},
+        {"id": "note", "type": "tool", "name": "memory.set",
+         "arguments": {"key": "sum", "value": "{{steps.fetch.output.structuredContent}}"}},
+    ]});
+    let create = json!({"name": "sum", "definition": body});
+    assert_eq!(
+        root(&t, "workflow.create", create.clone()).await,
+        Ok(json!({"workflow": "sum", "version": 1, "steps": 2}))
+    );
+    assert_eq!(code(root(&t, "workflow.create", create).await), "exists");
+    // A bad template: refused at definition, naming the step and the path.
+    let bad = json!({"name": "bad", "definition": {"steps": [
+        {"id": "a", "type": "agent", "prompt": "{{steps.a.output}}"},
+    ]}});
+    let err = root(&t, "workflow.create", bad).await.unwrap_err();
+    let answer = err.to_value();
+    assert_eq!(answer["code"], "invalid_arguments");
+    assert_eq!(answer["pointer"], "/definition/steps/0/prompt");
+    assert_eq!(answer["rule"], "template");
+    assert!(
+        answer["message"].as_str().unwrap().contains("step \"a\""),
+        "{answer}"
+    );
+    let bad_name = json!({"name": "a b", "definition": {"steps": []}});
+    let err = root(&t, "workflow.create", bad_name).await.unwrap_err();
+    assert_eq!(err.to_value()["pointer"], "/name");
+
+    // A run, its attempts told by the test: a failure, then the answer.
+    let run = root(
+        &t,
+        "workflow.run",
+        json!({"workflow": "sum", "input": {"a": 2}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(run["status"], "running");
+    assert_eq!(run["step"], "fetch");
+    assert_eq!(run["by"], "conversation:c");
+    let id = run["run"].as_str().unwrap().to_owned();
+    let runs = t.services().runs();
+    let (_, first) = runs.executions().pop().unwrap();
+    assert_eq!(first.attempt, 1);
+    let failure = crate::workflow::run::Failure::retryable("server", "down");
+    runs.complete(&id, 0, 1, Err(failure), 0);
+    t.services().advance(Duration::from_secs(1));
+    let (_, second) = runs.executions().pop().unwrap();
+    assert_eq!(second.attempt, 2);
+    assert_eq!(second.call.idempotency_key(), first.call.idempotency_key());
+    let added = json!({"content": [], "structuredContent": {"result": 3}});
+    runs.complete(&id, 0, 2, Ok(added), 1000);
+    let (_, note) = runs.executions().pop().unwrap();
+    assert_eq!(
+        note.call,
+        crate::workflow::run::Call::Tool {
+            name: "memory.set".into(),
+            arguments: json!({"key": "sum", "value": {"result": 3}}),
+        }
+    );
+    runs.complete(&id, 1, 1, Ok(json!({"version": 1})), 1001);
+    let waited = root(&t, "workflow.wait", json!({"run": id, "timeout": "1s"}))
+        .await
+        .unwrap();
+    assert_eq!(waited["status"], "completed");
+    assert_eq!(waited["output"], json!({"version": 1}));
+    assert_eq!(waited["steps"][0]["attempt"], 2);
+
+    // workflow.wait gives the run as it is once its timeout passed.
+    let wait_body =
+        json!({"steps": [{"id": "w", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+    root(
+        &t,
+        "workflow.create",
+        json!({"name": "gate", "definition": wait_body}),
+    )
+    .await
+    .unwrap();
+    let gate = root(&t, "workflow.run", json!({"workflow": "gate"}))
+        .await
+        .unwrap();
+    let gate_id = gate["run"].as_str().unwrap();
+    let waited = root(&t, "workflow.wait", json!({"run": gate_id, "timeout": 500}))
+        .await
+        .unwrap();
+    assert_eq!(waited["status"], "running");
+    // A subagent reads runs and signals them; it starts none.
+    let sub = Caller::subagent("s1");
+    let signal = json!({"run": gate_id, "signal": "go", "payload": [1]});
+    let signalled = call(&t, &sub, "workflow.signal", signal).await.unwrap();
+    assert_eq!(signalled["status"], "completed");
+    assert_eq!(
+        code(call(&t, &sub, "workflow.run", json!({"workflow": "gate"})).await),
+        "not_granted"
+    );
+    let listed = call(&t, &sub, "workflow.list", json!({"limit": 1}))
+        .await
+        .unwrap();
+    assert_eq!(listed["runs"][0]["run"], id.as_str());
+    assert_eq!(listed["next"], id.as_str());
+    let listed = root(
+        &t,
+        "workflow.list",
+        json!({"status": "completed", "after": id}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(listed["runs"][0]["run"], gate_id);
+    assert_eq!(listed["next"], Value::Null);
+    let bad = root(&t, "workflow.list", json!({"status": "done"})).await;
+    assert_eq!(code(bad), "invalid_arguments");
+    assert_eq!(
+        code(root(&t, "workflow.status", json!({"run": "nope"})).await),
+        "unknown_run"
+    );
+    assert_eq!(
+        code(root(&t, "workflow.cancel", json!({"run": gate_id})).await),
+        "already_finished"
+    );
+    assert_eq!(
+        root(&t, "workflow.delete", json!({"name": "gate"})).await,
+        Ok(json!({"deleted": true}))
+    );
+    // A configured workflow is changed in the configuration only.
+    let configured = crate::workflow::Definition::parse(
+        "conf",
+        &json!({"steps": [
+            {"id": "w", "type": "wait", "on": {"duration": 1}}
+        ]}),
+    )
+    .unwrap();
+    t.services().runs().configure(configured);
+    let err = root(&t, "workflow.delete", json!({"name": "conf"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_value()["rule"], "configured");
+    let update = json!({"name": "conf", "definition": {"steps": [
+        {"id": "w", "type": "wait", "on": {"duration": 2}}
+    ]}});
+    let err = root(&t, "workflow.update", update.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_value()["rule"], "configured");
+    assert_eq!(code(root(&t, "workflow.create", update).await), "exists");
 }

@@ -23,6 +23,8 @@ use crate::skills::{Loaded, LoadedSet, Said, Skill, Skills};
 use crate::status::{Budget, Inbox, Report, Status};
 use crate::subagent::{Spec, State as Standing, Subagent, Subagents};
 use crate::wait::{Clock, Record, Streams, Woke};
+use crate::workflow::in_memory::Runs;
+use crate::workflow::{self, Command, Defined, Definition, Filter, Workflows};
 use crate::{Error, Services};
 
 /// Every service in memory. Its clock is virtual: it starts at 0 (or [`at`](Self::at)),
@@ -55,6 +57,7 @@ pub struct InMemory {
     now_ms: AtomicI64,
     shutting_down: AtomicBool,
     state: Mutex<State>,
+    runs: Runs,
 }
 
 #[derive(Debug, Default)]
@@ -113,6 +116,7 @@ impl InMemory {
             now_ms: AtomicI64::new(0),
             shutting_down: AtomicBool::new(false),
             state: Mutex::default(),
+            runs: Runs::default(),
         }
     }
 
@@ -131,8 +135,17 @@ impl InMemory {
     /// Moves the clock on by `by`.
     pub fn advance(&self, by: Duration) {
         let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
-        self.now_ms.fetch_add(by, Ordering::SeqCst);
+        let now = self
+            .now_ms
+            .fetch_add(by, Ordering::SeqCst)
+            .saturating_add(by);
+        self.runs.tick(now);
         self.changed_now();
+    }
+
+    /// The workflows' runs: what their steps wait for, and where tests tell outcomes.
+    pub fn runs(&self) -> &Runs {
+        &self.runs
     }
 
     /// From now on, every wait ends as [`Woke::ShuttingDown`] (and every question waited for
@@ -209,6 +222,7 @@ impl Services for InMemory {
     type Instruction = Self;
     type Skills = Self;
     type Subagents = Self;
+    type Workflows = Self;
 
     fn memory(&self) -> &Self {
         self
@@ -245,6 +259,39 @@ impl Services for InMemory {
     }
     fn subagents(&self) -> &Self {
         self
+    }
+    fn workflows(&self) -> &Self {
+        self
+    }
+}
+
+impl Workflows for InMemory {
+    async fn create(&self, definition: Definition) -> Result<Defined, Error> {
+        self.runs.create(definition)
+    }
+
+    async fn update(&self, definition: Definition) -> Result<Defined, Error> {
+        self.runs.update(definition)
+    }
+
+    async fn delete(&self, name: &str) -> Result<bool, Error> {
+        self.runs.delete(name)
+    }
+
+    async fn run(&self, workflow: &str, input: Value, by: &str) -> Result<workflow::Record, Error> {
+        self.runs.run(workflow, input, by, self.now_ms())
+    }
+
+    async fn status(&self, run: &str) -> Result<workflow::Record, Error> {
+        self.runs.status(run)
+    }
+
+    async fn list(&self, filter: Filter) -> Result<workflow::Page, Error> {
+        self.runs.list(&filter)
+    }
+
+    async fn command(&self, run: &str, command: Command) -> Result<workflow::Record, Error> {
+        self.runs.command(run, command, self.now_ms())
     }
 }
 

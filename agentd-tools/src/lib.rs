@@ -30,6 +30,7 @@ pub mod subagent;
 pub mod testing;
 mod tools;
 pub mod wait;
+pub mod workflow;
 
 pub use error::Error;
 pub use grants::{Grants, PatternError};
@@ -499,7 +500,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 40, "{built:?}");
+        assert_eq!(built.len(), 51, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -513,6 +514,7 @@ mod tests {
             "think",
             "decide",
             "context.compact",
+            "workflow.resume",
         ] {
             assert!(built.contains(&name), "{name}");
         }

@@ -379,6 +379,56 @@ fn skill() -> Value {
     }))
 }
 
+/// A failure of a run or a step, or null.
+fn failure() -> Value {
+    json!({"oneOf": [
+        {"type": "null"},
+        record(json!({"code": text(), "message": {"type": "string"}})),
+    ]})
+}
+
+fn run_status() -> Value {
+    json!({"enum": ["running", "paused", "completed", "failed", "cancelled"]})
+}
+
+/// A run, as `workflow.status` says it.
+fn run() -> Value {
+    let step = record(json!({
+        "id": text(),
+        "status": {"enum": ["pending", "running", "retrying", "waiting", "done", "failed", "cancelled"]},
+        "attempt": natural(),
+        "output": {},
+        "error": failure(),
+    }));
+    record(json!({
+        "run": text(),
+        "workflow": text(),
+        "status": run_status(),
+        "step": nullable("string"),
+        "by": text(),
+        "input": {},
+        "output": {},
+        "error": failure(),
+        "steps": list(step),
+        "signals": natural(),
+        "started_ms": {"type": "integer"},
+        "updated_ms": {"type": "integer"},
+        "ended_ms": nullable("integer"),
+    }))
+}
+
+/// A run, as `workflow.list` says it.
+fn run_summary() -> Value {
+    record(json!({
+        "run": text(),
+        "workflow": text(),
+        "status": run_status(),
+        "step": nullable("string"),
+        "started_ms": {"type": "integer"},
+        "ended_ms": nullable("integer"),
+    }))
+}
+
 /// The JSON Schema of `tool`'s answer; `None` for a tool not built, and only for one.
 pub(crate) fn output(tool: &str) -> Option<Value> {
     let schema = match tool {
@@ -393,7 +443,9 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
             record(json!({"value": {}, "version": natural()})),
             record(json!({"value": {"type": "null"}, "empty": {"const": true}, "version": natural()})),
         ]}),
-        "memory.delete" | "artifact.delete" => record(json!({"deleted": boolean()})),
+        "memory.delete" | "artifact.delete" | "workflow.delete" => {
+            record(json!({"deleted": boolean()}))
+        }
         "artifact.create" => artifact(None),
         "artifact.get" => json!({"oneOf": [artifact(Some("text")), artifact(Some("base64"))]}),
         "artifact.list" => record(json!({"artifacts": list(artifact(None))})),
@@ -498,6 +550,12 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
             "kept": natural(),
             "summary": nullable("string"),
         })),
+        "workflow.create" | "workflow.update" => {
+            record(json!({"workflow": text(), "version": natural(), "steps": natural()}))
+        }
+        "workflow.run" | "workflow.status" | "workflow.wait" | "workflow.cancel"
+        | "workflow.pause" | "workflow.resume" | "workflow.signal" => run(),
+        "workflow.list" => record(json!({"runs": list(run_summary()), "next": nullable("string")})),
         _ => return None,
     };
     Some(schema)

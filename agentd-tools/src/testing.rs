@@ -33,6 +33,8 @@ use crate::plan::{Plan, Plans, Status, Step, Update};
 use crate::skills::Skills;
 use crate::subagent::{Spec, State, Subagents};
 use crate::wait::Clock;
+use crate::workflow::run::StepStatus;
+use crate::workflow::{Command, Definition, Filter, Status as RunStatus, Workflows};
 
 /// Checks [`Memory`]: versions, compare-and-set, listing pages, queues, the value bound
 /// (at `max_value_bytes` and one past) and deletion.
@@ -393,6 +395,124 @@ pub async fn check_skills(service: &impl Skills, name: &str, arguments: BTreeMap
     assert_eq!(service.unload(unit, name).await, Ok(true));
     assert_eq!(service.unload(unit, name).await, Ok(false));
     assert_eq!(service.loaded(unit).await, Ok(vec![]));
+}
+
+/// Checks [`Workflows`] with workflows named `check.*`: definitions created, updated and
+/// deleted; a run's input checked; runs of two signal waits signalled to their end, paused
+/// and resumed, cancelled, listed in pages; unknown workflows and runs.
+pub async fn check_workflows(service: &impl Workflows) {
+    let body = json!({
+        "input": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "steps": [
+            {"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}},
+            {"id": "more", "type": "wait", "on": {"signal": {"name": "more"}}},
+        ],
+    });
+    let parsed = |name: &str| Definition::parse(name, &body).unwrap();
+    let made = service.create(parsed("check.signals")).await.unwrap();
+    assert_eq!((made.version, made.steps), (1, 2));
+    let again = service.create(parsed("check.signals")).await;
+    assert!(matches!(again, Err(Error::Exists { .. })), "{again:?}");
+    let updated = service.update(parsed("check.signals")).await.unwrap();
+    assert_eq!(updated.version, 2);
+    let missing = service.update(parsed("check.none")).await;
+    assert!(
+        matches!(missing, Err(Error::NotFound { .. })),
+        "{missing:?}"
+    );
+    service.create(parsed("check.gone")).await.unwrap();
+    assert_eq!(service.delete("check.gone").await, Ok(true));
+    assert_eq!(service.delete("check.gone").await, Ok(false));
+    let gone = service.run("check.gone", json!({}), "check:unit").await;
+    assert!(matches!(gone, Err(Error::NotFound { .. })), "{gone:?}");
+
+    let bad = service
+        .run("check.signals", json!({"n": "one"}), "check:unit")
+        .await;
+    assert!(
+        matches!(&bad, Err(Error::InvalidArguments { pointer, .. }) if pointer == "/input/n"),
+        "{bad:?}"
+    );
+    let run = service
+        .run("check.signals", json!({"n": 1}), "check:unit")
+        .await
+        .unwrap();
+    assert_eq!(
+        (run.workflow.as_str(), run.by.as_str()),
+        ("check.signals", "check:unit")
+    );
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(run.steps[0].status, StepStatus::Waiting);
+    assert_eq!(service.status(&run.id).await.unwrap().id, run.id);
+    let unknown = service.status("check:nope").await;
+    assert!(
+        matches!(unknown, Err(Error::UnknownRun { .. })),
+        "{unknown:?}"
+    );
+
+    // Paused: the signal ends the wait under way, and the next one waits for the resume.
+    let signal = |name: &str, payload: Value| Command::Signal {
+        name: name.to_owned(),
+        payload,
+    };
+    let paused = service.command(&run.id, Command::Pause).await.unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    let signalled = service
+        .command(&run.id, signal("go", json!(1)))
+        .await
+        .unwrap();
+    assert_eq!(signalled.steps[0].status, StepStatus::Done);
+    assert_eq!(signalled.steps[1].status, StepStatus::Pending);
+    let resumed = service.command(&run.id, Command::Resume).await.unwrap();
+    assert_eq!(resumed.status, RunStatus::Running);
+    assert_eq!(resumed.steps[1].status, StepStatus::Waiting);
+    let done = service
+        .command(&run.id, signal("more", json!({"k": 2})))
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(
+        done.output,
+        Some(json!({"signal": "more", "payload": {"k": 2}}))
+    );
+    assert_eq!(service.status(&run.id).await.unwrap(), done);
+
+    let second = service
+        .run("check.signals", json!({}), "check:unit")
+        .await
+        .unwrap();
+    let cancelled = service.command(&second.id, Command::Cancel).await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    for command in [Command::Cancel, Command::Resume, signal("go", json!(null))] {
+        let ended = service.command(&second.id, command).await;
+        assert!(
+            matches!(ended, Err(Error::AlreadyFinished { .. })),
+            "{ended:?}"
+        );
+    }
+    let unknown = service.command("check:nope", Command::Pause).await;
+    assert!(
+        matches!(unknown, Err(Error::UnknownRun { .. })),
+        "{unknown:?}"
+    );
+
+    // Listed oldest first, in pages.
+    let mut filter = Filter::new(1);
+    filter.workflow = Some("check.signals".into());
+    let page = service.list(filter.clone()).await.unwrap();
+    assert_eq!(page.runs.len(), 1);
+    assert_eq!(page.runs[0].id, run.id);
+    assert!(page.more);
+    filter.after = Some(run.id.clone());
+    let page = service.list(filter.clone()).await.unwrap();
+    assert_eq!(page.runs[0].id, second.id);
+    assert!(!page.more);
+    filter.after = None;
+    filter.status = Some(RunStatus::Cancelled);
+    filter.limit = 10;
+    let page = service.list(filter).await.unwrap();
+    let ids: Vec<&str> = page.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, [second.id.as_str()]);
 }
 
 /// Every item of `taken`, each a shift's answer, once: what concurrent shifts of a queue

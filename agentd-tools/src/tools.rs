@@ -16,6 +16,7 @@ use crate::skills::{self, Skills};
 use crate::status::Status;
 use crate::subagent::{self, Subagents};
 use crate::wait::{self, Clock, Streams};
+use crate::workflow::{self, Workflows};
 use crate::{Caller, Error, Grants, Scope, Tool, catalogue, tool};
 
 /// The services the tools reach the daemon through: one of each, named by an associated
@@ -46,6 +47,8 @@ pub trait Services: Send + Sync {
     type Skills: Skills;
     /// The subagents.
     type Subagents: Subagents;
+    /// The workflows and their runs.
+    type Workflows: Workflows;
 
     /// Durable memory.
     fn memory(&self) -> &Self::Memory;
@@ -71,6 +74,8 @@ pub trait Services: Send + Sync {
     fn skills(&self) -> &Self::Skills;
     /// The subagents.
     fn subagents(&self) -> &Self::Subagents;
+    /// The workflows and their runs.
+    fn workflows(&self) -> &Self::Workflows;
 }
 
 /// agentd's own tools over `services`, offered as `grants` say.
@@ -188,6 +193,10 @@ impl<S: Services> Tools<S> {
                     tool: name.to_owned(),
                 }),
             },
+            "workflow" => {
+                let unit = caller.unit();
+                workflow::call(s.workflows(), s.clock(), &unit, name, arguments).await
+            }
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),

@@ -27,6 +27,8 @@ pub(super) struct File {
     pub(super) instruction: Option<InstructionFile>,
     #[serde(default)]
     pub(super) skills: SkillsFile,
+    #[serde(default)]
+    pub(super) workflows: Vec<Spanned<toml::Table>>,
 }
 
 /// `[model]`.

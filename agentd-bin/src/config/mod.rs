@@ -49,6 +49,15 @@ pub(crate) struct Config {
     pub(crate) instruction: Option<Instruction>,
     /// The servers whose prompts are the skills (`skills.sources`), in their order.
     pub(crate) skill_sources: Vec<String>,
+    /// The workflows (`[[workflows]]`), each checked whole.
+    pub(crate) workflows: Vec<agentd_tools::workflow::Definition>,
+}
+
+impl Config {
+    /// The bounds of workflow runs: `limits.step_timeout` and `store.max_value_bytes`.
+    pub(crate) fn run_limits(&self) -> agentd_tools::workflow::run::Limits {
+        agentd_tools::workflow::run::Limits::new(self.step_timeout, self.max_value_bytes)
+    }
 }
 
 /// The model the agent's turns ask: an OpenAI-compatible Chat Completions endpoint. Its
@@ -474,7 +483,9 @@ pub(crate) fn parse(
         }
         skill_sources.push(name);
     }
+    let workflows = workflows(&raw.workflows, &at)?;
     Ok(Config {
+        workflows,
         model,
         budget_tokens,
         turn_timeout: duration(
@@ -515,6 +526,54 @@ pub(crate) fn parse(
 
 /// Makes the error of a key at a position of the file, with its message.
 type At<'a> = dyn Fn(Option<Range<usize>>, &str, String) -> ConfigError + 'a;
+
+/// Checks `[[workflows]]`: each a `name` and a definition's body, checked whole; an error
+/// names the key inside it (`workflows[0].steps[1].arguments.city`) at the workflow's
+/// position.
+fn workflows(
+    raw: &[Spanned<toml::Table>],
+    at: &At<'_>,
+) -> Result<Vec<agentd_tools::workflow::Definition>, ConfigError> {
+    let mut workflows: Vec<agentd_tools::workflow::Definition> = Vec::new();
+    for (i, table) in raw.iter().enumerate() {
+        let span = || Some(table.span());
+        let mut body = table.get_ref().clone();
+        let Some(toml::Value::String(name)) = body.remove("name") else {
+            return Err(at(
+                span(),
+                &format!("workflows[{i}].name"),
+                "a string is needed".into(),
+            ));
+        };
+        if workflows.iter().any(|w| w.name == name) {
+            let key = format!("workflows[{i}].name");
+            return Err(at(span(), &key, format!("{name:?} names two workflows")));
+        }
+        let body = serde_json::to_value(&body)
+            .map_err(|e| at(span(), &format!("workflows[{i}]"), format!("not JSON: {e}")))?;
+        let definition = agentd_tools::workflow::Definition::parse(&name, &body).map_err(|e| {
+            let key = format!("workflows[{i}]{}", key_of(&e.pointer));
+            at(span(), &key, format!("{} ({})", e, e.rule))
+        })?;
+        workflows.push(definition);
+    }
+    Ok(workflows)
+}
+
+/// A JSON pointer as a configuration key's tail: `/steps/1/id` is `.steps[1].id`.
+fn key_of(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|token| {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match token.parse::<usize>() {
+                Ok(i) => format!("[{i}]"),
+                Err(_) => format!(".{token}"),
+            }
+        })
+        .collect()
+}
 
 /// Validates `[model]`.
 fn model(

@@ -10,6 +10,7 @@ use super::server::{Handle, Reach};
 use super::subscriptions::SubscriptionError;
 use crate::agent::servers::{Absent, Answer, Refused, Servers};
 use crate::cause::Cause;
+use crate::workflows::{self, Boxed, Unsubscribed};
 
 /// Every held server's [`Reach`], by name.
 #[derive(Debug, Clone, Default)]
@@ -59,6 +60,59 @@ fn refused(e: SubscriptionError) -> Refused {
         SubscriptionError::Pending => Refused::Pending,
         SubscriptionError::Gone => Refused::Gone,
         other => Refused::Failed(Cause::new(other)),
+    }
+}
+
+/// The steps of workflows reach the held servers too: a connection once it is made, and
+/// their waits' subscriptions.
+impl workflows::Servers for Held {
+    fn connection<'a>(&'a self, server: &'a str) -> Boxed<'a, Option<Arc<Client>>> {
+        let reach = self.reach(server);
+        Box::pin(async move { reach?.connection().await })
+    }
+
+    fn state(&self, server: &str) -> (bool, bool) {
+        match self.reach(server) {
+            None => (false, false),
+            Some(reach) => (true, reach.connected().is_some()),
+        }
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        let reach = self.reach(server);
+        Box::pin(async move {
+            let reach = reach.ok_or(Unsubscribed::Unknown)?;
+            let connection = reach.connection().await.ok_or(Unsubscribed::Gone)?;
+            if !connection.capabilities().resources_subscribe() {
+                return Err(Unsubscribed::Unsupported);
+            }
+            reach.subscribe(uri, owner).await.map_err(unsubscribed)
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        let reach = self.reach(server);
+        Box::pin(async move {
+            let reach = reach.ok_or(Unsubscribed::Unknown)?;
+            reach.release(uri, owner).await.map_err(unsubscribed)
+        })
+    }
+}
+
+fn unsubscribed(e: SubscriptionError) -> Unsubscribed {
+    match e {
+        SubscriptionError::Gone => Unsubscribed::Gone,
+        other => Unsubscribed::MayPass(other.to_string()),
     }
 }
 

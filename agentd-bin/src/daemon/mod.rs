@@ -99,6 +99,7 @@ use crate::telemetry::catalogue::connections::{self, Dial};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 use crate::tools::{Own, Parts};
+use crate::workflows::{NoSubagents, Setup as Runs, Workflows};
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -224,6 +225,8 @@ struct Daemon {
     store: Store,
     /// The questions put to people, across reloads.
     gate: Arc<Gate>,
+    /// The workflows and their runs, across reloads.
+    workflows: Workflows,
     /// What the control socket serves: the own tools, the events tools of the current MCP
     /// Events.
     served: watch::Sender<Served>,
@@ -313,6 +316,18 @@ impl Daemon {
             .collect();
         let held = Held::default();
         held.set(&servers);
+        let workflows = Workflows::start(
+            Runs {
+                instance: config.instance.clone(),
+                store: store.clone(),
+                servers: Arc::new(held.clone()),
+                agent: Arc::new(NoSubagents),
+                limits: config.run_limits(),
+                configured: config.workflows.clone(),
+            },
+            &listeners,
+            shutdown.clone(),
+        );
         let parts = TaskTracker::new();
         let instance = &config.instance;
         let instruction = Instruction::start(
@@ -357,15 +372,17 @@ impl Daemon {
                 return Err(StartError::Events(e));
             }
         };
+        let own = own_tools(
+            &config,
+            &store,
+            &shutdown,
+            &metrics,
+            &events_degraded,
+            (&gate, &instruction, &skills, &subagents, &workflows),
+        );
+        workflows.tools(own.clone());
         let (served, current) = watch::channel(Served {
-            tools: Some(own_tools(
-                &config,
-                &store,
-                &shutdown,
-                &metrics,
-                &events_degraded,
-                (&gate, &instruction, &skills, &subagents),
-            )),
+            tools: Some(own),
             events: events.as_ref().map(Events::control),
             catalogue: Arc::default(),
             humans: Some(gate.clone()),
@@ -409,6 +426,7 @@ impl Daemon {
             events,
             store,
             gate,
+            workflows,
             served,
             socket,
             shutdown,
@@ -450,6 +468,7 @@ impl Daemon {
             } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
                     self.instruction.connected(&server);
+                    self.workflows.connected(&server, id);
                     self.skills.listed(&server);
                     let listing = Listing { id, catalog, start };
                     self.catalogue.insert(server, listing);
@@ -473,7 +492,10 @@ impl Daemon {
     /// A subscribed resource changed, or changes were missed: the instruction is told.
     fn on_update(&mut self, update: Option<Update>) {
         match update {
-            Some(Update { server, uri }) => self.instruction.updated(&server, &uri),
+            Some(Update { server, uri }) => {
+                self.instruction.updated(&server, &uri);
+                self.workflows.updated(&server, &uri);
+            }
             None => self.instruction.missed(),
         }
     }
@@ -663,8 +685,17 @@ impl Daemon {
             &self.shutdown,
             &self.metrics,
             &self.events_degraded,
-            (&self.gate, &self.instruction, &self.skills, &self.subagents),
+            (
+                &self.gate,
+                &self.instruction,
+                &self.skills,
+                &self.subagents,
+                &self.workflows,
+            ),
         );
+        self.workflows.tools(tools.clone());
+        self.workflows
+            .configure(new.workflows.clone(), new.run_limits());
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
         // A changed [model] starts the agent afresh (or stops it); else its workers are dialed
@@ -751,6 +782,15 @@ impl Daemon {
     }
 }
 
+/// The agent's parts the own tools act on.
+type Agentry<'a> = (
+    &'a Arc<Gate>,
+    &'a Instruction,
+    &'a Skills,
+    &'a Subagents,
+    &'a Workflows,
+);
+
 /// The own tools of `config` over `store` and the agent's parts (asking people through
 /// `gate`), their waits ending at `shutdown`.
 fn own_tools(
@@ -759,7 +799,7 @@ fn own_tools(
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
-    (gate, instruction, skills, subagents): (&Arc<Gate>, &Instruction, &Skills, &Subagents),
+    (gate, instruction, skills, subagents, workflows): Agentry<'_>,
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -772,6 +812,7 @@ fn own_tools(
             instruction: instruction.clone(),
             skills: skills.clone(),
             subagents: subagents.clone(),
+            workflows: workflows.clone(),
         },
     ))
 }

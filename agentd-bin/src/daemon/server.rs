@@ -189,7 +189,6 @@ pub(crate) struct Reach {
 
 impl Reach {
     /// The connection, once the server is connected; `None` when it was let go first.
-    #[cfg_attr(not(feature = "demo"), allow(dead_code))]
     pub(crate) async fn connection(&self) -> Option<Arc<Client>> {
         let mut connection = self.connection.clone();
         let held = connection.wait_for(Option::is_some).await.ok()?;

@@ -24,6 +24,7 @@ use crate::config::{self, Server};
 use crate::human::Gate;
 use crate::store::{self, Limits, Store};
 use crate::tools::{Own, Parts};
+use crate::workflows;
 
 /// What the operator says.
 const ASKED: &str = "What is 2 + 3? Keep the sum in memory as \"sum\".";
@@ -116,11 +117,20 @@ async fn turn(
     let instruction = Instruction::start(instance, None, Arc::new(Unheld), tasks, shutdown.clone());
     let skills = Skills::start(instance, &[], Arc::new(Unheld), tasks, shutdown.clone());
     let subagents = Subagents::start(store.clone()).await;
+    let runs = workflows::Setup {
+        instance: instance.to_owned(),
+        store: store.clone(),
+        servers: Arc::new(workflows::NoServers),
+        agent: Arc::new(workflows::NoSubagents),
+        limits: config.run_limits(),
+        configured: Vec::new(),
+    };
     let parts = Parts {
         humans: gate.clone(),
         instruction: instruction.clone(),
         skills: skills.clone(),
         subagents: subagents.map_err(DemoTurnError::Store)?,
+        workflows: workflows::Workflows::start(runs, tasks, shutdown.clone()),
     };
     let own = Own::new(
         store.clone(),

@@ -30,6 +30,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     INBOX_IDS,
     // 7: the subagents.
     SUBAGENTS,
+    // 8: the workflows made at runtime, and every run with its steps.
+    WORKFLOWS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -131,6 +133,51 @@ const SUBAGENTS: &str = "CREATE TABLE subagents (
     started INTEGER NOT NULL
 );
 CREATE INDEX subagents_by_state ON subagents (state);";
+
+/// Migration 8: the workflows made at runtime (each definition's body as JSON, its version),
+/// and every run (its record: the definition and input it started with, its status, its
+/// current step, the signals it holds, its output or error) with every step (its status,
+/// attempts, failures, idempotency key, the resource a wait watches, its times, its output or
+/// error; JSON values as text).
+const WORKFLOWS: &str = "CREATE TABLE workflows (
+    name TEXT PRIMARY KEY,
+    definition TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE TABLE workflow_runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    workflow TEXT NOT NULL,
+    definition TEXT NOT NULL,
+    input TEXT NOT NULL,
+    started_by TEXT NOT NULL,
+    status TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    signals TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    step_timeout INTEGER NOT NULL,
+    started INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    ended INTEGER
+);
+CREATE INDEX workflow_runs_by_status ON workflow_runs (status, seq);
+CREATE TABLE workflow_steps (
+    run TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    step TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    failures INTEGER NOT NULL,
+    idempotency_key TEXT,
+    watched TEXT,
+    started INTEGER,
+    due INTEGER,
+    output TEXT,
+    error TEXT,
+    ended INTEGER,
+    PRIMARY KEY (run, idx)
+);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -21,7 +21,7 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 12] = [
+const LATEST: [&str; 15] = [
     "artifacts",
     "bindings",
     "conversation_messages",
@@ -34,6 +34,9 @@ const LATEST: [&str; 12] = [
     "plans",
     "questions",
     "subagents",
+    "workflow_runs",
+    "workflow_steps",
+    "workflows",
 ];
 
 fn latest() -> i64 {

@@ -39,6 +39,7 @@ use crate::human::Gate;
 use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
+use crate::workflows::{self, Boxed, Workflows};
 
 /// The agent's parts the tools act on.
 #[derive(Debug, Clone)]
@@ -51,6 +52,8 @@ pub(crate) struct Parts {
     pub(crate) skills: Skills,
     /// The subagents.
     pub(crate) subagents: Subagents,
+    /// The workflows and their runs.
+    pub(crate) workflows: Workflows,
 }
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
@@ -85,6 +88,7 @@ impl Own {
             instruction: parts.instruction,
             skills: parts.skills,
             subagents: parts.subagents,
+            workflows: parts.workflows,
         };
         Self {
             tools: Tools::new(durable, config.tool_grants.clone()),
@@ -202,6 +206,7 @@ pub(crate) struct Durable {
     instruction: Instruction,
     skills: Skills,
     subagents: Subagents,
+    workflows: Workflows,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -432,6 +437,7 @@ impl Services for Durable {
     type Instruction = Instruction;
     type Skills = Skills;
     type Subagents = Subagents;
+    type Workflows = Workflows;
 
     fn memory(&self) -> &Self {
         self
@@ -469,6 +475,9 @@ impl Services for Durable {
     fn subagents(&self) -> &Subagents {
         &self.subagents
     }
+    fn workflows(&self) -> &Workflows {
+        &self.workflows
+    }
 }
 
 #[cfg(test)]
@@ -488,5 +497,18 @@ impl OwnTools for Own {
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
         Self::granted(self, scope).collect()
+    }
+}
+
+/// A workflow's `tool` steps call the own tools as the operator's calls do: logged and
+/// counted.
+impl workflows::Tools for Own {
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
+        arguments: Value,
+    ) -> Boxed<'a, Result<Value, Error>> {
+        Box::pin(Self::call(self, caller, name, arguments, None))
     }
 }

@@ -15,11 +15,20 @@ use crate::store::Limits;
 pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts {
     let tasks = tokio_util::task::TaskTracker::new();
     let gate = Gate::start(store.clone(), "t", shutdown.clone(), &tasks).await;
+    let setup = workflows::Setup {
+        instance: "t".into(),
+        store: store.clone(),
+        servers: Arc::new(workflows::NoServers),
+        agent: Arc::new(workflows::NoSubagents),
+        limits: agentd_tools::workflow::run::Limits::default(),
+        configured: Vec::new(),
+    };
     Parts {
         humans: gate.unwrap(),
         instruction: Instruction::start("t", None, Arc::new(Unheld), &tasks, shutdown.clone()),
         skills: Skills::start("t", &[], Arc::new(Unheld), &tasks, shutdown.clone()),
         subagents: Subagents::start(store.clone()).await.unwrap(),
+        workflows: Workflows::start(setup, &tasks, shutdown.clone()),
     }
 }
 
@@ -56,6 +65,7 @@ async fn the_durable_services_keep_the_contract() {
     testing::check_messages(services).await;
     testing::check_units(services).await;
     testing::check_humans(services.humans(), services.clock()).await;
+    testing::check_workflows(services.workflows()).await;
 }
 
 #[tokio::test]

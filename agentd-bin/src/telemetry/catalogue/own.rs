@@ -20,6 +20,10 @@ pub(super) const NAMES: &[&str] = &[
     "budget.spent",
     "instruction.read.fail",
     "skills.discover.fail",
+    "workflow.started",
+    "workflow.ended",
+    "workflow.retry",
+    "workflow.unsaved",
 ];
 
 /// `http.listening` (info): the daemon's HTTP listener is bound at `addr`.
@@ -153,4 +157,76 @@ pub(crate) fn turn_failed(instance: &str, conversation: &str, turn: u64, err: &s
 /// at the first turn refused, and again after the budget changes.
 pub(crate) fn budget_spent(instance: &str, used: u64, limit: u64) {
     line!(WARN, "budget.spent", instance, used = used, limit = limit);
+}
+
+/// `workflow.started` (info): run `run` of `workflow` was started by `by` (a unit, or
+/// `operator`). Its input is not written.
+pub(crate) fn workflow_started(instance: &str, run: &str, workflow: &str, by: &str) {
+    line!(
+        INFO,
+        "workflow.started",
+        instance,
+        run = run,
+        workflow = workflow,
+        by = log_text(by),
+    );
+}
+
+/// `workflow.ended` (info; warn when it failed): run `run` of `workflow` ended at `status`
+/// (`completed`, `failed`, `cancelled`), with the failure's code and message as `err`. Its
+/// output is not written.
+pub(crate) fn workflow_ended(
+    instance: &str,
+    run: &str,
+    workflow: &str,
+    status: &str,
+    err: Option<&str>,
+) {
+    let level = match err {
+        Some(_) => tracing::Level::WARN,
+        None => tracing::Level::INFO,
+    };
+    line!(
+        dyn level,
+        "workflow.ended",
+        instance,
+        run = run,
+        workflow = workflow,
+        status = status,
+        err = err.map(log_text),
+    );
+}
+
+/// `workflow.retry` (warn): attempt `attempt` of step `step` of run `run` failed (`err`);
+/// the next is made `retry_ms` later, with the same idempotency key.
+pub(crate) fn workflow_retry(
+    instance: &str,
+    run: &str,
+    step: &str,
+    attempt: u32,
+    err: &str,
+    retry_ms: i64,
+) {
+    line!(
+        WARN,
+        "workflow.retry",
+        instance,
+        run = run,
+        step = step,
+        attempt = attempt,
+        err = log_text(err),
+        retry_ms = retry_ms,
+    );
+}
+
+/// `workflow.unsaved` (warn): run `run` could not be kept in the store (`err`); it goes on,
+/// and is kept again at its next change.
+pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
+    line!(
+        WARN,
+        "workflow.unsaved",
+        instance,
+        run = run,
+        err = log_text(err)
+    );
 }

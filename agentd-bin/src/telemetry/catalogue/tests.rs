@@ -17,14 +17,12 @@ use super::{listens, own, skills, subscriptions};
 use crate::telemetry::log::tests::captured;
 
 /// The rows of the reference's tables that agentd does not write yet: the owners of
-/// subscriptions (workflow starts, waits).
+/// subscriptions that workflow starts are.
 const NOT_YET_EMITTED: &[&str] = &[
     "start.subscribe.armed",
     "start.subscribe.unsupported",
     "start.subscribe.fail",
     "start.subscribe.no_server",
-    "wait.resubscribed",
-    "wait.resubscribe.fail",
 ];
 
 /// One row: the event, its levels, its fields.
@@ -151,6 +149,17 @@ fn samples() {
     subscriptions::instruction_unsupported(i, "s", "demo://x");
     subscriptions::instruction_fail(i, "s", "demo://x", "busy");
     subscriptions::instruction_event(i, "s", "e");
+    subscriptions::wait_resubscribed(i, "s", "demo://x", "restart");
+    subscriptions::wait_resubscribe_fail(i, "s", "demo://x", "restart", "busy");
+    let failed = subscriptions::Stuck::Failed(1);
+    subscriptions::wait_resubscribe_stuck(i, "s", "demo://x", "restart", "unknown", failed);
+    let parked = subscriptions::Stuck::Parked(2);
+    subscriptions::wait_resubscribe_stuck(i, "s", "demo://x", "restart", "down", parked);
+    own::workflow_started(i, "r1", "w", "operator");
+    own::workflow_ended(i, "r1", "w", "completed", None);
+    own::workflow_ended(i, "r1", "w", "failed", Some("server: down"));
+    own::workflow_retry(i, "r1", "fetch", 1, "server: down", 1000);
+    own::workflow_unsaved(i, "r1", "disk full");
     skills::discovered(i, "s", &["s/greet".to_owned()]);
     skills::source_unavailable(i, "s");
 }
@@ -212,7 +221,13 @@ fn every_line_of_the_catalogue_is_a_row_of_the_reference() {
             .iter()
             .find(|r| r.event == event && r.levels.contains(&level))
             .unwrap_or_else(|| panic!("no row of {event} at {level}: {line}"));
-        assert_eq!(fields, row.fields, "{line}");
+        // A field `a or b` of the reference is one of the two.
+        let matched = fields.len() == row.fields.len()
+            && fields
+                .iter()
+                .zip(&row.fields)
+                .all(|(f, r)| r.split(" or ").any(|alt| alt == *f));
+        assert!(matched, "{line}: {:?}", row.fields);
     }
     assert_eq!(
         written,

@@ -1,0 +1,568 @@
+//! The engine: one task holding every run that did not end, driving each ([`Run`]) with the
+//! orders of the tools and the supervisor, the outcomes of the attempts it started, and its
+//! timers, on tokio's clock (Unix milliseconds anchored at its start, so that a test whose
+//! clock is paused moves it).
+//!
+//! Driving a run: each action it hands out is taken in turn, the run's record kept in the
+//! store first whenever it changed, so that an attempt is kept as sent before it is sent.
+//! An attempt runs on a task of its own and tells its outcome back; an attempt the run gives
+//! up (its timeout, a cancel) is cancelled. A wait's resource is subscribed (owner
+//! `workflow:<run>`) by a task of its own that tells back a failure that will not pass.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agentd_tools::Error;
+use agentd_tools::workflow::run::{
+    Action, Execute, Failure, Limits, Record, Run, StepStatus, Watched,
+};
+use agentd_tools::workflow::{Command, Defined, Definition, configured, unknown};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::steps::Steps;
+use super::{Order, Servers, Setup, Unsubscribed, by_name};
+use crate::clock::{random_bytes, wall_ms};
+use crate::store::Store;
+use crate::telemetry::catalogue::own;
+use crate::telemetry::catalogue::subscriptions::{self, Stuck};
+
+/// What an attempt, or a wait's subscribe, came to.
+#[derive(Debug)]
+struct Outcome {
+    run: String,
+    step: usize,
+    attempt: u32,
+    outcome: Result<Value, Failure>,
+}
+
+/// Unix milliseconds on tokio's clock.
+#[derive(Debug, Clone, Copy)]
+struct Time {
+    wall_ms: i64,
+    start: Instant,
+}
+
+impl Time {
+    fn new() -> Self {
+        Self {
+            wall_ms: wall_ms(),
+            start: Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.wall_ms.saturating_add(since)
+    }
+
+    /// The instant of Unix millisecond `ms` (now, when it is past).
+    fn instant(&self, ms: i64) -> Instant {
+        let ahead = ms.saturating_sub(self.now_ms()).max(0);
+        Instant::now() + std::time::Duration::from_millis(u64::try_from(ahead).unwrap_or(0))
+    }
+}
+
+/// The owner of a run's subscriptions on its servers.
+fn owner(run: &str) -> String {
+    format!("workflow:{run}")
+}
+
+/// A run's id: 32 hex digits, random (the trace id of its calls).
+fn new_id() -> String {
+    let mut bytes: [u8; 16] = random_bytes();
+    if bytes == [0; 16] {
+        bytes[15] = 1;
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The engine's task.
+pub(super) struct Engine {
+    instance: String,
+    store: Store,
+    limits: Limits,
+    configured: BTreeMap<String, Definition>,
+    /// The runs that did not end, by id.
+    active: BTreeMap<String, Run>,
+    /// The attempts under way, by run, step and attempt.
+    executing: BTreeMap<(String, usize, u32), CancellationToken>,
+    /// The actor last listed of each server.
+    actors: BTreeMap<String, u64>,
+    steps: Arc<Steps>,
+    outcomes: mpsc::UnboundedSender<Outcome>,
+    tasks: TaskTracker,
+    shutdown: CancellationToken,
+    time: Time,
+}
+
+impl Engine {
+    /// Starts the engine of `setup` on `tasks`, taking `orders` until `shutdown`.
+    pub(super) fn spawn(
+        setup: Setup,
+        orders: mpsc::UnboundedReceiver<Order>,
+        tasks: &TaskTracker,
+        shutdown: CancellationToken,
+    ) {
+        let (outcomes, told) = mpsc::unbounded_channel();
+        let engine = Self {
+            steps: Arc::new(Steps {
+                instance: setup.instance.clone(),
+                servers: setup.servers,
+                tools: None,
+                agent: setup.agent,
+            }),
+            instance: setup.instance,
+            store: setup.store,
+            limits: setup.limits,
+            configured: by_name(setup.configured),
+            active: BTreeMap::new(),
+            executing: BTreeMap::new(),
+            actors: BTreeMap::new(),
+            outcomes,
+            tasks: tasks.clone(),
+            shutdown,
+            time: Time::new(),
+        };
+        tasks.spawn(engine.run(orders, told));
+    }
+
+    async fn run(
+        mut self,
+        mut orders: mpsc::UnboundedReceiver<Order>,
+        mut told: mpsc::UnboundedReceiver<Outcome>,
+    ) {
+        self.restore().await;
+        loop {
+            let due = self.active.values().filter_map(Run::poll_timeout).min();
+            let at = due.map(|ms| self.time.instant(ms));
+            tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => break,
+                Some(order) = orders.recv() => self.on_order(order).await,
+                Some(outcome) = told.recv() => self.on_outcome(outcome).await,
+                () = sleep_until(at.unwrap_or_else(Instant::now)), if at.is_some() => {
+                    self.on_time().await;
+                }
+            }
+        }
+        // What is under way is cancelled by the shutdown; its outcome is not kept.
+    }
+
+    /// Resumes the runs the store holds unsettled.
+    async fn restore(&mut self) {
+        let kept = match self.store.runs_unsettled().await {
+            Ok(kept) => kept,
+            Err(e) => {
+                own::workflow_unsaved(&self.instance, "*", &format!("runs not read: {e}"));
+                return;
+            }
+        };
+        for record in kept {
+            let id = record.id.clone();
+            match Run::restore(record.clone(), self.limits.value_max) {
+                Ok(run) => {
+                    self.active.insert(id.clone(), run);
+                }
+                Err(e) => {
+                    // Kept failed: the definition it started with no longer parses.
+                    let mut failed = record;
+                    failed.status = agentd_tools::workflow::Status::Failed;
+                    failed.error = Some(Failure::new("definition", e.to_string()));
+                    failed.ended_ms = Some(self.time.now_ms());
+                    self.save(failed).await;
+                    continue;
+                }
+            }
+            self.drive(&id).await;
+        }
+    }
+
+    async fn on_order(&mut self, order: Order) {
+        match order {
+            Order::Configure { configured, limits } => {
+                self.configured = by_name(configured);
+                self.limits = limits;
+            }
+            Order::Tools(tools) => {
+                let mut steps = (*self.steps).clone();
+                steps.tools = Some(tools);
+                self.steps = Arc::new(steps);
+            }
+            Order::Define {
+                definition,
+                create,
+                answer,
+            } => {
+                let _ = answer.send(self.define(definition, create).await);
+            }
+            Order::Delete { name, answer } => {
+                let deleted = match self.configured.contains_key(&name) {
+                    true => Err(configured("workflow.delete", &name)),
+                    false => self
+                        .store
+                        .workflow_delete(&name)
+                        .await
+                        .map_err(|e| e.into_tool("workflow.delete", &name)),
+                };
+                let _ = answer.send(deleted);
+            }
+            Order::Run {
+                workflow,
+                input,
+                by,
+                answer,
+            } => {
+                let _ = answer.send(self.start(&workflow, input, &by).await);
+            }
+            Order::Status { run, answer } => {
+                let record = match self.active.get(&run) {
+                    Some(active) => Ok(active.record().clone()),
+                    None => self.kept(&run).await,
+                };
+                let _ = answer.send(record);
+            }
+            Order::Command {
+                run,
+                command,
+                answer,
+            } => {
+                let _ = answer.send(self.command(&run, command).await);
+            }
+            Order::Updated { server, uri } => {
+                let now = self.time.now_ms();
+                let ended: Vec<String> = self
+                    .active
+                    .iter_mut()
+                    .filter_map(|(id, run)| run.updated(&server, &uri, now).then(|| id.clone()))
+                    .collect();
+                for id in ended {
+                    self.drive(&id).await;
+                }
+            }
+            Order::Connected { server, actor } => {
+                let before = self.actors.insert(server.clone(), actor);
+                if before.is_some_and(|b| b != actor) {
+                    self.resubscribe(&server, "reload");
+                }
+            }
+        }
+    }
+
+    /// `workflow.create` or `workflow.update`.
+    async fn define(&mut self, definition: Definition, create: bool) -> Result<Defined, Error> {
+        let name = definition.name.clone();
+        let tool = if create {
+            "workflow.create"
+        } else {
+            "workflow.update"
+        };
+        if self.configured.contains_key(&name) {
+            return Err(match create {
+                true => Error::Exists {
+                    what: format!("workflow {name:?} (in the configuration)"),
+                },
+                false => configured(tool, &name),
+            });
+        }
+        let steps = definition.steps.len();
+        let body = definition.body().clone();
+        match self.store.workflow_define(&name, body, create).await {
+            Ok(version) => Ok(Defined::new(&name, version, steps)),
+            Err(crate::store::Error::Exists { .. }) => Err(Error::Exists {
+                what: format!("workflow {name:?}"),
+            }),
+            Err(crate::store::Error::NotFound { .. }) => Err(unknown(&name)),
+            Err(e) => Err(e.into_tool(tool, &name)),
+        }
+    }
+
+    /// `workflow.run`: the run started, kept and driven.
+    async fn start(&mut self, workflow: &str, input: Value, by: &str) -> Result<Record, Error> {
+        let definition = match self.configured.get(workflow) {
+            Some(definition) => definition.clone(),
+            None => {
+                let kept = self.store.workflow_get(workflow).await;
+                let kept = kept.map_err(|e| e.into_tool("workflow.run", workflow))?;
+                let kept = kept.ok_or_else(|| unknown(workflow))?;
+                Definition::parse(workflow, &kept.body).map_err(|e| Error::Store {
+                    detail: format!("workflow {workflow:?} kept does not parse: {e}"),
+                })?
+            }
+        };
+        let id = new_id();
+        let run = Run::start(&id, definition, input, by, self.limits, self.time.now_ms())?;
+        own::workflow_started(&self.instance, &id, workflow, by);
+        self.active.insert(id.clone(), run);
+        self.drive(&id).await;
+        self.current(&id).await
+    }
+
+    /// A run as it stands: the engine's, else the store's.
+    async fn current(&self, id: &str) -> Result<Record, Error> {
+        match self.active.get(id) {
+            Some(run) => Ok(run.record().clone()),
+            None => self.kept(id).await,
+        }
+    }
+
+    /// Run `id` as the store keeps it.
+    async fn kept(&self, id: &str) -> Result<Record, Error> {
+        let kept = self.store.run_get(id).await;
+        kept.map_err(|e| e.into_tool("workflow.status", id))?
+            .ok_or_else(|| Error::UnknownRun { run: id.to_owned() })
+    }
+
+    async fn command(&mut self, id: &str, command: Command) -> Result<Record, Error> {
+        let now = self.time.now_ms();
+        let Some(run) = self.active.get_mut(id) else {
+            // Not under way: ended, or never started.
+            let kept = self.kept(id).await?;
+            return Err(Error::AlreadyFinished {
+                unit: format!("run:{}", kept.id),
+            });
+        };
+        match command {
+            Command::Cancel => run.cancel(now),
+            Command::Pause => run.pause(now),
+            Command::Resume => run.resume(now),
+            Command::Signal { name, payload } => run.signal(&name, payload, now),
+            _ => Err(Error::NotBuilt {
+                tool: "workflow".to_owned(),
+            }),
+        }?;
+        self.drive(id).await;
+        self.current(id).await
+    }
+
+    async fn on_outcome(&mut self, told: Outcome) {
+        self.executing
+            .remove(&(told.run.clone(), told.step, told.attempt));
+        let now = self.time.now_ms();
+        let Some(run) = self.active.get_mut(&told.run) else {
+            return;
+        };
+        let retrying = told.outcome.as_ref().err().cloned();
+        run.handle_outcome(told.step, told.attempt, told.outcome, now);
+        self.said_retry(&told.run, told.step, told.attempt, retrying, now);
+        self.drive(&told.run).await;
+    }
+
+    /// `workflow.retry` when step `step` of run `id` is retrying after `failure`.
+    fn said_retry(&self, id: &str, step: usize, attempt: u32, failure: Option<Failure>, now: i64) {
+        let (Some(run), Some(failure)) = (self.active.get(id), failure) else {
+            return;
+        };
+        let Some(kept) = run.record().steps.get(step) else {
+            return;
+        };
+        if kept.status == StepStatus::Retrying && kept.attempt == attempt {
+            let wait = kept.due_ms.unwrap_or(now).saturating_sub(now);
+            own::workflow_retry(
+                &self.instance,
+                id,
+                &kept.id,
+                attempt,
+                &failure.to_string(),
+                wait,
+            );
+        }
+    }
+
+    /// The timers that are due go off.
+    async fn on_time(&mut self) {
+        let now = self.time.now_ms();
+        let due: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, run)| run.poll_timeout().is_some_and(|at| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(run) = self.active.get_mut(&id) {
+                let step = run.record().step;
+                let attempt = run.record().steps.get(step).map(|s| s.attempt);
+                run.handle_timeout(now);
+                let failure = run.record().steps.get(step).and_then(|s| s.error.clone());
+                if let Some(attempt) = attempt {
+                    self.said_retry(&id, step, attempt, failure, now);
+                }
+            }
+            self.drive(&id).await;
+        }
+    }
+
+    /// Takes every action of run `id`, its record kept first whenever it changed; a run
+    /// that ended leaves the engine.
+    async fn drive(&mut self, id: &str) {
+        loop {
+            let now = self.time.now_ms();
+            let Some(run) = self.active.get_mut(id) else {
+                return;
+            };
+            let action = run.poll_action(now);
+            if run.take_changed() {
+                let record = run.record().clone();
+                self.save(record).await;
+            }
+            match action {
+                None => break,
+                Some(Action::Execute(execute)) => self.execute(id, execute),
+                Some(Action::Subscribe {
+                    step,
+                    attempt,
+                    watched,
+                    again,
+                }) => {
+                    let reason = again.then_some("restart");
+                    self.subscribe(id, step, attempt, watched, reason);
+                }
+                Some(Action::Release { watched }) => self.release(id, watched),
+                Some(Action::Abandon { step, attempt }) => {
+                    if let Some(token) = self.executing.remove(&(id.to_owned(), step, attempt)) {
+                        token.cancel();
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let settled = self.active.get(id).is_some_and(Run::is_settled);
+        if settled && let Some(run) = self.active.remove(id) {
+            let record = run.record();
+            let err = record.error.as_ref().map(Failure::to_string);
+            let status = record.status.as_str();
+            own::workflow_ended(&self.instance, id, &record.workflow, status, err.as_deref());
+        }
+    }
+
+    /// Keeps `record`; a failure is logged, and the run goes on.
+    async fn save(&self, record: Record) {
+        let id = record.id.clone();
+        if let Err(e) = self.store.run_save(record).await {
+            own::workflow_unsaved(&self.instance, &id, &e.to_string());
+        }
+    }
+
+    /// Starts attempt `execute` of run `id` on a task of its own.
+    fn execute(&mut self, id: &str, execute: Execute) {
+        let cancel = self.shutdown.child_token();
+        let key = (id.to_owned(), execute.step, execute.attempt);
+        self.executing.insert(key, cancel.clone());
+        let (steps, told, run) = (self.steps.clone(), self.outcomes.clone(), id.to_owned());
+        let deadline = self.time.instant(execute.deadline_ms);
+        self.tasks.spawn(async move {
+            let outcome = steps.execute(&run, &execute, deadline, &cancel).await;
+            if cancel.is_cancelled() {
+                // Given up, or the daemon stops: nobody wants it.
+                return;
+            }
+            let _ = told.send(Outcome {
+                run,
+                step: execute.step,
+                attempt: execute.attempt,
+                outcome,
+            });
+        });
+    }
+
+    /// Subscribes `watched` for step `step` of run `id` on a task of its own: a failure that
+    /// will not pass fails the wait. `reason` when it is subscribed again (logged).
+    fn subscribe(
+        &self,
+        id: &str,
+        step: usize,
+        attempt: u32,
+        watched: Watched,
+        reason: Option<&'static str>,
+    ) {
+        let servers = self.steps.servers.clone();
+        let (told, run, instance) = (self.outcomes.clone(), id.to_owned(), self.instance.clone());
+        let shutdown = self.shutdown.clone();
+        self.tasks.spawn(async move {
+            let Watched { server, uri, .. } = &watched;
+            if let Some(reason) = reason {
+                parked(&*servers, &instance, server, uri, reason);
+            }
+            let owner = owner(&run);
+            let subscribed = tokio::select! {
+                subscribed = servers.subscribe(server, uri, &owner) => subscribed,
+                () = shutdown.cancelled() => return,
+            };
+            let failure = match subscribed {
+                Ok(()) => {
+                    if let Some(reason) = reason {
+                        subscriptions::wait_resubscribed(&instance, server, uri, reason);
+                    }
+                    return;
+                }
+                Err(Unsubscribed::MayPass(err)) => {
+                    if let Some(reason) = reason {
+                        subscriptions::wait_resubscribe_fail(&instance, server, uri, reason, &err);
+                    }
+                    return;
+                }
+                Err(e @ (Unsubscribed::Unknown | Unsubscribed::Unsupported)) => {
+                    if let Some(reason) = reason {
+                        let stuck = Stuck::Failed(1);
+                        let err = e.to_string();
+                        subscriptions::wait_resubscribe_stuck(
+                            &instance, server, uri, reason, &err, stuck,
+                        );
+                    }
+                    let code = match e {
+                        Unsubscribed::Unknown => "unknown_server",
+                        _ => "unsupported",
+                    };
+                    Failure::new(code, e.to_string())
+                }
+                // Let go by a reload: subscribed again when the server is held afresh.
+                Err(Unsubscribed::Gone) => return,
+            };
+            let _ = told.send(Outcome {
+                run,
+                step,
+                attempt,
+                outcome: Err(failure),
+            });
+        });
+    }
+
+    /// Every wait on `server` under way is subscribed again (`reason`).
+    fn resubscribe(&self, server: &str, reason: &'static str) {
+        for (id, run) in &self.active {
+            let record = run.record();
+            let Some(step) = record.steps.get(record.step) else {
+                continue;
+            };
+            let Some(watched) = &step.watched else {
+                continue;
+            };
+            if step.status == StepStatus::Waiting && watched.server == server {
+                self.subscribe(id, record.step, step.attempt, watched.clone(), Some(reason));
+            }
+        }
+    }
+
+    /// Releases `watched` of run `id` on a task of its own (a failure is the server task's
+    /// to log and try again).
+    fn release(&self, id: &str, watched: Watched) {
+        let servers = self.steps.servers.clone();
+        let owner = owner(id);
+        self.tasks.spawn(async move {
+            let _ = servers.release(&watched.server, &watched.uri, &owner).await;
+        });
+    }
+}
+
+/// `wait.resubscribe.fail` (error, parked) when a parked wait's server is configured but not
+/// connected: it is subscribed once the server is.
+fn parked(servers: &dyn Servers, instance: &str, server: &str, uri: &str, reason: &str) {
+    let (configured, connected) = servers.state(server);
+    if configured && !connected {
+        let err = "the server is not connected";
+        subscriptions::wait_resubscribe_stuck(instance, server, uri, reason, err, Stuck::Parked(1));
+    }
+}

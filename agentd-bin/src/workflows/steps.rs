@@ -1,0 +1,218 @@
+//! Executing an attempt of a step ([`Steps::execute`]): an `mcp.tool` or `mcp.resource` step
+//! over the supervisor's connection to its server (waited for while the server joins), a
+//! `tool` step through agentd's own tools as `Caller::workflow(run, step)`, an `agent` step
+//! through [`Agent`]. The whole of an attempt is bounded by its deadline; an `mcp.tool` call
+//! still running then, or when the run gives it up, is cancelled on the wire.
+//!
+//! An `mcp.tool` call carries `_meta`: `agent/run_id` and `agent/run` (the run's id),
+//! `agent/instance`, `traceparent` (the run's id is its trace id, a span per attempt),
+//! `agent/idempotency_key` (the step's one key) and `agent/attempt`. What fails it in a way
+//! another attempt may not meet is retryable: a transport failure, a JSON-RPC error, the
+//! deadline, a result with `isError` (`tool_error`); a server not configured is not.
+
+use std::sync::Arc;
+
+use agentd_tools::workflow::run::{Call, Execute, Failure, Resolved};
+use agentd_tools::{AgentMeta, Caller};
+use mcp_negotiate::Client;
+use mcp_wire::{CallToolResult, CompleteParams};
+use serde_json::{Value, json};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, Servers, Tools};
+
+/// What the steps of runs reach.
+#[derive(Debug, Clone)]
+pub(super) struct Steps {
+    pub(super) instance: String,
+    pub(super) servers: Arc<dyn Servers>,
+    pub(super) tools: Option<Arc<dyn Tools>>,
+    pub(super) agent: Arc<dyn Agent>,
+}
+
+/// A failure of an attempt cut at its deadline.
+fn cut() -> Failure {
+    Failure::retryable("timed_out", "cut at the step's timeout")
+}
+
+/// A failure of an attempt the run gave up.
+fn given_up() -> Failure {
+    Failure::new("cancelled", "given up")
+}
+
+impl Steps {
+    /// Attempt `execute` of a step of run `run`, by `deadline`, given up at `cancel`.
+    pub(super) async fn execute(
+        &self,
+        run: &str,
+        execute: &Execute,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Value, Failure> {
+        if let Call::McpTool { .. } = &execute.call {
+            // Its cancellation goes on the wire.
+            return self.mcp_tool(run, execute, deadline, cancel).await;
+        }
+        let executed = async {
+            match &execute.call {
+                Call::Resource { server, op } => self.resource(server, op).await,
+                Call::Tool { name, arguments } => {
+                    let tools = self.tools.as_ref().ok_or_else(|| {
+                        Failure::new("shutting_down", "the own tools are not served")
+                    })?;
+                    let caller = Caller::workflow(run, &execute.id);
+                    tools
+                        .call(&caller, name, arguments.clone())
+                        .await
+                        .map_err(|e| Failure::new(e.code(), e.to_string()))
+                }
+                Call::Agent { prompt } => self.agent.answer(run, &execute.id, prompt).await,
+                _ => Err(Failure::new(
+                    "invalid",
+                    "a step this build does not execute",
+                )),
+            }
+        };
+        tokio::select! {
+            executed = executed => executed,
+            () = sleep_until(deadline) => Err(cut()),
+            () = cancel.cancelled() => Err(given_up()),
+        }
+    }
+
+    /// The connection to `server`, once it is made.
+    async fn connection(&self, server: &str) -> Result<Arc<Client>, Failure> {
+        self.servers.connection(server).await.ok_or_else(|| {
+            Failure::new(
+                "unknown_server",
+                format!("no server {server:?} is configured"),
+            )
+        })
+    }
+
+    async fn mcp_tool(
+        &self,
+        run: &str,
+        execute: &Execute,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Value, Failure> {
+        let Call::McpTool {
+            server,
+            tool,
+            arguments,
+            idempotency_key,
+        } = &execute.call
+        else {
+            unreachable!("an mcp.tool attempt")
+        };
+        let client = tokio::select! {
+            client = self.connection(server) => client?,
+            () = sleep_until(deadline) => return Err(cut()),
+            () = cancel.cancelled() => return Err(given_up()),
+        };
+        let mut meta = AgentMeta::new(run, &self.instance);
+        meta.traceparent = traceparent(run);
+        meta.idempotency_key = Some(idempotency_key.clone());
+        meta.attempt = Some(execute.attempt);
+        meta.run = Some(run.to_owned());
+        let meta = meta.to_meta();
+        let stop = async {
+            tokio::select! {
+                () = sleep_until(deadline) => {}
+                () = cancel.cancelled() => {}
+            }
+        };
+        let called = client
+            .call_tool_until(tool, Some(arguments.clone()), Some(&meta), |_| {}, stop)
+            .await;
+        match called {
+            Ok(result) if result.is_error() => Err(Failure::retryable("tool_error", said(&result))),
+            Ok(result) => serde_json::to_value(&result)
+                .map_err(|e| Failure::new("server", format!("an unreadable result: {e}"))),
+            Err(mcp_negotiate::Error::Cancelled) if cancel.is_cancelled() => Err(given_up()),
+            Err(mcp_negotiate::Error::Cancelled) => Err(cut()),
+            Err(e) => Err(Failure::retryable("server", e.to_string())),
+        }
+    }
+
+    async fn resource(&self, server: &str, op: &Resolved) -> Result<Value, Failure> {
+        let client = self.connection(server).await?;
+        let answered = match op {
+            Resolved::List => client
+                .list_resources()
+                .await
+                .map(|resources| json!({"resources": resources})),
+            Resolved::Templates => client
+                .list_resource_templates()
+                .await
+                .map(|templates| json!({"resourceTemplates": templates})),
+            Resolved::Read { uri } => client.read_resource(uri).await.and_then(to_value),
+            Resolved::Prompt { name, arguments } => client
+                .get_prompt(name, Some(arguments.clone()))
+                .await
+                .and_then(to_value),
+            Resolved::Complete(params) => {
+                let params: CompleteParams = serde_json::from_value(params.clone())
+                    .map_err(|e| Failure::new("invalid", format!("not a completion: {e}")))?;
+                client.complete(&params).await.and_then(to_value)
+            }
+            _ => return Err(Failure::new("invalid", "an op this build does not ask")),
+        };
+        answered.map_err(|e| Failure::retryable("server", e.to_string()))
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: T) -> Result<Value, mcp_negotiate::Error> {
+    // What was just read is JSON.
+    Ok(serde_json::to_value(value).unwrap_or(Value::Null))
+}
+
+/// The text of a result's content, block after block (another kind of block as its JSON).
+fn said(result: &CallToolResult) -> String {
+    let blocks: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block.as_text() {
+            Some(text) => text.to_owned(),
+            None => serde_json::to_string(block).unwrap_or_default(),
+        })
+        .collect();
+    blocks.join("\n")
+}
+
+/// `00-<run>-<span>-01` when the run's id is a trace id (32 hex digits, not all zeros).
+fn traceparent(run: &str) -> Option<String> {
+    let trace = run.len() == 32
+        && run
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        && run.bytes().any(|b| b != b'0');
+    if !trace {
+        return None;
+    }
+    let mut span: [u8; 8] = crate::clock::random_bytes();
+    if span == [0; 8] {
+        span[7] = 1;
+    }
+    let span: String = span.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("00-{run}-{span}-01"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_id_is_the_trace_of_its_calls() {
+        let run = "0af7651916cd43dd8448eb211c80319c";
+        let parent = traceparent(run).unwrap();
+        assert!(parent.starts_with(&format!("00-{run}-")), "{parent}");
+        assert_eq!(parent.len(), 55);
+        assert!(parent.ends_with("-01"));
+        assert_eq!(traceparent("run-1"), None);
+        assert_eq!(traceparent(&"0".repeat(32)), None);
+        assert_eq!(traceparent(&"A".repeat(32)), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! The engine over the store and the reference server.
