@@ -10,6 +10,7 @@
 //! `workflow:<run>`) by a task of its own that tells back a failure that will not pass.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use agentd_tools::Error;
@@ -18,17 +19,99 @@ use agentd_tools::workflow::run::{
 };
 use agentd_tools::workflow::{Command, Defined, Definition, configured, unknown};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::parts::{Agent, Servers, Tools, Unsubscribed};
 use super::steps::Steps;
-use super::{Order, Servers, Setup, Unsubscribed, by_name};
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::Store;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::catalogue::subscriptions::{self, Stuck};
+
+/// What the engine starts with.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    /// The instance (`agent/instance`, the log lines').
+    pub(crate) instance: String,
+    /// Where runs and definitions are kept.
+    pub(crate) store: Store,
+    /// The held servers.
+    pub(crate) servers: Arc<dyn Servers>,
+    /// The `agent` steps' turns.
+    pub(crate) agent: Arc<dyn Agent>,
+    /// The runs' bounds: `limits.step_timeout`, `store.max_value_bytes`.
+    pub(crate) limits: Limits,
+    /// The configuration's workflows.
+    pub(crate) configured: Vec<Definition>,
+}
+
+/// An order to the engine.
+pub(super) enum Order {
+    Configure {
+        configured: Vec<Definition>,
+        limits: Limits,
+    },
+    Tools(Arc<dyn Tools>),
+    Define {
+        definition: Definition,
+        create: bool,
+        answer: oneshot::Sender<Result<Defined, Error>>,
+    },
+    Delete {
+        name: String,
+        answer: oneshot::Sender<Result<bool, Error>>,
+    },
+    Run {
+        workflow: String,
+        input: Value,
+        by: String,
+        answer: oneshot::Sender<Result<Record, Error>>,
+    },
+    Status {
+        run: String,
+        answer: oneshot::Sender<Result<Record, Error>>,
+    },
+    Command {
+        run: String,
+        command: Command,
+        answer: oneshot::Sender<Result<Record, Error>>,
+    },
+    Updated {
+        server: String,
+        uri: String,
+    },
+    Connected {
+        server: String,
+        actor: u64,
+    },
+}
+
+impl fmt::Debug for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Configure { .. } => "Configure",
+            Self::Tools(_) => "Tools",
+            Self::Define { .. } => "Define",
+            Self::Delete { .. } => "Delete",
+            Self::Run { .. } => "Run",
+            Self::Status { .. } => "Status",
+            Self::Command { .. } => "Command",
+            Self::Updated { .. } => "Updated",
+            Self::Connected { .. } => "Connected",
+        })
+    }
+}
+
+/// The configuration's workflows, by name.
+fn by_name(configured: Vec<Definition>) -> BTreeMap<String, Definition> {
+    configured
+        .into_iter()
+        .map(|d| (d.name.clone(), d))
+        .collect()
+}
 
 /// What an attempt, or a wait's subscribe, came to.
 #[derive(Debug)]

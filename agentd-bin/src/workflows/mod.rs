@@ -17,214 +17,27 @@
 //! turn; [`NoSubagents`] refuses it `not_available` until subagents run in this build).
 
 mod engine;
+mod parts;
 mod steps;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use agentd_tools::workflow::run::{Failure, Limits, Record};
+use agentd_tools::Error;
+use agentd_tools::workflow::run::{Limits, Record};
 use agentd_tools::workflow::{Command, Defined, Definition, Filter, Page};
-use agentd_tools::{Caller, Error};
-use mcp_negotiate::Client;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use self::engine::Order;
+pub(crate) use self::engine::Setup;
+#[cfg(any(test, feature = "demo"))]
+pub(crate) use self::parts::NoServers;
+pub(crate) use self::parts::{Boxed, NoSubagents, Servers, Tools, Unsubscribed};
 use crate::store::Store;
-
-/// A boxed future, as the traits of the daemon's parts answer.
-pub(crate) type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Why a wait's resource is not subscribed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Unsubscribed {
-    /// No server of that name is configured.
-    Unknown,
-    /// The server offers no subscriptions.
-    Unsupported,
-    /// The server is no longer held (a reload let it go).
-    Gone,
-    /// It failed in a way that may pass: the server's task asks again on its schedule.
-    MayPass(String),
-}
-
-impl fmt::Display for Unsubscribed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unknown => f.write_str("no server of that name is configured"),
-            Self::Unsupported => f.write_str("the server offers no subscriptions"),
-            Self::Gone => f.write_str("the server is no longer held"),
-            Self::MayPass(err) => f.write_str(err),
-        }
-    }
-}
-
-/// The held servers, as the steps reach them.
-pub(crate) trait Servers: fmt::Debug + Send + Sync + 'static {
-    /// The connection to `server`, once it is connected; `None` when no server of that name
-    /// is configured (or it was let go while waiting).
-    fn connection<'a>(&'a self, server: &'a str) -> Boxed<'a, Option<Arc<Client>>>;
-
-    /// Whether `server` is configured, and whether it is connected now.
-    fn state(&self, server: &str) -> (bool, bool);
-
-    /// `owner` wants `uri` of `server` subscribed: once the server is connected (a server
-    /// that offers no subscriptions is [`Unsubscribed::Unsupported`]).
-    fn subscribe<'a>(
-        &'a self,
-        server: &'a str,
-        uri: &'a str,
-        owner: &'a str,
-    ) -> Boxed<'a, Result<(), Unsubscribed>>;
-
-    /// `owner` lets `uri` of `server` go.
-    fn release<'a>(
-        &'a self,
-        server: &'a str,
-        uri: &'a str,
-        owner: &'a str,
-    ) -> Boxed<'a, Result<(), Unsubscribed>>;
-}
-
-/// agentd's own tools, as a `tool` step calls them.
-pub(crate) trait Tools: fmt::Debug + Send + Sync {
-    /// Calls `name` for `caller` with `arguments`.
-    fn call<'a>(
-        &'a self,
-        caller: &'a Caller,
-        name: &'a str,
-        arguments: Value,
-    ) -> Boxed<'a, Result<Value, Error>>;
-}
-
-/// An `agent` step's model turn.
-pub(crate) trait Agent: fmt::Debug + Send + Sync {
-    /// The answer to `prompt`, for step `step` of run `run`: the step's output.
-    fn answer<'a>(
-        &'a self,
-        run: &'a str,
-        step: &'a str,
-        prompt: &'a str,
-    ) -> Boxed<'a, Result<Value, Failure>>;
-}
-
-/// No subagents in this build: an `agent` step fails `not_available`.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoSubagents;
-
-impl Agent for NoSubagents {
-    fn answer<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-    ) -> Boxed<'a, Result<Value, Failure>> {
-        Box::pin(async {
-            Err(Failure::new(
-                "not_available",
-                "an agent step runs as a subagent, and subagents do not run in this build",
-            ))
-        })
-    }
-}
-
-/// No server at all: every one unknown (the demo's turn, tests).
-#[cfg(any(test, feature = "demo"))]
-#[derive(Debug)]
-pub(crate) struct NoServers;
-
-#[cfg(any(test, feature = "demo"))]
-impl Servers for NoServers {
-    fn connection<'a>(&'a self, _: &'a str) -> Boxed<'a, Option<Arc<Client>>> {
-        Box::pin(async { None })
-    }
-
-    fn state(&self, _: &str) -> (bool, bool) {
-        (false, false)
-    }
-
-    fn subscribe<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-    ) -> Boxed<'a, Result<(), Unsubscribed>> {
-        Box::pin(async { Err(Unsubscribed::Unknown) })
-    }
-
-    fn release<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
-    ) -> Boxed<'a, Result<(), Unsubscribed>> {
-        Box::pin(async { Err(Unsubscribed::Unknown) })
-    }
-}
-
-/// What the engine starts with.
-#[derive(Debug)]
-pub(crate) struct Setup {
-    /// The instance (`agent/instance`, the log lines').
-    pub(crate) instance: String,
-    /// Where runs and definitions are kept.
-    pub(crate) store: Store,
-    /// The held servers.
-    pub(crate) servers: Arc<dyn Servers>,
-    /// The `agent` steps' turns.
-    pub(crate) agent: Arc<dyn Agent>,
-    /// The runs' bounds: `limits.step_timeout`, `store.max_value_bytes`.
-    pub(crate) limits: Limits,
-    /// The configuration's workflows.
-    pub(crate) configured: Vec<Definition>,
-}
-
-/// An order to the engine.
-enum Order {
-    Configure {
-        configured: Vec<Definition>,
-        limits: Limits,
-    },
-    Tools(Arc<dyn Tools>),
-    Define {
-        definition: Definition,
-        create: bool,
-        answer: oneshot::Sender<Result<Defined, Error>>,
-    },
-    Delete {
-        name: String,
-        answer: oneshot::Sender<Result<bool, Error>>,
-    },
-    Run {
-        workflow: String,
-        input: Value,
-        by: String,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Status {
-        run: String,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Command {
-        run: String,
-        command: Command,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Updated {
-        server: String,
-        uri: String,
-    },
-    Connected {
-        server: String,
-        actor: u64,
-    },
-}
 
 /// The workflows of the daemon: what the tools call and the supervisor tells. Cloned
 /// freely; an order sent once the engine ended is answered `shutting_down`.
@@ -232,22 +45,6 @@ enum Order {
 pub(crate) struct Workflows {
     orders: mpsc::UnboundedSender<Order>,
     store: Store,
-}
-
-impl fmt::Debug for Order {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Configure { .. } => "Configure",
-            Self::Tools(_) => "Tools",
-            Self::Define { .. } => "Define",
-            Self::Delete { .. } => "Delete",
-            Self::Run { .. } => "Run",
-            Self::Status { .. } => "Status",
-            Self::Command { .. } => "Command",
-            Self::Updated { .. } => "Updated",
-            Self::Connected { .. } => "Connected",
-        })
-    }
 }
 
 impl Workflows {
@@ -360,12 +157,4 @@ impl agentd_tools::workflow::Workflows for Workflows {
         })
         .await
     }
-}
-
-/// The configuration's workflows, by name.
-fn by_name(configured: Vec<Definition>) -> BTreeMap<String, Definition> {
-    configured
-        .into_iter()
-        .map(|d| (d.name.clone(), d))
-        .collect()
 }

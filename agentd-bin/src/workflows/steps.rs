@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, Servers, Tools};
+use super::parts::{Agent, Servers, Tools};
 
 /// What the steps of runs reach.
 #[derive(Debug, Clone)]

@@ -9,8 +9,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+use super::definition::Definition;
 use super::run::{Action, Execute, Failure, Limits, Record, Run, Watched};
-use super::{Command, Defined, Definition, Filter, Page, configured, unknown};
+use super::service::{Command, Defined, Filter, Page, configured, unknown};
 use crate::Error;
 
 /// Workflows and their runs in memory, run ids `run-1`, `run-2`, … in the order started.

@@ -1,0 +1,143 @@
+//! The daemon's parts the steps of runs reach, as traits the daemon implements: the held
+//! servers ([`Servers`]), agentd's own tools ([`Tools`]) and an `agent` step's turn
+//! ([`Agent`]).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agentd_tools::workflow::run::Failure;
+use agentd_tools::{Caller, Error};
+use mcp_negotiate::Client;
+use serde_json::Value;
+
+/// A boxed future, as the traits of the daemon's parts answer.
+pub(crate) type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a wait's resource is not subscribed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unsubscribed {
+    /// No server of that name is configured.
+    Unknown,
+    /// The server offers no subscriptions.
+    Unsupported,
+    /// The server is no longer held (a reload let it go).
+    Gone,
+    /// It failed in a way that may pass: the server's task asks again on its schedule.
+    MayPass(String),
+}
+
+impl fmt::Display for Unsubscribed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unknown => f.write_str("no server of that name is configured"),
+            Self::Unsupported => f.write_str("the server offers no subscriptions"),
+            Self::Gone => f.write_str("the server is no longer held"),
+            Self::MayPass(err) => f.write_str(err),
+        }
+    }
+}
+
+/// The held servers, as the steps reach them.
+pub(crate) trait Servers: fmt::Debug + Send + Sync + 'static {
+    /// The connection to `server`, once it is connected; `None` when no server of that name
+    /// is configured (or it was let go while waiting).
+    fn connection<'a>(&'a self, server: &'a str) -> Boxed<'a, Option<Arc<Client>>>;
+
+    /// Whether `server` is configured, and whether it is connected now.
+    fn state(&self, server: &str) -> (bool, bool);
+
+    /// `owner` wants `uri` of `server` subscribed: once the server is connected (a server
+    /// that offers no subscriptions is [`Unsubscribed::Unsupported`]).
+    fn subscribe<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>>;
+
+    /// `owner` lets `uri` of `server` go.
+    fn release<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>>;
+}
+
+/// agentd's own tools, as a `tool` step calls them.
+pub(crate) trait Tools: fmt::Debug + Send + Sync {
+    /// Calls `name` for `caller` with `arguments`.
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
+        arguments: Value,
+    ) -> Boxed<'a, Result<Value, Error>>;
+}
+
+/// An `agent` step's model turn.
+pub(crate) trait Agent: fmt::Debug + Send + Sync {
+    /// The answer to `prompt`, for step `step` of run `run`: the step's output.
+    fn answer<'a>(
+        &'a self,
+        run: &'a str,
+        step: &'a str,
+        prompt: &'a str,
+    ) -> Boxed<'a, Result<Value, Failure>>;
+}
+
+/// No subagents in this build: an `agent` step fails `not_available`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoSubagents;
+
+impl Agent for NoSubagents {
+    fn answer<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Boxed<'a, Result<Value, Failure>> {
+        Box::pin(async {
+            Err(Failure::new(
+                "not_available",
+                "an agent step runs as a subagent, and subagents do not run in this build",
+            ))
+        })
+    }
+}
+
+/// No server at all: every one unknown (the demo's turn, tests).
+#[cfg(any(test, feature = "demo"))]
+#[derive(Debug)]
+pub(crate) struct NoServers;
+
+#[cfg(any(test, feature = "demo"))]
+impl Servers for NoServers {
+    fn connection<'a>(&'a self, _: &'a str) -> Boxed<'a, Option<Arc<Client>>> {
+        Box::pin(async { None })
+    }
+
+    fn state(&self, _: &str) -> (bool, bool) {
+        (false, false)
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        Box::pin(async { Err(Unsubscribed::Unknown) })
+    }
+
+    fn release<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        Box::pin(async { Err(Unsubscribed::Unknown) })
+    }
+}
