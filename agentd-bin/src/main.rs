@@ -3,7 +3,7 @@
 //! The supervisor (`agentd run`), the embedded demo (`agentd demo`, feature `demo`), and with a
 //! configuration file the one-shot commands of `cli` (`check`, `tools`, `call`, `resources`,
 //! `read`, `prompts`, `prompt`), and through the running daemon's control socket `tool`,
-//! `events call` and `human`; `revisions` and `--capabilities` say what it speaks and which
+//! `events call`, `human` and `workflow`; `revisions` and `--capabilities` say what it speaks and which
 //! tools of its own it has.
 
 mod agent;
@@ -191,6 +191,42 @@ enum Command {
     Human {
         #[command(subcommand)]
         command: HumanCommand,
+    },
+    /// Workflow runs on the running daemon, through its control socket: start one, see how
+    /// one stands.
+    ///
+    /// Exit statuses: 0 ok (the run printed as JSON); 1 the daemon could not answer; 2 bad
+    /// usage, or an input that is not JSON; 3 the daemon is not running; 4 no workflow or run
+    /// of that name; 6 the input does not fit the workflow's input schema.
+    Workflow {
+        #[command(subcommand)]
+        command: WorkflowCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkflowCommand {
+    /// Start a run of a workflow (of the configuration, or made with `workflow.create`) and
+    /// print it as JSON: its id (`run`), its status, its steps.
+    Run {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The workflow.
+        name: String,
+        /// The input, JSON (`{}` when not given), checked against the workflow's input
+        /// schema.
+        #[arg(allow_hyphen_values = true)]
+        input: Option<String>,
+    },
+    /// Print a run as it stands, as JSON: its status, its current step, each step's status,
+    /// attempts and output, its output or error.
+    Status {
+        /// The configuration file (its `store.path` is read).
+        #[arg(long, default_value = "agentd.toml")]
+        config: PathBuf,
+        /// The run's id.
+        run: String,
     },
 }
 
@@ -446,6 +482,21 @@ fn main() -> ExitCode {
             command: HumanCommand::Answer { config, id, answer },
         } => with_config(&config, level, |c| async move {
             cli::human_answer(&c, id, &answer).await
+        }),
+        Command::Workflow {
+            command:
+                WorkflowCommand::Run {
+                    config,
+                    name,
+                    input,
+                },
+        } => with_config(&config, level, |c| async move {
+            cli::workflow_run(&c, &name, input.as_deref()).await
+        }),
+        Command::Workflow {
+            command: WorkflowCommand::Status { config, run },
+        } => with_config(&config, level, |c| async move {
+            cli::workflow_status(&c, &run).await
         }),
         #[cfg(feature = "demo")]
         Command::Demo => {

@@ -1,7 +1,7 @@
 //! The one-shot commands that read a configuration and dial its servers once, a file each:
 //! `check`, `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, and through the
 //! running daemon's control socket `tool list`, `tool call` (`events call` is `tool call`
-//! of an events tool), `human list`, `human answer` and `say`.
+//! of an events tool), `human list`, `human answer`, `workflow run`, `workflow status` and `say`.
 
 mod call;
 mod check;
@@ -14,6 +14,7 @@ mod say;
 mod servers;
 mod tool;
 mod tools;
+mod workflow;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ pub(crate) use resources::{read, resources};
 pub(crate) use say::say;
 pub(crate) use tool::{Unit, tool_call, tool_list};
 pub(crate) use tools::tools;
+pub(crate) use workflow::{workflow_run, workflow_status};
 
 use crate::config::{self, Config};
 

@@ -520,3 +520,48 @@ fn the_instruction_and_the_skills_name_configured_servers() {
     let e = err(&format!("{servers}[skills]\nsource = [\"kit\"]\n"));
     assert!(e.message.contains("source"), "{e}");
 }
+
+#[test]
+fn workflows_are_checked_whole_and_an_error_names_the_key() {
+    let text = r#"
+[[workflows]]
+name = "weather"
+labels = { team = "ops" }
+[[workflows.steps]]
+id = "fetch"
+type = "mcp.tool"
+server = "weather"
+tool = "get"
+arguments = { city = "{{input.city}}" }
+retries = { max = 2, delay = "1s" }
+[[workflows.steps]]
+id = "wait"
+type = "wait"
+on = { duration = "5m" }
+"#;
+    let c = parse("agentd.toml", text, &env).unwrap();
+    assert_eq!(c.workflows.len(), 1);
+    let weather = &c.workflows[0];
+    assert_eq!(weather.name, "weather");
+    assert_eq!(weather.steps.len(), 2);
+    assert_eq!(weather.labels["team"], "ops");
+    assert_eq!(c.run_limits().step_timeout, Duration::from_secs(600));
+
+    let bad = text.replace("{{input.city}}", "{{steps.later.output}}");
+    let e = err(&bad);
+    assert_eq!(e.key, "workflows[0].steps[0].arguments.city");
+    assert_eq!((e.line, e.column), (2, 1), "{e}");
+    assert!(e.message.contains("step \"fetch\""), "{e}");
+    assert!(e.message.contains("(template)"), "{e}");
+
+    let twice = format!("{text}{text}");
+    assert_eq!(err(&twice).key, "workflows[1].name");
+    let nameless = text.replace("name = \"weather\"\n", "");
+    assert_eq!(err(&nameless).key, "workflows[0].name");
+    let unknown = text.replace("retries = { max = 2", "retries = { most = 2");
+    assert_eq!(err(&unknown).key, "workflows[0].steps[0]");
+    let starts = format!("{text}[[workflows.starts]]\nsubscribe = {{}}\n");
+    let e = err(&starts);
+    assert_eq!(e.key, "workflows[0].starts");
+    assert!(e.message.contains("not_available"), "{e}");
+}

@@ -19,7 +19,7 @@ use agentd_tools::workflow::run::{
 };
 use agentd_tools::workflow::{Command, Defined, Definition, configured, unknown};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -54,7 +54,6 @@ pub(super) enum Order {
         configured: Vec<Definition>,
         limits: Limits,
     },
-    Tools(Arc<dyn Tools>),
     Define {
         definition: Definition,
         create: bool,
@@ -93,7 +92,6 @@ impl fmt::Debug for Order {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Configure { .. } => "Configure",
-            Self::Tools(_) => "Tools",
             Self::Define { .. } => "Define",
             Self::Delete { .. } => "Delete",
             Self::Run { .. } => "Run",
@@ -173,6 +171,9 @@ pub(super) struct Engine {
     active: BTreeMap<String, Run>,
     /// The attempts under way, by run, step and attempt.
     executing: BTreeMap<(String, usize, u32), CancellationToken>,
+    /// The subscribe of each run's wait under way: given up when the wait lets its resource
+    /// go first, so that a release is never overtaken by the subscribe it undoes.
+    subscribing: BTreeMap<String, CancellationToken>,
     /// The actor last listed of each server.
     actors: BTreeMap<String, u64>,
     steps: Arc<Steps>,
@@ -187,6 +188,7 @@ impl Engine {
     pub(super) fn spawn(
         setup: Setup,
         orders: mpsc::UnboundedReceiver<Order>,
+        tools: watch::Receiver<Option<Arc<dyn Tools>>>,
         tasks: &TaskTracker,
         shutdown: CancellationToken,
     ) {
@@ -195,7 +197,7 @@ impl Engine {
             steps: Arc::new(Steps {
                 instance: setup.instance.clone(),
                 servers: setup.servers,
-                tools: None,
+                tools,
                 agent: setup.agent,
             }),
             instance: setup.instance,
@@ -204,6 +206,7 @@ impl Engine {
             configured: by_name(setup.configured),
             active: BTreeMap::new(),
             executing: BTreeMap::new(),
+            subscribing: BTreeMap::new(),
             actors: BTreeMap::new(),
             outcomes,
             tasks: tasks.clone(),
@@ -269,11 +272,6 @@ impl Engine {
             Order::Configure { configured, limits } => {
                 self.configured = by_name(configured);
                 self.limits = limits;
-            }
-            Order::Tools(tools) => {
-                let mut steps = (*self.steps).clone();
-                steps.tools = Some(tools);
-                self.steps = Arc::new(steps);
             }
             Order::Define {
                 definition,
@@ -514,6 +512,7 @@ impl Engine {
         }
         let settled = self.active.get(id).is_some_and(Run::is_settled);
         if settled && let Some(run) = self.active.remove(id) {
+            self.subscribing.remove(id);
             let record = run.record();
             let err = record.error.as_ref().map(Failure::to_string);
             let status = record.status.as_str();
@@ -554,7 +553,7 @@ impl Engine {
     /// Subscribes `watched` for step `step` of run `id` on a task of its own: a failure that
     /// will not pass fails the wait. `reason` when it is subscribed again (logged).
     fn subscribe(
-        &self,
+        &mut self,
         id: &str,
         step: usize,
         attempt: u32,
@@ -563,7 +562,10 @@ impl Engine {
     ) {
         let servers = self.steps.servers.clone();
         let (told, run, instance) = (self.outcomes.clone(), id.to_owned(), self.instance.clone());
-        let shutdown = self.shutdown.clone();
+        let given_up = self.shutdown.child_token();
+        if let Some(before) = self.subscribing.insert(id.to_owned(), given_up.clone()) {
+            before.cancel();
+        }
         self.tasks.spawn(async move {
             let Watched { server, uri, .. } = &watched;
             if let Some(reason) = reason {
@@ -572,7 +574,7 @@ impl Engine {
             let owner = owner(&run);
             let subscribed = tokio::select! {
                 subscribed = servers.subscribe(server, uri, &owner) => subscribed,
-                () = shutdown.cancelled() => return,
+                () = given_up.cancelled() => return,
             };
             let failure = match subscribed {
                 Ok(()) => {
@@ -614,24 +616,29 @@ impl Engine {
     }
 
     /// Every wait on `server` under way is subscribed again (`reason`).
-    fn resubscribe(&self, server: &str, reason: &'static str) {
-        for (id, run) in &self.active {
-            let record = run.record();
-            let Some(step) = record.steps.get(record.step) else {
-                continue;
-            };
-            let Some(watched) = &step.watched else {
-                continue;
-            };
-            if step.status == StepStatus::Waiting && watched.server == server {
-                self.subscribe(id, record.step, step.attempt, watched.clone(), Some(reason));
-            }
+    fn resubscribe(&mut self, server: &str, reason: &'static str) {
+        let parked: Vec<(String, usize, u32, Watched)> = self
+            .active
+            .iter()
+            .filter_map(|(id, run)| {
+                let record = run.record();
+                let step = record.steps.get(record.step)?;
+                let watched = step.watched.as_ref()?;
+                let parked = step.status == StepStatus::Waiting && watched.server == server;
+                parked.then(|| (id.clone(), record.step, step.attempt, watched.clone()))
+            })
+            .collect();
+        for (id, step, attempt, watched) in parked {
+            self.subscribe(&id, step, attempt, watched, Some(reason));
         }
     }
 
-    /// Releases `watched` of run `id` on a task of its own (a failure is the server task's
-    /// to log and try again).
-    fn release(&self, id: &str, watched: Watched) {
+    /// Releases `watched` of run `id` on a task of its own, its subscribe given up if it is
+    /// still under way (a failure is the server task's to log and try again).
+    fn release(&mut self, id: &str, watched: Watched) {
+        if let Some(subscribing) = self.subscribing.remove(id) {
+            subscribing.cancel();
+        }
         let servers = self.steps.servers.clone();
         let owner = owner(id);
         self.tasks.spawn(async move {

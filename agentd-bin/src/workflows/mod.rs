@@ -28,7 +28,7 @@ use agentd_tools::Error;
 use agentd_tools::workflow::run::{Limits, Record};
 use agentd_tools::workflow::{Command, Defined, Definition, Filter, Page};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -44,6 +44,8 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 pub(crate) struct Workflows {
     orders: mpsc::UnboundedSender<Order>,
+    /// The own tools `tool` steps call.
+    tools: Arc<watch::Sender<Option<Arc<dyn Tools>>>>,
     store: Store,
 }
 
@@ -52,9 +54,14 @@ impl Workflows {
     /// store holds unsettled first.
     pub(crate) fn start(setup: Setup, tasks: &TaskTracker, shutdown: CancellationToken) -> Self {
         let (orders, ordered) = mpsc::unbounded_channel();
+        let (tools, served) = watch::channel(None);
         let store = setup.store.clone();
-        engine::Engine::spawn(setup, ordered, tasks, shutdown);
-        Self { orders, store }
+        engine::Engine::spawn(setup, ordered, served, tasks, shutdown);
+        Self {
+            orders,
+            tools: Arc::new(tools),
+            store,
+        }
     }
 
     /// The configuration's workflows and the runs' bounds from now on (a run under way
@@ -65,7 +72,7 @@ impl Workflows {
 
     /// The own tools `tool` steps call from now on.
     pub(crate) fn tools(&self, tools: Arc<dyn Tools>) {
-        self.tell(Order::Tools(tools));
+        self.tools.send_replace(Some(tools));
     }
 
     /// Subscribed resource `uri` of `server` changed.

@@ -17,6 +17,7 @@ use agentd_tools::{AgentMeta, Caller};
 use mcp_negotiate::Client;
 use mcp_wire::{CallToolResult, CompleteParams};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +28,8 @@ use super::parts::{Agent, Servers, Tools};
 pub(super) struct Steps {
     pub(super) instance: String,
     pub(super) servers: Arc<dyn Servers>,
-    pub(super) tools: Option<Arc<dyn Tools>>,
+    /// The own tools in force (none until the daemon hands them over).
+    pub(super) tools: watch::Receiver<Option<Arc<dyn Tools>>>,
     pub(super) agent: Arc<dyn Agent>,
 }
 
@@ -58,7 +60,12 @@ impl Steps {
             match &execute.call {
                 Call::Resource { server, op } => self.resource(server, op).await,
                 Call::Tool { name, arguments } => {
-                    let tools = self.tools.as_ref().ok_or_else(|| {
+                    let mut served = self.tools.clone();
+                    let tools = match served.wait_for(Option::is_some).await {
+                        Ok(tools) => tools.clone(),
+                        Err(_) => None,
+                    };
+                    let tools = tools.ok_or_else(|| {
                         Failure::new("shutting_down", "the own tools are not served")
                     })?;
                     let caller = Caller::workflow(run, &execute.id);
