@@ -1,1 +1,169 @@
 //! The engine over the store and the reference server.
+
+use std::sync::Arc;
+
+use mcp_negotiate::Client;
+
+use super::parts::{Boxed, Servers, Unsubscribed};
+
+/// Servers of this test: each name a connection made already.
+#[derive(Debug, Default)]
+struct Direct(std::collections::BTreeMap<String, Arc<Client>>);
+
+impl Servers for Direct {
+    fn connection<'a>(&'a self, server: &'a str) -> Boxed<'a, Option<Arc<Client>>> {
+        Box::pin(async move { self.0.get(server).cloned() })
+    }
+
+    fn state(&self, server: &str) -> (bool, bool) {
+        let held = self.0.contains_key(server);
+        (held, held)
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        Box::pin(async { Err(Unsubscribed::Unsupported) })
+    }
+
+    fn release<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+mod engine {
+    use std::time::Duration;
+
+    use agentd_tools::workflow::run::Limits;
+    use agentd_tools::workflow::{Definition, Record, Workflows as _};
+    use mcp_reference_server::{Options, ReferenceServer};
+    use serde_json::{Value, json};
+    use tokio_util::sync::CancellationToken;
+    use tokio_util::task::TaskTracker;
+
+    use super::*;
+    use crate::store::{Limits as StoreLimits, Store};
+    use crate::workflows::{NoSubagents, Setup, Workflows};
+
+    /// The engine over a store in `dir` and `server`, as `ref`.
+    async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
+        let store = Store::open(dir, StoreLimits::default()).await.unwrap();
+        let client = Client::builder("agentd", "0")
+            .connect(&server.url())
+            .await
+            .unwrap();
+        let servers = Direct([("ref".to_owned(), Arc::new(client))].into());
+        let setup = Setup {
+            instance: "t".into(),
+            store,
+            servers: Arc::new(servers),
+            agent: Arc::new(NoSubagents),
+            limits: Limits::default(),
+            configured: Vec::new(),
+        };
+        Workflows::start(setup, &TaskTracker::new(), CancellationToken::new())
+    }
+
+    /// Run `run` once it ended (20 s at most).
+    async fn settled(workflows: &Workflows, run: &str) -> Record {
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let record = workflows.status(run).await.unwrap();
+                if record.status.settled() {
+                    return record;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        match waited.await {
+            Ok(record) => record,
+            Err(_) => panic!("not ended: {:?}", workflows.status(run).await),
+        }
+    }
+
+    /// The `_meta` of each `tools/call` the server received.
+    fn called(server: &ReferenceServer) -> Vec<Value> {
+        let log = server.log();
+        let calls = log
+            .iter()
+            .filter(|l| l.method.as_deref() == Some("tools/call"));
+        calls.map(|l| l.body["params"]["_meta"].clone()).collect()
+    }
+
+    /// An attempt still running at the step's timeout is cut and cancelled on the wire, and
+    /// retried with the same key; the run fails once the retries are spent. In real time:
+    /// the store answers from a thread of its own, which a paused clock would jump past.
+    async fn cut_at_the_timeout(options: Options) -> (ReferenceServer, Record) {
+        let server = ReferenceServer::start(options).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workflows = engine(dir.path(), &server).await;
+        let body = json!({"steps": [{
+            "id": "count", "type": "mcp.tool", "server": "ref", "tool": "slow",
+            "arguments": {"steps": 1000, "delay_ms": 50},
+            "timeout": "300ms", "retries": {"max": 1, "delay": "50ms"},
+        }]});
+        workflows
+            .create(Definition::parse("counting", &body).unwrap())
+            .await
+            .unwrap();
+        let run = workflows
+            .run("counting", json!({}), "operator")
+            .await
+            .unwrap();
+        let record = settled(&workflows, &run.id).await;
+        let metas = called(&server);
+        let attempts: Vec<&Value> = metas.iter().map(|m| &m["agent/attempt"]).collect();
+        assert_eq!(attempts, [&json!(1), &json!(2)], "{metas:?}");
+        let key = &metas[0]["agent/idempotency_key"];
+        assert_eq!(&metas[1]["agent/idempotency_key"], key);
+        assert_eq!(
+            record.error.as_ref().unwrap().code,
+            "timed_out",
+            "{record:?}"
+        );
+        assert_eq!(record.steps[0].attempt, 2);
+        (server, record)
+    }
+
+    #[tokio::test]
+    async fn an_attempt_past_its_timeout_is_cancelled_on_the_wire_at_2026_07_28() {
+        let mut options = Options::default();
+        options.legacy = false;
+        let (server, _) = cut_at_the_timeout(options).await;
+        // The server saw each call's stream closed.
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            while server.abandoned().len() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        waited.await.expect("both calls abandoned");
+    }
+
+    #[tokio::test]
+    async fn an_attempt_past_its_timeout_is_cancelled_on_the_wire_at_2025_11_25() {
+        let mut options = Options::default();
+        options.modern = false;
+        let (server, _) = cut_at_the_timeout(options).await;
+        let cancelled = || {
+            let log = server.log();
+            let notes = log.iter();
+            notes
+                .filter(|l| l.method.as_deref() == Some("notifications/cancelled"))
+                .count()
+        };
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            while cancelled() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        waited.await.expect("both calls cancelled");
+    }
+}
