@@ -2,7 +2,8 @@
 //! workflow of `mcp.tool`, `mcp.resource`, `tool` and `wait` steps run to its end through
 //! `agentd workflow run` and `agentd workflow status`; an `mcp.tool` step retried with one
 //! idempotency key and rising attempts, as the server received them; runs SIGKILLed mid-step
-//! and mid-wait, finished after the restart.
+//! and mid-wait, finished after the restart; a workflow made at runtime, and one a reload
+//! brings.
 
 mod common;
 
@@ -331,4 +332,68 @@ async fn runs_killed_mid_step_finish_after_the_restart() {
     let done = status_until(&file, &parked, "completed", |r| r["status"] == "completed");
     assert_eq!(done["output"], json!({"server": "ref", "uri": COUNTER}));
     assert!(again.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_are_made_at_runtime_and_taken_at_a_reload() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), "");
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let body = json!({"steps": [{"id": "nap", "type": "wait", "on": {"duration": "10ms"}}]});
+    let create = json!({"name": "nap", "definition": body});
+    let (code, made, stderr) = agentd(
+        &file,
+        &["tool", "call"],
+        &["workflow.create", &create.to_string()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(made, json!({"workflow": "nap", "version": 1, "steps": 1}));
+    let bad = json!({"name": "bad", "definition": {"steps": [
+        {"id": "a", "type": "mcp.tool", "server": "ref", "tool": "add",
+         "arguments": {"a": "{{steps.b.output}}"}},
+    ]}});
+    let (code, _, stderr) = agentd(
+        &file,
+        &["tool", "call"],
+        &["workflow.create", &bad.to_string()],
+    );
+    assert_eq!(code, 6, "{stderr}");
+    assert!(
+        stderr.contains("/definition/steps/0/arguments/a"),
+        "{stderr}"
+    );
+    let run = start(&file, "nap", json!({}));
+    let done = status_until(&file, &run, "completed", |r| r["status"] == "completed");
+    assert!(
+        done["output"]["waited_ms"].as_u64().unwrap() >= 10,
+        "{done}"
+    );
+
+    // A reload brings a workflow of the configuration, which the tools do not change.
+    let later = "[[workflows]]\nname = \"later\"\n[[workflows.steps]]\nid = \"a\"\n\
+                 type = \"wait\"\non = { duration = 1 }\n";
+    let text = format!("{}{later}", std::fs::read_to_string(file.path()).unwrap());
+    file.write(&text);
+    daemon.signal("HUP");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let run = loop {
+        let (code, run, _) = agentd(&file, &["workflow", "run"], &["later"]);
+        if code == 0 {
+            break run["run"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the reload was not taken");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    status_until(&file, &run, "completed", |r| r["status"] == "completed");
+    let delete = json!({"name": "later"});
+    let (code, _, stderr) = agentd(
+        &file,
+        &["tool", "call"],
+        &["workflow.delete", &delete.to_string()],
+    );
+    assert_eq!(code, 6, "{stderr}");
+    assert!(stderr.contains("configuration"), "{stderr}");
+    assert!(daemon.terminate().success());
 }
