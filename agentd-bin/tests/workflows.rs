@@ -3,7 +3,8 @@
 //! `agentd workflow run` and `agentd workflow status`; an `mcp.tool` step retried with one
 //! idempotency key and rising attempts, as the server received them; runs SIGKILLed mid-step
 //! and mid-wait, finished after the restart; a workflow made at runtime, and one a reload
-//! brings.
+//! brings; an `agent` step answered by a subagent of its run (the scripted model's), and one
+//! failed without a model.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use agentd_tests::model::{Reply, ScriptedModel};
 use common::{Daemon, TempFile, until};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::{Value, json};
@@ -395,5 +397,75 @@ async fn workflows_are_made_at_runtime_and_taken_at_a_reload() {
     );
     assert_eq!(code, 6, "{stderr}");
     assert!(stderr.contains("configuration"), "{stderr}");
+    assert!(daemon.terminate().success());
+}
+
+const ASKING: &str = r#"
+[[workflows]]
+name = "asking"
+[[workflows.steps]]
+id = "add"
+type = "mcp.tool"
+server = "ref"
+tool = "add"
+arguments = { a = 2, b = 3 }
+[[workflows.steps]]
+id = "ask"
+type = "agent"
+prompt = "Say what {{steps.add.output.structuredContent.result}} is."
+[[workflows.steps]]
+id = "note"
+type = "tool"
+name = "memory.set"
+arguments = { key = "said", value = "{{steps.ask.output.answer}}" }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_step_answers_as_a_subagent_of_its_run() {
+    let model = ScriptedModel::start([Reply::text("Five.").usage(30, 2)]).await;
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let head = format!(
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n{ASKING}",
+        model.base_url()
+    );
+    let file = config(dir.path(), &server.url(), &head);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let run = start(&file, "asking", json!({}));
+    let done = status_until(&file, &run, "completed", |r| r["status"] == "completed");
+    let asked = &done["steps"][1]["output"];
+    assert_eq!(asked["answer"], "Five.", "{done}");
+    assert_eq!(asked["subagent"], "s1");
+    let (_, said, _) = agentd(
+        &file,
+        &["tool", "call"],
+        &["memory.get", r#"{"key": "said"}"#],
+    );
+    assert_eq!(said["value"], "Five.");
+    // The subagent's goal is the prompt, rendered; it is the run's.
+    let requests = model.requests();
+    let body = requests[0].body.to_string();
+    assert!(body.contains("Say what 5 is."), "{body}");
+    let (_, status, _) = agentd(
+        &file,
+        &["tool", "call"],
+        &["subagent.status", r#"{"id": "s1"}"#],
+    );
+    assert_eq!(status["parent"], format!("run:{run}"));
+    assert!(daemon.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_step_without_a_model_fails_its_run() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), ASKING);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let run = start(&file, "asking", json!({}));
+    let failed = status_until(&file, &run, "failed", |r| r["status"] == "failed");
+    assert_eq!(failed["step"], "ask");
+    assert_eq!(failed["error"]["code"], "no_agent", "{failed}");
     assert!(daemon.terminate().success());
 }

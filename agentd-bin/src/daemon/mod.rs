@@ -99,7 +99,7 @@ use crate::telemetry::catalogue::connections::{self, Dial};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 use crate::tools::{Own, Parts};
-use crate::workflows::{NoSubagents, Setup as Runs, Workflows};
+use crate::workflows::{Setup as Runs, Subagent, Workflows};
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -321,7 +321,7 @@ impl Daemon {
                 instance: config.instance.clone(),
                 store: store.clone(),
                 servers: Arc::new(held.clone()),
-                agent: Arc::new(NoSubagents),
+                agent: Arc::new(Subagent),
                 limits: config.run_limits(),
                 configured: config.workflows.clone(),
             },

@@ -121,7 +121,7 @@ async fn turn(
         instance: instance.to_owned(),
         store: store.clone(),
         servers: Arc::new(workflows::NoServers),
-        agent: Arc::new(workflows::NoSubagents),
+        agent: Arc::new(workflows::Subagent),
         limits: config.run_limits(),
         configured: Vec::new(),
     };

@@ -19,7 +19,7 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
         instance: "t".into(),
         store: store.clone(),
         servers: Arc::new(workflows::NoServers),
-        agent: Arc::new(workflows::NoSubagents),
+        agent: Arc::new(workflows::Subagent),
         limits: agentd_tools::workflow::run::Limits::default(),
         configured: Vec::new(),
     };

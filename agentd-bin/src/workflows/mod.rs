@@ -14,7 +14,7 @@
 //! The daemon's parts the steps reach are traits implemented above: [`Servers`] (the held
 //! servers: a connection once it is made, resource subscriptions by owner), [`Tools`] (agentd's
 //! own tools, called as `Caller::workflow(run, step)`) and [`Agent`] (an `agent` step's model
-//! turn; [`NoSubagents`] refuses it `not_available` until subagents run in this build).
+//! turn, run as a [`Subagent`] of the run: [`Agent`](parts::Agent)).
 
 mod engine;
 mod parts;
@@ -36,7 +36,7 @@ use self::engine::Order;
 pub(crate) use self::engine::Setup;
 #[cfg(any(test, feature = "demo"))]
 pub(crate) use self::parts::NoServers;
-pub(crate) use self::parts::{Boxed, NoSubagents, Servers, Tools, Unsubscribed};
+pub(crate) use self::parts::{Boxed, Servers, Subagent, Tools, Unsubscribed};
 use crate::store::Store;
 
 /// The workflows of the daemon: what the tools call and the supervisor tells. Cloned

@@ -1,16 +1,17 @@
 //! The daemon's parts the steps of runs reach, as traits the daemon implements: the held
 //! servers ([`Servers`]), agentd's own tools ([`Tools`]) and an `agent` step's turn
-//! ([`Agent`]).
+//! ([`Agent`], done by a [`Subagent`]).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentd_tools::workflow::run::Failure;
 use agentd_tools::{Caller, Error};
 use mcp_negotiate::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A boxed future, as the traits of the daemon's parts answer.
 pub(crate) type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -79,31 +80,69 @@ pub(crate) trait Tools: fmt::Debug + Send + Sync {
 
 /// An `agent` step's model turn.
 pub(crate) trait Agent: fmt::Debug + Send + Sync {
-    /// The answer to `prompt`, for step `step` of run `run`: the step's output.
+    /// The answer to `prompt` for `caller` (the step of its run), within `within`, through
+    /// `tools`: the step's output.
     fn answer<'a>(
         &'a self,
-        run: &'a str,
-        step: &'a str,
+        tools: &'a dyn Tools,
+        caller: &'a Caller,
         prompt: &'a str,
+        within: Duration,
     ) -> Boxed<'a, Result<Value, Failure>>;
 }
 
-/// No subagents in this build: an `agent` step fails `not_available`.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoSubagents;
+/// The longest a subagent runs (a `subagent.run` deadline's bound).
+const SUBAGENT_MAX: Duration = Duration::from_millis(agentd_tools::DURATION_MAX_MS);
 
-impl Agent for NoSubagents {
+/// An `agent` step as a subagent of its run: `subagent.run` with the prompt as its goal and
+/// the step's bound as its deadline (at most 1 h), then `subagent.await` until it settles.
+/// Its output is `{"answer", "subagent", "turns", "tokens"}` once it finished; a subagent
+/// that failed, timed out or was killed fails the step with that state as the code and its
+/// error as the message. The subagent tools are called as the step calls any own tool: as
+/// granted to workflows (`not_granted` when `[tools.grants] workflow` leaves them out, `no_agent`
+/// when no model is configured).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Subagent;
+
+impl Agent for Subagent {
     fn answer<'a>(
         &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a str,
+        tools: &'a dyn Tools,
+        caller: &'a Caller,
+        prompt: &'a str,
+        within: Duration,
     ) -> Boxed<'a, Result<Value, Failure>> {
-        Box::pin(async {
-            Err(Failure::new(
-                "not_available",
-                "an agent step runs as a subagent, and subagents do not run in this build",
-            ))
+        Box::pin(async move {
+            let failure = |e: Error| Failure::new(e.code(), e.to_string());
+            let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+            let deadline = millis(within.min(SUBAGENT_MAX));
+            let run = json!({"goal": prompt, "deadline": deadline});
+            let ran = tools
+                .call(caller, "subagent.run", run)
+                .await
+                .map_err(failure)?;
+            let id = ran["id"].as_str().unwrap_or_default().to_owned();
+            let until = json!({"id": id, "timeout": millis(SUBAGENT_MAX)});
+            loop {
+                let status = tools.call(caller, "subagent.await", until.clone()).await;
+                let status = status.map_err(failure)?;
+                match status["state"].as_str() {
+                    Some("running") => continue,
+                    Some("finished") => {
+                        return Ok(json!({
+                            "answer": status["answer"],
+                            "subagent": id,
+                            "turns": status["turns"],
+                            "tokens": status["tokens"],
+                        }));
+                    }
+                    state => {
+                        let state = state.unwrap_or("failed");
+                        let error = status["error"].as_str().unwrap_or(state);
+                        return Err(Failure::new(state, format!("subagent {id}: {error}")));
+                    }
+                }
+            }
         })
     }
 }

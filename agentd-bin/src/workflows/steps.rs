@@ -56,25 +56,21 @@ impl Steps {
             // Its cancellation goes on the wire.
             return self.mcp_tool(run, execute, deadline, cancel).await;
         }
+        let caller = Caller::workflow(run, &execute.id);
         let executed = async {
             match &execute.call {
                 Call::Resource { server, op } => self.resource(server, op).await,
-                Call::Tool { name, arguments } => {
-                    let mut served = self.tools.clone();
-                    let tools = match served.wait_for(Option::is_some).await {
-                        Ok(tools) => tools.clone(),
-                        Err(_) => None,
-                    };
-                    let tools = tools.ok_or_else(|| {
-                        Failure::new("shutting_down", "the own tools are not served")
-                    })?;
-                    let caller = Caller::workflow(run, &execute.id);
-                    tools
-                        .call(&caller, name, arguments.clone())
-                        .await
-                        .map_err(|e| Failure::new(e.code(), e.to_string()))
+                Call::Tool { name, arguments } => self
+                    .tools()
+                    .await?
+                    .call(&caller, name, arguments.clone())
+                    .await
+                    .map_err(|e| Failure::new(e.code(), e.to_string())),
+                Call::Agent { prompt } => {
+                    let tools = self.tools().await?;
+                    let within = deadline.saturating_duration_since(Instant::now());
+                    self.agent.answer(&*tools, &caller, prompt, within).await
                 }
-                Call::Agent { prompt } => self.agent.answer(run, &execute.id, prompt).await,
                 _ => Err(Failure::new(
                     "invalid",
                     "a step this build does not execute",
@@ -86,6 +82,16 @@ impl Steps {
             () = sleep_until(deadline) => Err(cut()),
             () = cancel.cancelled() => Err(given_up()),
         }
+    }
+
+    /// The own tools, once the daemon handed them over.
+    async fn tools(&self) -> Result<Arc<dyn Tools>, Failure> {
+        let mut served = self.tools.clone();
+        let tools = match served.wait_for(Option::is_some).await {
+            Ok(tools) => tools.clone(),
+            Err(_) => None,
+        };
+        tools.ok_or_else(|| Failure::new("shutting_down", "the own tools are not served"))
     }
 
     /// The connection to `server`, once it is made.

@@ -51,7 +51,7 @@ mod engine {
 
     use super::*;
     use crate::store::{Limits as StoreLimits, Store};
-    use crate::workflows::{NoSubagents, Setup, Workflows};
+    use crate::workflows::{Setup, Subagent, Workflows};
 
     /// The engine over a store in `dir` and `server`, as `ref`.
     async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
@@ -65,7 +65,7 @@ mod engine {
             instance: "t".into(),
             store,
             servers: Arc::new(servers),
-            agent: Arc::new(NoSubagents),
+            agent: Arc::new(Subagent),
             limits: Limits::default(),
             configured: Vec::new(),
         };
