@@ -1451,6 +1451,12 @@ async fn workflows_through_the_tools() {
     assert_eq!(waited["status"], "completed");
     assert_eq!(waited["output"], json!({"version": 1}));
     assert_eq!(waited["steps"][0]["attempt"], 2);
+    // `await` holds once the run ended.
+    let awaited = root(&t, "await", json!({"until": {"run": id}}))
+        .await
+        .unwrap();
+    assert_eq!(awaited["met"], true);
+    assert_eq!(awaited["run"]["status"], "completed");
 
     // workflow.wait gives the run as it is once its timeout passed.
     let wait_body =
@@ -1470,6 +1476,14 @@ async fn workflows_through_the_tools() {
         .await
         .unwrap();
     assert_eq!(waited["status"], "running");
+    let until = json!({"until": {"run": gate_id}, "timeout": 500});
+    assert_eq!(root(&t, "await", until).await, Ok(json!({"met": false})));
+    // `status` names the runs under way.
+    let status = root(&t, "status", json!({})).await.unwrap();
+    let under_way: Vec<&Value> = status["runs"].as_array().unwrap().iter().collect();
+    assert_eq!(under_way.len(), 1, "{status}");
+    assert_eq!(under_way[0]["run"], gate_id);
+    assert_eq!(under_way[0]["step"], "w");
     // A subagent reads runs and signals them; it starts none.
     let sub = Caller::subagent("s1");
     let signal = json!({"run": gate_id, "signal": "go", "payload": [1]});

@@ -560,6 +560,7 @@ impl Status for InMemory {
                 .map(|(id, inbox)| Inbox::new(id, inbox.len() as u64, 0))
                 .collect(),
             subagents: Vec::new(),
+            runs: Vec::new(),
             units_finished: state.finished.len() as u64,
             budget: Budget::default(),
             store_bytes: (memory + artifacts + messages) as u64,

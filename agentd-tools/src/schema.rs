@@ -453,7 +453,6 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
         "plan.get" => record(json!({"plan": {"oneOf": [{"type": "null"}, plan()]}})),
         "plan.clear" => record(json!({"cleared": boolean()})),
         "message.send" => record(json!({"id": natural()})),
-        // Runs are not kept yet: an empty list.
         "status" => record(json!({
             "instance": text(),
             "conversations": list(record(json!({
@@ -461,7 +460,7 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
                 "inbox": natural(),
                 "tokens": natural(),
             }))),
-            "runs": {"type": "array"},
+            "runs": list(run_summary()),
             "subagents": list(subagent()),
             "units_finished": natural(),
             "budget": record(json!({
@@ -487,6 +486,7 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
                 }))),
                 met("stream", record(json!({"name": text(), "seq": natural(), "data": {}}))),
                 met("subagent", subagent()),
+                met("run", run_summary()),
             ]})
         }
         "ask_human" => json!({"oneOf": [

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::subagent::Subagent;
+use crate::workflow::Record;
 
 /// A conversation: the size of its inbox, and the tokens its model calls used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub struct Report {
     pub conversations: Vec<Inbox>,
     /// Its subagents not retired, by id.
     pub subagents: Vec<Subagent>,
+    /// Its workflow runs under way (running or paused), oldest first.
+    pub runs: Vec<Record>,
     /// How many units of work finished.
     pub units_finished: u64,
     /// The tokens used and the limit.
@@ -76,7 +79,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report as `status` answers it; runs are not kept yet (an empty list).
+    /// The report as `status` answers it, each run as `workflow.list` says it.
     pub fn to_value(&self) -> Value {
         let conversations: Vec<Value> = self
             .conversations
@@ -86,7 +89,7 @@ impl Report {
         json!({
             "instance": self.instance,
             "conversations": conversations,
-            "runs": [],
+            "runs": self.runs.iter().map(Record::summary).collect::<Vec<_>>(),
             "subagents": self.subagents.iter().map(Subagent::to_value).collect::<Vec<_>>(),
             "units_finished": self.units_finished,
             "budget": self.budget.to_value(),

@@ -165,11 +165,24 @@ impl<S: Services> Tools<S> {
                 let Empty {} = parse(name, arguments)?;
                 let mut report = s.status().report().await?;
                 report.subagents = s.subagents().list(None).await?;
+                for status in [workflow::Status::Running, workflow::Status::Paused] {
+                    let mut under_way = workflow::Filter::new(workflow::LIST_MAX);
+                    under_way.status = Some(status);
+                    report
+                        .runs
+                        .extend(s.workflows().list(under_way).await?.runs);
+                }
                 Ok(report.to_value())
             }
             "sleep" => wait::sleep(s.clock(), arguments).await,
             "await" => {
-                let sources = (s.memory(), s.messages(), s.streams(), s.subagents());
+                let sources = (
+                    s.memory(),
+                    s.messages(),
+                    s.streams(),
+                    s.subagents(),
+                    s.workflows(),
+                );
                 wait::wait(s.clock(), sources, arguments).await
             }
             "ask_human" => human::ask(s.humans(), &caller.unit(), arguments).await,

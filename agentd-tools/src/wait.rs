@@ -11,6 +11,7 @@ use crate::memory::{Memory, check_key};
 use crate::message::{Messages, check_conversation};
 use crate::schema::parse;
 use crate::subagent::Subagents;
+use crate::workflow::Workflows;
 
 /// `await`'s timeout when the call says nothing (60 s).
 pub const AWAIT_DEFAULT: Duration = Duration::from_secs(60);
@@ -121,13 +122,14 @@ enum Until {
 }
 
 /// What `await` watches.
-type Sources<'a, M, G, S, A> = (&'a M, &'a G, &'a S, &'a A);
+type Sources<'a, M, G, S, A, W> = (&'a M, &'a G, &'a S, &'a A, &'a W);
 
 /// Runs `await`: checks the condition, then again each time the clock says something may
-/// have changed, until it holds or the timeout passes. A subagent holds once it settled.
+/// have changed, until it holds or the timeout passes. A subagent holds once it settled, a
+/// workflow run once it ended.
 pub(crate) async fn wait(
     clock: &impl Clock,
-    sources: Sources<'_, impl Memory, impl Messages, impl Streams, impl Subagents>,
+    sources: Sources<'_, impl Memory, impl Messages, impl Streams, impl Subagents, impl Workflows>,
     arguments: Value,
 ) -> Result<Value, Error> {
     let tool = "await";
@@ -141,9 +143,7 @@ pub(crate) async fn wait(
         Until::Message { conversation, .. } => {
             check_conversation(tool, "/until/message/conversation", conversation)?;
         }
-        // No runs exist yet.
-        Until::Run(run) => return Err(Error::UnknownRun { run: run.clone() }),
-        Until::Stream { .. } | Until::Subagent(_) => {}
+        Until::Stream { .. } | Until::Subagent(_) | Until::Run(_) => {}
     }
     let met = until(clock, timeout, || met(sources, &args.until)).await?;
     Ok(met.unwrap_or_else(|| json!({"met": false})))
@@ -207,12 +207,13 @@ where
 
 /// The answer when `until` holds.
 async fn met(
-    (memory, messages, streams, subagents): Sources<
+    (memory, messages, streams, subagents, workflows): Sources<
         '_,
         impl Memory,
         impl Messages,
         impl Streams,
         impl Subagents,
+        impl Workflows,
     >,
     until: &Until,
 ) -> Result<Option<Value>, Error> {
@@ -245,6 +246,10 @@ async fn met(
             let settled = status.state.settled();
             settled.then(|| json!({"met": true, "subagent": status.to_value()}))
         }
-        Until::Run(_) => None,
+        Until::Run(run) => {
+            let record = workflows.status(run).await?;
+            let ended = record.status.settled();
+            ended.then(|| json!({"met": true, "run": record.summary()}))
+        }
     })
 }

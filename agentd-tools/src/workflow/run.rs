@@ -234,7 +234,7 @@ impl fmt::Display for Failure {
 }
 
 /// A signal sent to a run that no wait took yet.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Signal {
     /// Its name.
@@ -256,7 +256,7 @@ pub struct Watched {
 }
 
 /// A step of a run as it stands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct StepRecord {
     /// The step's id.
@@ -302,7 +302,7 @@ impl StepRecord {
 }
 
 /// Everything a run is: what the store keeps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Record {
     /// The run's id.
