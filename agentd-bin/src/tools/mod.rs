@@ -1,7 +1,7 @@
 //! agentd's own tools in the daemon: `agentd_tools`' runtime ([`Tools`]) over durable
 //! services ([`Durable`]) that keep their state in the store ([`crate::store`]), the
 //! daemon's [`Clock`] (tokio's, its waits ending at shutdown), and the agent's parts
-//! ([`Parts`]: the human gate, the instruction, the skills and the subagents).
+//! ([`Parts`]: the human gate, the instruction, the skills, the subagents and the workflows).
 //!
 //! `await` checks its condition again at the trait's default pace ([`Clock::changed`] is a
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on

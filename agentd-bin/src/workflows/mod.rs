@@ -13,8 +13,8 @@
 //!
 //! The daemon's parts the steps reach are traits implemented above: [`Servers`] (the held
 //! servers: a connection once it is made, resource subscriptions by owner), [`Tools`] (agentd's
-//! own tools, called as `Caller::workflow(run, step)`) and [`Agent`] (an `agent` step's model
-//! turn, run as a [`Subagent`] of the run: [`Agent`](parts::Agent)).
+//! own tools, called as `Caller::workflow(run, step)`) and [`Agent`](parts::Agent) (an
+//! `agent` step's model turn, run as a [`Subagent`] of the run).
 
 mod engine;
 mod parts;

@@ -39,7 +39,7 @@
 //! when not given), a wait's longest wait (none when not given). A duration is a humantime
 //! string (`"500ms"`, `"30s"`, `"1h 30m"`) or milliseconds, 1 ms to 30 days.
 //!
-//! Templates (see [`template`](super::template)) are checked here: a path that does not
+//! Templates (see [`super::template`]) are checked here: a path that does not
 //! parse, or names no step run before, refuses the definition, naming the step and the JSON
 //! pointer of the string ([`DefinitionError`]). `starts` must be empty for now.
 
