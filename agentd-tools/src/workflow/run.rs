@@ -195,7 +195,7 @@ impl StepStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Failure {
-    /// The code (`timed_out`, `server`, `tool_error`, `template`, `not_available`, …).
+    /// The code (`timed_out`, `server`, `tool_error`, `template`, `no_agent`, …).
     pub code: String,
     /// What happened.
     pub message: String,
