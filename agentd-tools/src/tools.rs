@@ -206,9 +206,12 @@ impl<S: Services> Tools<S> {
                     tool: name.to_owned(),
                 }),
             },
+            "workflow" if name == "workflow.wait" => {
+                wait::run(s.clock(), s.workflows(), arguments).await
+            }
             "workflow" => {
                 let unit = caller.unit();
-                workflow::call(s.workflows(), s.clock(), &unit, name, arguments).await
+                workflow::call(s.workflows(), &unit, name, arguments).await
             }
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),

@@ -179,6 +179,36 @@ pub(crate) async fn subagent(
     Ok(status.to_value())
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AwaitRun {
+    run: String,
+    timeout: Option<Value>,
+}
+
+/// Runs `workflow.wait`: the run once it ended, or as it is once the timeout passed.
+pub(crate) async fn run(
+    clock: &impl Clock,
+    workflows: &impl Workflows,
+    arguments: Value,
+) -> Result<Value, Error> {
+    let tool = "workflow.wait";
+    let args: AwaitRun = parse(tool, arguments)?;
+    let timeout = match &args.timeout {
+        Some(t) => duration(tool, "/timeout", t)?,
+        None => AWAIT_DEFAULT,
+    };
+    let ended = until(clock, timeout, || async {
+        let record = workflows.status(&args.run).await?;
+        Ok(record.status.settled().then_some(record))
+    });
+    let record = match ended.await? {
+        Some(record) => record,
+        None => workflows.status(&args.run).await?,
+    };
+    Ok(record.to_value())
+}
+
 /// What `check` holds with: checked now, then again each time `clock` says something may
 /// have changed; `None` once `timeout` passed first.
 async fn until<T, F>(

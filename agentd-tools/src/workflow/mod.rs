@@ -35,4 +35,4 @@ pub use self::definition::{Definition, DefinitionError};
 pub use self::run::{Record, Status};
 pub use self::service::{Command, Defined, Filter, Page, Workflows, configured, unknown};
 pub(crate) use self::tools::call;
-pub use self::tools::{LIST_DEFAULT, LIST_MAX, WAIT_DEFAULT};
+pub use self::tools::{LIST_DEFAULT, LIST_MAX};

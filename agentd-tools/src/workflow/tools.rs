@@ -1,7 +1,5 @@
 //! The `workflow.*` tools: their arguments read, their calls into [`Workflows`], their answers.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -10,14 +8,11 @@ use super::run::{Record, Status};
 use super::service::{Command, Defined, Filter, Workflows};
 use crate::Error;
 use crate::schema::parse;
-use crate::wait::{self, Clock, Woke};
 
 /// The page of `workflow.list` when the call says nothing.
 pub const LIST_DEFAULT: usize = 50;
 /// The largest page of `workflow.list`.
 pub const LIST_MAX: usize = 100;
-/// `workflow.wait`'s timeout when the call says nothing.
-pub const WAIT_DEFAULT: Duration = wait::AWAIT_DEFAULT;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,13 +42,6 @@ struct Of {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Until {
-    run: String,
-    timeout: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Signalled {
     run: String,
     signal: String,
@@ -69,10 +57,10 @@ struct List {
     limit: Option<usize>,
 }
 
-/// Runs workflow tool `tool` for `unit`, its arguments checked against its schema.
+/// Runs workflow tool `tool` for `unit`, its arguments checked against its schema
+/// (`workflow.wait` waits on the clock: [`crate::wait`] runs it).
 pub(crate) async fn call(
     workflows: &impl Workflows,
-    clock: &impl Clock,
     unit: &str,
     tool: &str,
     arguments: Value,
@@ -144,14 +132,6 @@ pub(crate) async fn call(
             let runs: Vec<Value> = page.runs.iter().map(Record::summary).collect();
             Ok(json!({"runs": runs, "next": next}))
         }
-        "workflow.wait" => {
-            let Until { run, timeout } = parse(tool, arguments)?;
-            let timeout = match &timeout {
-                Some(t) => wait::duration(tool, "/timeout", t)?,
-                None => WAIT_DEFAULT,
-            };
-            settled(workflows, clock, &run, timeout).await
-        }
         _ => {
             let (run, command) = match tool {
                 "workflow.signal" => {
@@ -180,28 +160,6 @@ pub(crate) async fn call(
                 }
             };
             Ok(workflows.command(&run, command).await?.to_value())
-        }
-    }
-}
-
-/// Run `run` once it ended, or as it is once `timeout` passed first.
-async fn settled(
-    workflows: &impl Workflows,
-    clock: &impl Clock,
-    run: &str,
-    timeout: Duration,
-) -> Result<Value, Error> {
-    let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-    let deadline = clock.now_ms().saturating_add(millis(timeout));
-    loop {
-        let record = workflows.status(run).await?;
-        let left = deadline.saturating_sub(clock.now_ms());
-        if record.status.settled() || left <= 0 {
-            return Ok(record.to_value());
-        }
-        let left = Duration::from_millis(u64::try_from(left).unwrap_or(0));
-        if clock.changed(left).await == Woke::ShuttingDown {
-            return Err(Error::ShuttingDown);
         }
     }
 }
