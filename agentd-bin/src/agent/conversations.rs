@@ -404,18 +404,30 @@ async fn dispatch<M: Model>(
             }
         }
         // Stop first: once the agent is stopped, no delivery ready with it wakes a turn.
-        let told = tokio::select! {
+        let woke = tokio::select! {
             biased;
             () = shared.shutdown.cancelled() => return,
-            told = delivered.recv() => told,
-            () = shared.rescan.notified() => Err(RecvError::Lagged(0)),
+            told = delivered.recv() => match told {
+                Ok(told) => Wake::Delivered(told.conversation),
+                Err(RecvError::Lagged(_)) => Wake::Scan,
+                Err(RecvError::Closed) => return,
+            },
+            () = shared.rescan.notified() => Wake::Scan,
         };
-        match told {
-            Ok(told) => wake(told.conversation),
-            Err(RecvError::Lagged(_)) => scan = true,
-            Err(RecvError::Closed) => return,
+        match woke {
+            Wake::Delivered(conversation) => wake(conversation),
+            Wake::Scan => scan = true,
         }
     }
+}
+
+/// What wakes the dispatch.
+#[derive(Debug)]
+enum Wake {
+    /// A message was delivered into this conversation's inbox.
+    Delivered(String),
+    /// Every inbox is looked at: deliveries were missed, or the budget changed.
+    Scan,
 }
 
 /// A conversation's task: turns until its inbox holds nothing new, then it ends (the next
