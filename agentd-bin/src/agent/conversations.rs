@@ -23,7 +23,8 @@
 //! instruction and the skills), again at each change; a turn works with the setup it started
 //! with. A turn starts only while the instance's conversations used fewer tokens than the
 //! budget: past it, the messages wait, whoever waits for their turn hears so, and
-//! `budget.spent` is logged once (again after the budget changes, which wakes them); a
+//! `budget.spent` is logged once for each budget it is spent under (another, once published,
+//! wakes them); a
 //! subagent's turns count in the budget and stop with it ([`Agent::spent`]). The tools'
 //! names are made from the setup ([`Offer`]) and each collision is logged once
 //! (`tool.name.collision`). A turn that fails is logged (`turn.failed`); every turn's end is
@@ -35,15 +36,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agentd_tools::{Caller, Scope};
 use mcp_negotiate::Catalog;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -241,10 +241,9 @@ struct Shared {
     /// The conversations whose task runs, each with whether it was woken since it last
     /// looked at its inbox.
     awake: Mutex<BTreeMap<String, bool>>,
-    /// Wakes the conversations whose inbox holds messages (the budget was raised).
-    rescan: Notify,
-    /// Whether `budget.spent` was logged since the budget last changed.
-    spent_told: AtomicBool,
+    /// The budget `budget.spent` was last logged for: it is logged again once spent under
+    /// another (a turn that read the budget before it changed does not log it again).
+    spent_told: Mutex<Option<u64>>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -271,33 +270,28 @@ impl Agent {
         workers.follow(&followed(&setup));
         // Subscribed before the inboxes are read: nothing falls between.
         let delivered = store.delivered();
+        let ready = watch::Sender::new(Arc::new(Ready::new(setup, &[])));
+        let published = ready.subscribe();
         let shared = Arc::new(Shared {
             store,
-            ready: watch::Sender::new(Arc::new(Ready::new(setup, &[]))),
+            ready,
             workers,
             answers: broadcast::Sender::new(ANSWERS),
             awake: Mutex::default(),
-            rescan: Notify::new(),
-            spent_told: AtomicBool::new(false),
+            spent_told: Mutex::default(),
             shutdown,
             tasks: tasks.clone(),
         });
-        tasks.spawn(dispatch(shared.clone(), Arc::new(model), delivered));
+        let model = Arc::new(model);
+        tasks.spawn(dispatch(shared.clone(), model, delivered, published));
         Self { shared }
     }
 
     /// What turns work with from now on (a turn under way keeps its own); the workers of
     /// servers no longer held as they were are let go. Another budget wakes the
-    /// conversations whose messages wait.
+    /// conversations whose messages wait, once it is published: their turns see it.
     pub(crate) fn set(&self, setup: Setup) {
-        let (before, budget) = {
-            let ready = self.shared.ready.borrow();
-            (ready.collisions.clone(), ready.setup.budget_tokens)
-        };
-        if budget != setup.budget_tokens {
-            self.shared.spent_told.store(false, Ordering::Relaxed);
-            self.shared.rescan.notify_one();
-        }
+        let before = self.shared.ready.borrow().collisions.clone();
         self.shared.workers.follow(&followed(&setup));
         self.shared
             .ready
@@ -377,12 +371,13 @@ fn followed(setup: &Setup) -> BTreeMap<String, Followed> {
 }
 
 /// Wakes each conversation with messages to take: those waiting at start (or after a lag,
-/// or a new budget), then each told delivered; a conversation's task is started at a wake
-/// when it has none.
+/// or once a setup with another budget is `published`), then each told delivered; a
+/// conversation's task is started at a wake when it has none.
 async fn dispatch<M: Model>(
     shared: Arc<Shared>,
     model: Arc<M>,
     mut delivered: broadcast::Receiver<Delivered>,
+    mut published: watch::Receiver<Arc<Ready>>,
 ) {
     let wake = |conversation: String| {
         // A subagent's conversation is run by the subagent's own task.
@@ -394,6 +389,7 @@ async fn dispatch<M: Model>(
             shared.tasks.spawn(task);
         }
     };
+    let mut budget = published.borrow_and_update().setup.budget_tokens;
     let mut scan = true;
     loop {
         if std::mem::take(&mut scan) {
@@ -409,14 +405,22 @@ async fn dispatch<M: Model>(
             () = shared.shutdown.cancelled() => return,
             told = delivered.recv() => match told {
                 Ok(told) => Wake::Delivered(told.conversation),
-                Err(RecvError::Lagged(_)) => Wake::Scan,
+                Err(RecvError::Lagged(_)) => Wake::Lagged,
                 Err(RecvError::Closed) => return,
             },
-            () = shared.rescan.notified() => Wake::Scan,
+            // The sender is the agent's own: it outlives the dispatch.
+            Ok(()) = published.changed() => {
+                Wake::Published(published.borrow_and_update().setup.budget_tokens)
+            }
         };
         match woke {
             Wake::Delivered(conversation) => wake(conversation),
-            Wake::Scan => scan = true,
+            Wake::Lagged => scan = true,
+            Wake::Published(now) if now != budget => {
+                budget = now;
+                scan = true;
+            }
+            Wake::Published(_) => {}
         }
     }
 }
@@ -426,8 +430,11 @@ async fn dispatch<M: Model>(
 enum Wake {
     /// A message was delivered into this conversation's inbox.
     Delivered(String),
-    /// Every inbox is looked at: deliveries were missed, or the budget changed.
-    Scan,
+    /// Deliveries were missed: every inbox is looked at.
+    Lagged,
+    /// A setup was published, with this budget: every inbox is looked at when the budget
+    /// is another.
+    Published(Option<u64>),
 }
 
 /// A conversation's task: turns until its inbox holds nothing new, then it ends (the next
@@ -501,12 +508,18 @@ impl Shared {
 
     fn awake(&self) -> MutexGuard<'_, BTreeMap<String, bool>> {
         // A panic under the lock leaves a map that is still whole.
-        self.awake.lock().unwrap_or_else(|p| p.into_inner())
+        self.awake.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn spent_told(&self) -> MutexGuard<'_, Option<u64>> {
+        self.spent_told
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether the budget of `setup` is spent: the instance's conversations used as many
-    /// tokens as it allows, or more. `budget.spent` is logged the first time since the
-    /// budget last changed.
+    /// tokens as it allows, or more. `budget.spent` is logged the first time, and again the
+    /// first time it is spent under another budget.
     async fn spent(&self, setup: &Setup) -> Result<Option<SayError>, store::Error> {
         let Some(limit) = setup.budget_tokens else {
             return Ok(None);
@@ -515,7 +528,7 @@ impl Shared {
         if used < limit {
             return Ok(None);
         }
-        if !self.spent_told.swap(true, Ordering::Relaxed) {
+        if self.spent_told().replace(limit) != Some(limit) {
             own::budget_spent(&setup.instance, used, limit);
         }
         Ok(Some(SayError::BudgetSpent { used, limit }))

@@ -1,6 +1,7 @@
 //! The agent at work over the store, with a scripted model: how much of an inbox a turn
 //! takes, when a conversation's task ends, and what a turn that cannot start comes to.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use agentd_tools::Tool;
@@ -13,7 +14,7 @@ use super::*;
 use crate::agent::calls::Called;
 use crate::agent::instruction::Instruction;
 use crate::agent::model::ModelError;
-use crate::agent::scripted::{Asked, Scene, Scripted, said, text};
+use crate::agent::scripted::{Asked, Scene, Scripted, USED, said, text};
 use crate::agent::servers::Unheld;
 use crate::agent::skills::Skills;
 use crate::agent::workers;
@@ -84,12 +85,17 @@ async fn bench() -> Bench {
 impl Bench {
     /// The agent over `model`, started.
     fn start(&self, model: Arc<Scripted>) -> Agent {
+        self.start_with(model, None)
+    }
+
+    /// The agent over `model` with a budget of `budget_tokens`, started.
+    fn start_with(&self, model: Arc<Scripted>, budget_tokens: Option<u64>) -> Agent {
         let setup = Setup {
             instance: "t".into(),
             own: Arc::new(Inboxes(self.store.clone())),
             servers: BTreeMap::new(),
             turn_timeout: TURN,
-            budget_tokens: None,
+            budget_tokens,
             instruction: Instruction::start(
                 "t",
                 None,
@@ -124,6 +130,17 @@ impl Bench {
                 .message_send(conversation, "operator", &n.to_string(), 1);
             sent.await.unwrap();
         }
+    }
+
+    /// Counts `tokens` as used by a conversation of their own.
+    async fn spend(&self, tokens: u64) {
+        let spender = "spender";
+        let started = self.store.turn_start::<Message>(spender, 0, &[], 1);
+        started.await.unwrap();
+        self.store
+            .conversation_tokens(spender, tokens)
+            .await
+            .unwrap();
     }
 
     /// Waits until `holds` says the store is as wanted, at most [`WITHIN`].
@@ -305,5 +322,75 @@ async fn say_tells_why_it_has_no_answer() {
         "{unnumbered:?}"
     );
     assert_eq!(unnumbered.code(), "internal");
+    bench.stop().await;
+}
+
+/// The `budget.spent` lines written, as `(used, limit)`.
+fn spent_lines(written: &Mutex<Vec<String>>) -> Vec<(u64, u64)> {
+    let lines = written.lock().unwrap();
+    let lines = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let spent = lines.filter(|l| l["event"] == "budget.spent");
+    spent
+        .map(|l| (l["used"].as_u64().unwrap(), l["limit"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Used up to its limit, the budget is spent: no turn starts, `say` hears so, and
+/// `budget.spent` is logged once. Another budget, once published, wakes the messages that
+/// wait: one turn takes them with no other message sent, and a budget spent again is logged
+/// again, for that budget.
+#[tokio::test]
+async fn a_budget_used_to_its_limit_is_spent_until_another_is_published() {
+    let (_guard, written) = crate::telemetry::log::tests::capture();
+    let bench = bench().await;
+    bench.spend(10).await;
+    let model = Scripted::new([text("ok")]);
+    let agent = bench.start_with(model.clone(), Some(10));
+    for text in ["one", "two"] {
+        let spent = agent.say("c", text).await.unwrap_err();
+        assert!(
+            matches!(
+                spent,
+                SayError::BudgetSpent {
+                    used: 10,
+                    limit: 10
+                }
+            ),
+            "{spent:?}"
+        );
+    }
+    assert!(model.asked().is_empty(), "no turn started");
+    assert_eq!(bench.turns("c").await, (0, 0));
+    assert_eq!(spent_lines(&written), [(10, 10)], "logged once");
+
+    let mut raised = agent.setup();
+    raised.budget_tokens = Some(11);
+    agent.set(raised);
+    bench
+        .until("the waiting messages taken and answered", || async {
+            bench.kept("c").await.len() == 3
+        })
+        .await;
+    assert_eq!(users(&model.asked()[0]), ["one", "two"]);
+    let used = 10 + USED.total();
+    let spent = agent.say("c", "three").await.unwrap_err();
+    assert!(
+        matches!(spent, SayError::BudgetSpent { used: u, limit: 11 } if u == used),
+        "{spent:?}"
+    );
+    assert_eq!(spent_lines(&written), [(10, 10), (used, 11)]);
+    bench.stop().await;
+}
+
+/// One token short of its limit, the budget lets a turn start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_one_token_short_of_its_limit_starts_a_turn() {
+    let bench = bench().await;
+    bench.spend(9).await;
+    let model = Scripted::new([text("ok")]);
+    let agent = bench.start_with(model, Some(10));
+    assert_eq!(agent.say("c", "hi").await.unwrap().as_deref(), Some("ok"));
     bench.stop().await;
 }
