@@ -537,25 +537,26 @@ impl Shared {
     /// Runs one turn of `conversation` over the first messages of its inbox no turn took
     /// (at most [`INBOX_PAGE`]), its context read from the store for it: whether it ran. A
     /// turn that fails is logged and told; a store that fails before the turn starts is the
-    /// error, and no message is taken.
+    /// error, and no message is taken. While the budget is spent, the inbox is not read:
+    /// whoever waits for a turn of `conversation` hears so.
     async fn turn<M: Model>(&self, model: &M, conversation: &str) -> Result<bool, store::Error> {
+        let ready = self.ready.borrow().clone();
+        let setup = &ready.setup;
+        if let Some(spent) = self.spent(setup).await? {
+            let _ = self.answers.send(Answer {
+                conversation: conversation.to_owned(),
+                after: 0,
+                through: u64::MAX,
+                answer: Err(spent),
+            });
+            return Ok(false);
+        }
         let (kept, taken) = unread(&self.store, conversation).await?;
         let after = kept.as_ref().map_or(0, |c| c.taken);
         let Some(through) = taken.last().map(|m| m.id) else {
             return Ok(false);
         };
         let said = said(taken);
-        let ready = self.ready.borrow().clone();
-        let setup = &ready.setup;
-        if let Some(spent) = self.spent(setup).await? {
-            let _ = self.answers.send(Answer {
-                conversation: conversation.to_owned(),
-                after,
-                through,
-                answer: Err(spent),
-            });
-            return Ok(false);
-        }
         let mut context = context(&self.store, conversation, kept.as_ref()).await?;
         let number = self
             .store
