@@ -228,11 +228,40 @@ pub(crate) mod tests {
 
     /// The lines written on this thread until the guard is dropped.
     pub(crate) fn capture() -> (tracing::subscriber::DefaultGuard, Arc<Mutex<Vec<String>>>) {
+        static UNDECIDED: std::sync::Once = std::sync::Once::new();
+        UNDECIDED.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(Undecided);
+        });
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
         let layer = Ndjson::new(move |line: &str| sink.lock().unwrap().push(line.to_owned()));
         let subscriber = tracing_subscriber::registry().with(layer);
         (tracing::subscriber::set_default(subscriber), lines)
+    }
+
+    /// The global subscriber of the tests: it writes nothing, and leaves every line to the
+    /// subscriber of its thread. A line first met on a thread with none, while another thread
+    /// starts capturing, is not taken as never written (tracing would cache it so).
+    struct Undecided;
+
+    impl Subscriber for Undecided {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
     }
 
     /// The lines written while `f` runs.
