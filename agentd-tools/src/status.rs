@@ -45,7 +45,14 @@ impl Budget {
         Self { used, limit }
     }
 
-    /// Whether the limit is reached: no turn starts.
+    /// Of `limit`, by conversations that used `tokens` each: used is their sum, at most
+    /// `u64::MAX`.
+    pub fn of(tokens: impl IntoIterator<Item = u64>, limit: Option<u64>) -> Self {
+        let used = tokens.into_iter().fold(0, u64::saturating_add);
+        Self::new(used, limit)
+    }
+
+    /// Whether the limit is reached (used as many tokens, or more): no turn starts.
     pub fn spent(&self) -> bool {
         self.limit.is_some_and(|limit| self.used >= limit)
     }
@@ -102,4 +109,26 @@ impl Report {
 pub trait Status: Send + Sync {
     /// The instance's state now.
     fn report(&self) -> impl Future<Output = Result<Report, Error>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tokens_used_are_summed_up_to_the_largest_count() {
+        assert_eq!(Budget::of([], None).used, 0);
+        assert_eq!(Budget::of([3, 4], Some(10)), Budget::new(7, Some(10)));
+        assert_eq!(Budget::of([u64::MAX - 1, 1], None).used, u64::MAX);
+        assert_eq!(Budget::of([u64::MAX, u64::MAX], None).used, u64::MAX);
+    }
+
+    #[test]
+    fn a_budget_is_spent_at_its_limit_and_not_below() {
+        assert!(Budget::new(10, Some(10)).spent());
+        assert!(Budget::new(11, Some(10)).spent());
+        assert!(!Budget::new(9, Some(10)).spent());
+        assert!(Budget::new(0, Some(0)).spent());
+        assert!(!Budget::new(u64::MAX, None).spent());
+    }
 }

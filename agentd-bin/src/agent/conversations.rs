@@ -524,10 +524,11 @@ impl Shared {
         let Some(limit) = setup.budget_tokens else {
             return Ok(None);
         };
-        let used = self.store.tokens_used().await?;
-        if used < limit {
+        let budget = self.store.budget(Some(limit)).await?;
+        if !budget.spent() {
             return Ok(None);
         }
+        let used = budget.used;
         if self.spent_told().replace(limit) != Some(limit) {
             own::budget_spent(&setup.instance, used, limit);
         }

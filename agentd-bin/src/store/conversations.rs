@@ -15,6 +15,7 @@
 //! `finish` ends that turn, and the start of the next opens the unit again (its finish record
 //! is cleared, in the same transaction), so that every turn may finish.
 
+use agentd_tools::status::Budget;
 use agentd_tools::{Caller, subagent};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
@@ -246,12 +247,13 @@ impl Db {
         Ok(())
     }
 
-    fn tokens_used(&mut self) -> Result<u64, Error> {
-        let used: i64 = self
+    fn budget(&mut self, limit: Option<u64>) -> Result<Budget, Error> {
+        let mut query = self
             .sql
-            .prepare_cached("SELECT coalesce(sum(tokens), 0) FROM conversations")?
-            .query_row([], |r| r.get(0))?;
-        Ok(from_sql(used))
+            .prepare_cached("SELECT tokens FROM conversations")?;
+        let tokens = query.query_map([], |r| r.get(0).map(from_sql))?;
+        let tokens: Vec<u64> = tokens.collect::<Result<_, _>>()?;
+        Ok(Budget::of(tokens, limit))
     }
 
     fn conversations_waiting(&mut self) -> Result<Vec<String>, Error> {
@@ -355,9 +357,13 @@ impl Store {
         self.run(move |db| db.conversation_summary(&id, through, &text))
     }
 
-    /// The tokens the instance's model calls used: its conversations' together.
-    pub(crate) fn tokens_used(&self) -> impl Future<Output = Result<u64, Error>> + Send + use<> {
-        self.run(Db::tokens_used)
+    /// The instance's budget of `limit`: the tokens its model calls used, its conversations'
+    /// together.
+    pub(crate) fn budget(
+        &self,
+        limit: Option<u64>,
+    ) -> impl Future<Output = Result<Budget, Error>> + Send + use<> {
+        self.run(move |db| db.budget(limit))
     }
 
     /// The conversations whose inbox holds messages no turn took yet, by id.
@@ -439,6 +445,26 @@ mod tests {
         assert_eq!(store.conversation_tokens("root", 2).await.unwrap(), 42);
         // Another conversation's history is its own.
         assert!(history(&store, "c2").await.is_empty());
+    }
+
+    /// The budget counts every conversation's tokens, up to the largest count: three
+    /// conversations at the most a row keeps do not overflow it.
+    #[tokio::test]
+    async fn the_budget_sums_the_conversations_tokens_without_overflow() {
+        let (_dir, store) = scratch().await;
+        assert_eq!(store.budget(Some(1)).await.unwrap().used, 0);
+        let row_max = i64::MAX as u64;
+        for id in ["a", "b"] {
+            store.turn_start::<Value>(id, 0, &[], 1).await.unwrap();
+            store.conversation_tokens(id, u64::MAX).await.unwrap();
+        }
+        assert_eq!(store.budget(None).await.unwrap().used, 2 * row_max);
+        store.turn_start::<Value>("c", 0, &[], 1).await.unwrap();
+        // One more than the largest count.
+        store.conversation_tokens("c", 2).await.unwrap();
+        let budget = store.budget(Some(u64::MAX)).await.unwrap();
+        assert_eq!(budget.used, u64::MAX);
+        assert!(budget.spent());
     }
 
     /// A summary replaces the one before, from what it summarized to the messages kept.

@@ -299,7 +299,7 @@ mod tests {
                 conversation("sub", 0, 12)
             ]
         );
-        assert_eq!(store.tokens_used().await.unwrap(), 42);
+        assert_eq!(store.budget(None).await.unwrap().used, 42);
         assert_eq!(status.units_finished, 1);
         assert_eq!(status.bytes % 512, 0, "whole pages");
     }

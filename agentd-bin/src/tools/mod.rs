@@ -414,8 +414,8 @@ impl Status for Durable {
             .iter()
             .map(|c| Inbox::new(&c.id, c.inbox, c.tokens))
             .collect();
-        let used = status.conversations.iter().map(|c| c.tokens).sum();
-        report.budget = Budget::new(used, self.budget_tokens);
+        let tokens = status.conversations.iter().map(|c| c.tokens);
+        report.budget = Budget::of(tokens, self.budget_tokens);
         report.units_finished = status.units_finished;
         report.store_bytes = status.bytes;
         report.degraded =
