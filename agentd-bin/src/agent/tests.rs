@@ -727,31 +727,46 @@ async fn the_model_only_tools_reason_over_their_round() {
     assert_eq!(context.summary, Some(summary));
 }
 
-/// In virtual time: an MCP call cut at the 600 s bound of one call, the turn's deadline
-/// still ahead, says so in its own words, and the turn goes on.
-#[tokio::test(start_paused = true)]
-async fn a_call_cut_at_its_own_bound_is_not_cut_at_the_deadline() {
+/// Runs a turn whose model calls a tool counting `steps` seconds, in a turn of an hour: what
+/// the model read back, and how long the turn took.
+async fn long_call(steps: u64) -> (String, Duration) {
     let bench = bench(false).await;
-    let model = Scripted::new([
-        calls(&[("long", "s__slow", r#"{"steps": 700, "delay_ms": 1000}"#)]),
-        text("it took too long"),
-    ]);
+    let arguments = json!({"steps": steps, "delay_ms": 1000}).to_string();
+    let model = Scripted::new([calls(&[("long", "s__slow", &arguments)]), text("done")]);
     let kept = Recorded::default();
     let mut history = vec![user("go")];
     let start = Instant::now();
+    let hour = Duration::from_secs(3600);
     let (_, ended) = bench
-        .turn(
-            &model,
-            &kept,
-            ("root", 1),
-            Duration::from_secs(3600),
-            &mut history,
-        )
+        .turn(&model, &kept, ("root", 1), hour, &mut history)
         .await;
-    assert_eq!(ended.unwrap().text.as_deref(), Some("it took too long"));
-    assert!(Instant::now() >= start + super::calls::CALL_MAX);
+    assert_eq!(ended.unwrap().text.as_deref(), Some("done"));
+    (results(&history)["long"].clone(), start.elapsed())
+}
+
+/// In virtual time: an MCP call that ends a second before the 600 s bound of one call
+/// comes back whole.
+#[tokio::test(start_paused = true)]
+async fn a_call_within_its_own_bound_completes() {
+    let steps = super::calls::CALL_MAX.as_secs() - 1;
+    let (result, took) = long_call(steps).await;
+    assert!(result.contains(&format!("counted {steps}")), "{result}");
+    assert!(took < super::calls::CALL_MAX, "{took:?}");
+}
+
+/// In virtual time: an MCP call that would run a second past the 600 s bound of one call is
+/// cut there, the turn's deadline still ahead: it says so in its own words, and the turn goes
+/// on.
+#[tokio::test(start_paused = true)]
+async fn a_call_cut_at_its_own_bound_is_not_cut_at_the_deadline() {
+    let (result, took) = long_call(super::calls::CALL_MAX.as_secs() + 1).await;
     assert_eq!(
-        results(&history)["long"],
+        result,
         "error: the call was cut after 600 s, the longest one call may take; the turn goes on"
+    );
+    let cap = super::calls::CALL_MAX;
+    assert!(
+        cap <= took && took < cap + Duration::from_secs(1),
+        "{took:?}"
     );
 }
