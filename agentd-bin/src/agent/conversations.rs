@@ -21,14 +21,15 @@
 //! The daemon hands the agent what its turns work with ([`Setup`]: the instance, the own
 //! tools, the servers held with their listings, the turn's deadline, the token budget, the
 //! instruction and the skills), again at each change; a turn works with the setup it started
-//! with. A turn starts only while the instance's conversations used fewer tokens than the
-//! budget: past it, the messages wait, whoever waits for their turn hears so, and
-//! `budget.spent` is logged once for each budget it is spent under (another, once published,
-//! wakes them); a
-//! subagent's turns count in the budget and stop with it ([`Agent::spent`]). The tools'
-//! names are made from the setup ([`Offer`]) and each collision is logged once
-//! (`tool.name.collision`). A turn that fails is logged (`turn.failed`); every turn's end is
-//! told to whoever waits for it ([`Agent::say`]).
+//! with. The tools' names are made from the setup ([`Offer`]) and each collision is logged
+//! once (`tool.name.collision`). A turn that fails is logged (`turn.failed`); every turn's
+//! end is told to whoever waits for it ([`Agent::say`]).
+//!
+//! A turn starts only while the instance's conversations used fewer tokens than the budget
+//! (checked before the inbox is read): past it, the messages wait, whoever waits for their
+//! turn hears so, and `budget.spent` is logged once for each budget it is spent under.
+//! Another budget, once published, wakes the conversations whose messages wait. A
+//! subagent's turns count in the budget and stop with it ([`Agent::spent`]).
 //!
 //! Every task runs on the daemon's tracker and ends at its shutdown, or when the agent is
 //! stopped (a reload that changes `[model]`): a turn under way is dropped there (its calls
