@@ -6,48 +6,32 @@
 
 mod common;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
-use common::{Daemon, TempFile, until};
+use common::{Daemon, TempFile, agentd_async, polled, until};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
 
 const COUNTER: &str = "demo://counter";
 
-/// `agentd ARGS --config F`, run to its end, off the runtime's threads.
-async fn agentd(file: &TempFile, args: &[&str]) -> Output {
-    let path = file.path().to_owned();
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    let run = move || {
-        Command::new(env!("CARGO_BIN_EXE_agentd"))
-            .args(&args)
-            .arg("--config")
-            .arg(&path)
-            .output()
-            .expect("agentd runs")
-    };
-    tokio::task::spawn_blocking(run).await.unwrap()
-}
-
 /// `agentd say TEXT`, once the daemon and its agent are up (exit 3, the daemon not yet
 /// running, and 4, its agent not started yet, asked again, at most 15 s).
 async fn say(file: &TempFile, text: &str) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let out = agentd(file, &["say", text]).await;
-        let starting = matches!(out.status.code(), Some(3 | 4));
-        if !starting || Instant::now() > deadline {
-            return out;
+    let said = || async {
+        let out = agentd_async(file, &["say", text]).await;
+        match out.status.code() {
+            Some(3 | 4) => Err(format!("the daemon or its agent not up: {out:?}")),
+            _ => Ok(out),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    polled(Duration::from_secs(15), said).await
 }
 
 /// The answer of `agentd tool call NAME {}`.
 async fn tool(file: &TempFile, name: &str) -> Value {
-    let out = agentd(file, &["tool", "call", name, "{}"]).await;
+    let out = agentd_async(file, &["tool", "call", name, "{}"]).await;
     assert!(out.status.success(), "{out:?}");
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -126,14 +110,14 @@ async fn the_instruction_and_the_skills_loaded_are_the_model_s_context() {
     // The server says the instruction changed: it is read again, and the next turn's
     // requests carry the new text.
     docs.touch(COUNTER).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while tool(&file, "instruction.read").await["text"] != "1" {
-        assert!(
-            Instant::now() < deadline,
-            "the instruction was not read again"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let read_again = || async {
+        let read = tool(&file, "instruction.read").await;
+        match read["text"] == "1" {
+            true => Ok(()),
+            false => Err(format!("the instruction was not read again: {read}")),
+        }
+    };
+    polled(Duration::from_secs(15), read_again).await;
     let out = say(&file, "load the greeting").await;
     assert_eq!(String::from_utf8_lossy(&out.stdout), "loaded\n", "{out:?}");
     let out = say(&file, "unload it").await;

@@ -6,10 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use common::{Daemon, TempFile};
+use common::{Daemon, TempFile, agentd, poll, until_up};
 use serde_json::{Value, json};
 
 /// A daemon's configuration: its store in `dir`.
@@ -20,19 +20,9 @@ fn config(dir: &Path) -> TempFile {
     ))
 }
 
-/// `agentd COMMAND VERB --config F ARGS`, run to its end.
-fn agentd(file: &TempFile, command: &str, args: &[&str]) -> Output {
-    let (verb, rest) = args.split_first().expect("a verb");
-    Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args([command, verb, "--config", file.to_str().unwrap()])
-        .args(rest)
-        .output()
-        .expect("agentd runs")
-}
-
 /// `agentd human ARGS`: its exit status, stdout and stderr.
 fn human(file: &TempFile, args: &[&str]) -> (i32, String, String) {
-    let out = agentd(file, "human", args);
+    let out = agentd(file, &[&["human"], args].concat());
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), stdout, stderr)
@@ -47,24 +37,14 @@ fn listed(file: &TempFile) -> Vec<Value> {
 
 /// The open questions once there are `n`, waiting at most 15 s.
 fn until_listed(file: &TempFile, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let listed = || {
         let open = listed(file);
-        if open.len() == n {
-            return open;
+        match open.len() == n {
+            true => Ok(open),
+            false => Err(format!("not {n} open: {open:?}")),
         }
-        assert!(Instant::now() < deadline, "not {n} open: {open:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Waits, at most 15 s, until the daemon answers `status`.
-fn until_up(file: &TempFile) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !agentd(file, "tool", &["call", "status"]).status.success() {
-        assert!(Instant::now() < deadline, "the daemon did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    poll(Duration::from_secs(15), listed)
 }
 
 /// `agentd tool call ask_human ARGUMENTS` in conversation c1, in the background.

@@ -4,33 +4,24 @@
 
 mod common;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
-use common::{Daemon, TempFile};
+use common::{Daemon, TempFile, agentd, agentd_async, poll, polled};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
 
-/// `agentd ARGS --config F`, run to its end.
-fn agentd(file: &TempFile, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(args)
-        .args(["--config", file.to_str().unwrap()])
-        .output()
-        .expect("agentd runs")
-}
-
 /// `agentd ARGS` again while the daemon is not up yet (exit 3), at most 15 s.
 fn once_up(file: &TempFile, args: &[&str]) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let up = || {
         let out = agentd(file, args);
-        if out.status.code() != Some(3) || Instant::now() > deadline {
-            return out;
+        match out.status.code() {
+            Some(3) => Err(format!("the daemon not up: {out:?}")),
+            _ => Ok(out),
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    poll(Duration::from_secs(15), up)
 }
 
 #[test]
@@ -79,26 +70,16 @@ async fn say_is_answered_by_the_model_after_a_call_over_a_worker() {
     ));
     let mut daemon = Daemon::run(&file);
     // Once the supervisor has listed the server, its tools are offered.
-    let listed = tokio::task::spawn_blocking({
-        let file = file.path().to_owned();
-        move || {
-            let file = TempFile::new(&std::fs::read_to_string(file).unwrap());
-            let deadline = Instant::now() + Duration::from_secs(15);
-            loop {
-                let out = agentd(&file, &["tools", "--running"]);
-                if String::from_utf8_lossy(&out.stdout).contains("add") {
-                    return true;
-                }
-                if Instant::now() > deadline {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+    let listed = || async {
+        let out = agentd_async(&file, &["tools", "--running"]).await;
+        let held = String::from_utf8_lossy(&out.stdout).into_owned();
+        match held.contains("add") {
+            true => Ok(()),
+            false => Err(format!("the server not listed: {held}")),
         }
-    });
-    assert!(listed.await.unwrap(), "the server was listed");
-    let said = tokio::task::spawn_blocking(move || agentd(&file, &["say", "what is 2 + 3?"]));
-    let said = said.await.unwrap();
+    };
+    polled(Duration::from_secs(15), listed).await;
+    let said = agentd_async(&file, &["say", "what is 2 + 3?"]).await;
     assert_eq!(said.status.code(), Some(0), "{said:?}");
     assert_eq!(String::from_utf8_lossy(&said.stdout), "2 + 3 = 5\n");
 

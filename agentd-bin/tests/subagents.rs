@@ -9,21 +9,16 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentd_tests::model::{Call, Received, Reply, ScriptedModel};
-use common::{Daemon, TempFile, until};
+use common::{Daemon, TempFile, agentd, poll, until};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
 
 /// `agentd tool call NAME ARGUMENTS`: its exit status, its result, its stderr.
 fn tool(file: &TempFile, name: &str, arguments: Value) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["tool", "call", "--config", file.to_str().unwrap()])
-        .args([name, &arguments.to_string()])
-        .output()
-        .expect("agentd runs");
+    let out = agentd(file, &["tool", "call", name, &arguments.to_string()]);
     let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), result, stderr)
@@ -53,15 +48,14 @@ fn offered(request: &Received) -> Vec<String> {
 
 /// Subagent `id`'s status once it is `state`, asked at most for 20 s.
 fn status_until(file: &TempFile, id: &str, state: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let settled = || {
         let status = call(file, "subagent.status", json!({"id": id}));
-        if status["state"] == state {
-            return status;
+        match status["state"] == state {
+            true => Ok(status),
+            false => Err(format!("not {state}: {status}")),
         }
-        assert!(Instant::now() < deadline, "not {state}: {status}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    poll(Duration::from_secs(20), settled)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,10 +90,7 @@ async fn a_subagent_runs_reads_lists_again_and_is_killed_and_retired() {
     let mut agentd = Daemon::run(&file);
     // Once the supervisor has listed the server, the agent holds it.
     let listed = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-            .args(["tools", "--running", "--config", file.to_str().unwrap()])
-            .output()
-            .expect("agentd runs");
+        let out = common::agentd(&file, &["tools", "--running"]);
         String::from_utf8_lossy(&out.stdout).contains("add")
     };
     until("the server listed", listed).await;

@@ -6,10 +6,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use common::{Daemon, TempFile, get};
+use common::{Daemon, TempFile, agentd, get, poll, until_up};
 use serde_json::{Value, json};
 
 /// A daemon's configuration: its store in `dir`, subagents narrowed to memory and status.
@@ -21,19 +21,9 @@ fn config(dir: &Path) -> TempFile {
     ))
 }
 
-/// `agentd COMMAND VERB --config F ARGS`, run to its end.
-fn agentd(file: &TempFile, command: &str, args: &[&str]) -> Output {
-    let (verb, rest) = args.split_first().expect("a verb");
-    Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args([command, verb, "--config", file.to_str().unwrap()])
-        .args(rest)
-        .output()
-        .expect("agentd runs")
-}
-
 /// What `agentd tool ARGS` came to: its exit status, its result (JSON, or null) and stderr.
 fn tool(file: &TempFile, args: &[&str]) -> (i32, Value, String) {
-    let out = agentd(file, "tool", args);
+    let out = agentd(file, &[&["tool"], args].concat());
     let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), result, stderr)
@@ -56,15 +46,6 @@ fn refused(file: &TempFile, name: &str, arguments: &str, extra: &[&str]) -> (i32
     args.extend_from_slice(extra);
     let (code, _, stderr) = tool(file, &args);
     (code, stderr)
-}
-
-/// Waits, at most 15 s, until the daemon answers `status`.
-fn until_up(file: &TempFile) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while tool(file, &["call", "status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 const C1: &[&str] = &["--conversation", "c1"];
@@ -331,15 +312,13 @@ impl Logged {
 
     /// The first line of stderr that has every one of `parts`, waiting up to 15 s for it.
     fn line(&self, parts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
+        let written = || {
             let stderr = self.stderr();
-            if let Some(line) = stderr.lines().find(|l| parts.iter().all(|p| l.contains(p))) {
-                return line.to_owned();
-            }
-            assert!(Instant::now() < deadline, "no line {parts:?} in\n{stderr}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            let line = stderr.lines().find(|l| parts.iter().all(|p| l.contains(p)));
+            line.map(str::to_owned)
+                .ok_or_else(|| format!("no line {parts:?} in\n{stderr}"))
+        };
+        poll(Duration::from_secs(15), written)
     }
 }
 
@@ -393,8 +372,7 @@ fn a_call_is_logged_without_its_values_and_counted() {
     assert_eq!(none, json!({"subscriptions": []}));
     let out = agentd(
         &file,
-        "events",
-        &["call", "--owner", "ops", "events.subscriptions"],
+        &["events", "call", "--owner", "ops", "events.subscriptions"],
     );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), none);
@@ -429,7 +407,7 @@ fn a_call_is_logged_without_its_values_and_counted() {
     // The plain list: a line per tool offered, its name then its description.
     let (_, offered, _) = tool(&file, &["list", "--json"]);
     let offered = offered.as_array().unwrap();
-    let out = agentd(&file, "tool", &["list"]);
+    let out = agentd(&file, &["tool", "list"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();

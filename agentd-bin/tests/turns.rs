@@ -17,12 +17,12 @@
 
 mod common;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
 use agentd_tests::peers;
-use common::{Daemon, TempFile, until};
+use common::{Daemon, TempFile, agentd_async, polled, until};
 use mcp_reference_server::{Logged, Options, ReferenceServer};
 use serde_json::{Value, json};
 
@@ -75,32 +75,25 @@ impl Running {
             assert_eq!(connected["protocol"], *revision, "{connected}");
         }
         // The catalogue the daemon serves is the one its agent offers.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
+        let offered = || async {
             let held = running.agentd(&["tools", "--running"]).await;
             let held = String::from_utf8_lossy(&held.stdout).into_owned();
-            if servers
+            let all = servers
                 .iter()
-                .all(|(name, ..)| held.contains(&format!("{name}/")))
-            {
-                break running;
+                .all(|(name, ..)| held.contains(&format!("{name}/")));
+            if all {
+                Ok(())
+            } else {
+                Err(format!("not every server offered: {held}"))
             }
-            assert!(
-                Instant::now() < deadline,
-                "not every server offered: {held}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        };
+        polled(Duration::from_secs(15), offered).await;
+        running
     }
 
     /// `agentd ARGS --config F`, run to its end.
     fn agentd(&self, args: &[&str]) -> impl Future<Output = Output> + use<> {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
-        command
-            .args(args)
-            .args(["--config", self.file.to_str().unwrap()]);
-        let run = tokio::task::spawn_blocking(move || command.output().expect("agentd runs"));
-        async { run.await.expect("agentd ran") }
+        agentd_async(&self.file, args)
     }
 
     /// `agentd say --conversation C TEXT`: the model's answer.
@@ -123,17 +116,16 @@ impl Running {
 
     /// The open questions, as `agentd human list --json` prints them, once there are `n`.
     async fn questions(&self, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
+        let listed = || async {
             let out = self.agentd(&["human", "list", "--json"]).await;
             assert!(out.status.success(), "{out:?}");
             let open: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-            if open.len() == n {
-                return open;
+            match open.len() == n {
+                true => Ok(open),
+                false => Err(format!("not {n} open: {open:?}")),
             }
-            assert!(Instant::now() < deadline, "not {n} open: {open:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        };
+        polled(Duration::from_secs(15), listed).await
     }
 
     /// Stops the daemon, which exits 0.

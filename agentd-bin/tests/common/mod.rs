@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -296,11 +296,69 @@ impl Usage {
 
 /// Waits, at most 15 s, until `cond` holds; `what` names it when it does not.
 pub async fn until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !cond() {
-        assert!(Instant::now() < deadline, "not within 15 s: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let holds = || std::future::ready(if cond() { Ok(()) } else { Err(what) });
+    polled(Duration::from_secs(15), holds).await;
+}
+
+/// How long a poll waits between two asks.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Asks `ask` again until it answers `Ok`, at most `within`: that answer. An `Err` says what
+/// was seen instead, told if the time runs out.
+pub fn poll<T, E: std::fmt::Display>(within: Duration, mut ask: impl FnMut() -> Result<T, E>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match ask() {
+            Ok(answer) => return answer,
+            Err(seen) => assert!(Instant::now() < deadline, "not within {within:?}: {seen}"),
+        }
+        std::thread::sleep(POLL);
     }
+}
+
+/// [`poll`], asking with a future and waiting on the runtime.
+pub async fn polled<T, E: std::fmt::Display, F: Future<Output = Result<T, E>>>(
+    within: Duration,
+    mut ask: impl FnMut() -> F,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match ask().await {
+            Ok(answer) => return answer,
+            Err(seen) => assert!(Instant::now() < deadline, "not within {within:?}: {seen}"),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `agentd ARGS --config F`, run to its end.
+pub fn agentd(file: &TempFile, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(args)
+        .arg("--config")
+        .arg(file.path())
+        .output()
+        .expect("agentd runs")
+}
+
+/// Waits, at most 15 s, until the daemon of `file` answers `status`.
+pub fn until_up(file: &TempFile) {
+    let up = || {
+        let out = agentd(file, &["tool", "call", "status"]);
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("the daemon did not answer: {out:?}")),
+        }
+    };
+    poll(Duration::from_secs(15), up);
+}
+
+/// [`agentd`], run off the runtime's threads (the future borrows nothing).
+pub fn agentd_async(file: &TempFile, args: &[&str]) -> impl Future<Output = Output> + use<> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command.args(args).arg("--config").arg(file.path());
+    let run = tokio::task::spawn_blocking(move || command.output().expect("agentd runs"));
+    async { run.await.expect("agentd ran") }
 }
 
 impl Drop for Daemon {
