@@ -562,6 +562,6 @@ on = { duration = "5m" }
     assert_eq!(err(&unknown).key, "workflows[0].steps[0]");
     let starts = format!("{text}[[workflows.starts]]\nsubscribe = {{}}\n");
     let e = err(&starts);
-    assert_eq!(e.key, "workflows[0].starts");
-    assert!(e.message.contains("not_available"), "{e}");
+    assert_eq!(e.key, "workflows[0].starts[0]");
+    assert!(e.message.contains("(shape)"), "{e}");
 }

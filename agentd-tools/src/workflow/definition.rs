@@ -41,7 +41,21 @@
 //!
 //! Templates (see [`super::template`]) are checked here: a path that does not
 //! parse, or names no step run before, refuses the definition, naming the step and the JSON
-//! pointer of the string ([`DefinitionError`]). `starts` must be empty for now.
+//! pointer of the string ([`DefinitionError`]).
+//!
+//! `starts` says what starts a run besides `workflow.run` (which always may): a list of
+//! starts, each with an optional `id` (its node in log lines; `#<index>` when not given,
+//! unique in the workflow) and one of
+//! - `subscribe` {`server`, `uri`}: a change of a server's resource (`notifications/
+//!   resources/updated`) starts a run with input `{server, uri}`; a concrete URI only;
+//! - `event` {`stream`}: each MCP Events occurrence appended to a stream starts a run with
+//!   the Stream event as input;
+//! - `manual` {}: `workflow.run` alone, the default (said for clarity; it arms nothing).
+//!
+//! ```json
+//! {"starts": [{"id": "doc", "subscribe": {"server": "weather", "uri": "docs://today"}},
+//!             {"event": {"stream": "alerts"}}, {"manual": {}}], "steps": [...]}
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -74,6 +88,39 @@ pub const RETRY_DELAY_MAX: Duration = Duration::from_secs(60);
 /// The longest duration a definition gives (a timeout, a wait, a retry delay).
 pub const DURATION_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// The most starts of a workflow.
+pub const STARTS_MAX: usize = 16;
+
+/// What starts a run of a workflow besides `workflow.run`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Start {
+    /// Its node: its `id`, or `#<index>` when it gives none.
+    pub node: String,
+    /// What starts the run.
+    pub on: StartOn,
+}
+
+/// What a start waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartOn {
+    /// A change of resource `uri` of `server`; the run's input is `{server, uri}`.
+    Subscribe {
+        /// The server.
+        server: String,
+        /// The resource, a concrete URI.
+        uri: String,
+    },
+    /// An MCP Events occurrence appended to `stream`; the run's input is its Stream event.
+    Event {
+        /// The stream.
+        stream: String,
+    },
+    /// `workflow.run` alone (the default).
+    Manual,
+}
+
 /// Why a definition is refused: the step (when it is a step's fault), the JSON pointer of
 /// what is wrong inside the body, the rule it breaks, and what is wrong in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +131,7 @@ pub struct DefinitionError {
     /// Where, as a JSON pointer into the body (`/steps/1/arguments/city`).
     pub pointer: String,
     /// The rule: `shape`, `name`, `unique`, `bound`, `schema`, `template`, `duration`,
-    /// `tool`, `not_available`.
+    /// `tool`.
     pub rule: &'static str,
     /// What is wrong.
     pub message: String,
@@ -136,6 +183,8 @@ pub struct Definition {
     pub labels: BTreeMap<String, String>,
     /// Its steps, in order.
     pub steps: Vec<Step>,
+    /// What starts a run besides `workflow.run`, in order.
+    pub starts: Vec<Start>,
     input: Option<Arc<jsonschema::Validator>>,
     body: Value,
 }
@@ -329,13 +378,7 @@ impl Definition {
                 format!("the body names another workflow than {name:?}"),
             ));
         }
-        if !raw.starts.is_empty() {
-            return Err(DefinitionError::new(
-                "/starts",
-                "not_available",
-                "starts are not available yet: start runs with workflow.run",
-            ));
-        }
+        let starts = starts(&raw.starts)?;
         if raw.labels.len() > LABELS_MAX {
             return Err(DefinitionError::new(
                 "/labels",
@@ -412,6 +455,7 @@ impl Definition {
             name: name.to_owned(),
             labels: raw.labels,
             steps,
+            starts,
             input,
             body: body.clone(),
         })
@@ -456,6 +500,90 @@ struct Body {
     steps: Vec<Value>,
     #[serde(default)]
     starts: Vec<Value>,
+}
+
+/// A start as it is read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStart {
+    id: Option<String>,
+    subscribe: Option<RawSubscribe>,
+    event: Option<RawEvent>,
+    manual: Option<Map<String, Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSubscribe {
+    server: String,
+    uri: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    stream: String,
+}
+
+/// The starts of a body: at most [`STARTS_MAX`], each exactly one of `subscribe`, `event`
+/// and `manual`, their nodes unique.
+fn starts(raw: &[Value]) -> Result<Vec<Start>, DefinitionError> {
+    if raw.len() > STARTS_MAX {
+        return Err(DefinitionError::new(
+            "/starts",
+            "bound",
+            format!("{} starts are past {STARTS_MAX}", raw.len()),
+        ));
+    }
+    let mut starts: Vec<Start> = Vec::with_capacity(raw.len());
+    for (i, value) in raw.iter().enumerate() {
+        let at = format!("/starts/{i}");
+        let start: RawStart = from(value, &at)?;
+        let node = match start.id {
+            Some(id) => {
+                check_name(&id, &format!("{at}/id"))?;
+                id
+            }
+            None => format!("#{i}"),
+        };
+        if starts.iter().any(|s| s.node == node) {
+            let message = format!("two starts are named {node:?}");
+            return Err(DefinitionError::new(format!("{at}/id"), "unique", message));
+        }
+        let on = match (start.subscribe, start.event, start.manual) {
+            (Some(RawSubscribe { server, uri }), None, None) => {
+                if server.is_empty() || uri.is_empty() || uri.contains('{') {
+                    return Err(DefinitionError::new(
+                        format!("{at}/subscribe"),
+                        "shape",
+                        "a subscribe start names a server and a concrete URI",
+                    ));
+                }
+                StartOn::Subscribe { server, uri }
+            }
+            (None, Some(RawEvent { stream }), None) => {
+                if stream.is_empty() {
+                    let message = "an event start names a stream";
+                    return Err(DefinitionError::new(
+                        format!("{at}/event"),
+                        "shape",
+                        message,
+                    ));
+                }
+                StartOn::Event { stream }
+            }
+            (None, None, Some(_)) => StartOn::Manual,
+            _ => {
+                return Err(DefinitionError::new(
+                    at,
+                    "shape",
+                    "a start is one of subscribe, event and manual",
+                ));
+            }
+        };
+        starts.push(Start { node, on });
+    }
+    Ok(starts)
 }
 
 /// `value` read as `T`, or a `shape` error at `at`.

@@ -31,7 +31,7 @@ pub mod template;
 mod tests;
 mod tools;
 
-pub use self::definition::{Definition, DefinitionError};
+pub use self::definition::{Definition, DefinitionError, Start, StartOn};
 pub use self::run::{Record, Status};
 pub use self::service::{Command, Defined, Filter, Page, Workflows, configured, unknown};
 pub(crate) use self::tools::call;

@@ -731,12 +731,96 @@ fn steps_are_checked_for_their_shape() {
         ),
         (
             json!({"starts": [{"subscribe": {}}], "steps": [{"id": "a", "type": "wait", "on": {"duration": 1}}]}),
-            "/starts",
-            "not_available",
+            "/starts/0",
+            "shape",
         ),
         (json!({"step": []}), "", "shape"),
     ] {
         let e = refused(body.clone());
         assert_eq!((e.pointer.as_str(), e.rule), (pointer, rule), "{body}: {e}");
     }
+}
+
+/// A start is one of subscribe, event and manual; its node is its id or its index; a
+/// subscribe start names a concrete URI; at most `STARTS_MAX` starts.
+#[test]
+fn starts_are_read_and_checked() {
+    use super::definition::STARTS_MAX;
+    use super::{Start, StartOn};
+
+    let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
+    let body = |starts: Value| json!({"starts": starts, "steps": steps});
+    let read = Definition::parse(
+        "w",
+        &body(json!([
+            {"id": "doc", "subscribe": {"server": "s", "uri": "demo://x"}},
+            {"event": {"stream": "alerts"}},
+            {"manual": {}}
+        ])),
+    )
+    .unwrap();
+    let subscribe = StartOn::Subscribe {
+        server: "s".into(),
+        uri: "demo://x".into(),
+    };
+    let event = StartOn::Event {
+        stream: "alerts".into(),
+    };
+    let nodes: Vec<(&str, &StartOn)> = read
+        .starts
+        .iter()
+        .map(|Start { node, on }| (node.as_str(), on))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            ("doc", &subscribe),
+            ("#1", &event),
+            ("#2", &StartOn::Manual)
+        ]
+    );
+
+    let refused = |starts: Value| Definition::parse("w", &body(starts)).unwrap_err();
+    for (starts, pointer, rule) in [
+        (
+            json!([{"subscribe": {"server": "s", "uri": "demo://{id}"}}]),
+            "/starts/0/subscribe",
+            "shape",
+        ),
+        (
+            json!([{"event": {"stream": ""}}]),
+            "/starts/0/event",
+            "shape",
+        ),
+        (
+            json!([{"manual": {}, "event": {"stream": "x"}}]),
+            "/starts/0",
+            "shape",
+        ),
+        (json!([{}]), "/starts/0", "shape"),
+        (
+            json!([{"id": "a", "manual": {}}, {"id": "a", "manual": {}}]),
+            "/starts/1/id",
+            "unique",
+        ),
+        (json!([{"id": "a b", "manual": {}}]), "/starts/0/id", "name"),
+    ] {
+        let e = refused(starts.clone());
+        assert_eq!(
+            (e.pointer.as_str(), e.rule),
+            (pointer, rule),
+            "{starts}: {e}"
+        );
+    }
+    let at_bound = vec![json!({"manual": {}}); STARTS_MAX];
+    assert_eq!(
+        Definition::parse("w", &body(Value::from(at_bound.clone())))
+            .unwrap()
+            .starts
+            .len(),
+        STARTS_MAX
+    );
+    let mut past = at_bound;
+    past.push(json!({"manual": {}}));
+    assert_eq!(refused(Value::from(past)).rule, "bound");
 }
