@@ -484,6 +484,7 @@ impl Daemon {
             Report::Unreachable { server, id } => {
                 if self.servers.get(&server).is_some_and(|h| h.id == id) {
                     self.skills.unreachable(&server);
+                    self.workflows.unreachable(&server);
                 }
             }
         }
@@ -506,6 +507,9 @@ impl Daemon {
         match report {
             events::Report::Store { degraded } => {
                 self.events_degraded.store(degraded, Ordering::Relaxed);
+            }
+            events::Report::Appended { stream, events } => {
+                self.workflows.appended(&stream, events);
             }
             events::Report::Instruction { server, event_type } => {
                 self.instruction.event(&server, &event_type);

@@ -222,7 +222,7 @@ async fn deliver(
 /// store passed over (its stream held them already), or why it did not take it. Once the
 /// store has appended some, `agent_mcp_event_lag_ms` is the time now minus the server's
 /// timestamp of the last; appended into the instruction's stream, they have the instruction
-/// read again.
+/// read again; appended to any stream, they are reported for the workflows' event starts.
 pub(super) async fn commit(
     ctx: &Shared,
     b: &Binding,
@@ -231,12 +231,22 @@ pub(super) async fn commit(
     let records = batch.records.len();
     let occurred = batch.records.last().and_then(occurred_ms);
     let c = b.config();
-    let committed = ctx.store.commit(&c.key, &c.into, batch).await;
+    let committed = ctx.store.commit(&c.key, &c.into, batch.clone()).await;
     ctx.reports.committed(committed.is_ok());
     match committed {
         Ok(appended) => {
             if appended > 0 && c.into == agentd_tools::instruction::STREAM {
                 ctx.reports.instruction(&c.server, &c.event);
+            }
+            if appended > 0 {
+                // The records the stream held already are the batch's first: a server
+                // delivers again from an older cursor, never in between.
+                let new = &batch.records[records.saturating_sub(appended)..];
+                let events = new
+                    .iter()
+                    .filter_map(|r| serde_json::from_slice(&r.bytes).ok())
+                    .collect();
+                ctx.reports.appended(&c.into, events);
             }
             if let Some(occurred) = occurred.filter(|_| appended > 0) {
                 let lag = wall_ms().saturating_sub(occurred);

@@ -49,6 +49,13 @@ pub(crate) enum Report {
         /// Their type.
         event_type: String,
     },
+    /// Occurrences were appended to `stream`: the workflows' event starts on it fire.
+    Appended {
+        /// The stream.
+        stream: String,
+        /// The Stream events appended, oldest first.
+        events: Vec<serde_json::Value>,
+    },
 }
 
 /// Where MCP Events reports: each change of the store's health, once, and each commit into
@@ -75,6 +82,14 @@ impl Reports {
             && let Some(to) = &self.to
         {
             let _ = to.send(Report::Store { degraded: !ok });
+        }
+    }
+
+    /// `events` were appended to `stream`.
+    pub(super) fn appended(&self, stream: &str, events: Vec<serde_json::Value>) {
+        if let Some(to) = &self.to {
+            let stream = stream.to_owned();
+            let _ = to.send(Report::Appended { stream, events });
         }
     }
 

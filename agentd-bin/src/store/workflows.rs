@@ -187,6 +187,18 @@ impl Db {
         .transpose()
     }
 
+    fn workflows_defined(&mut self) -> Result<Vec<(String, Value)>, Error> {
+        let mut statement = self
+            .sql
+            .prepare_cached("SELECT name, definition FROM workflows ORDER BY name")?;
+        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get::<_, String>(1)?)))?;
+        rows.map(|row| {
+            let (name, body) = row?;
+            Ok((name, value(Some(&body))?))
+        })
+        .collect()
+    }
+
     fn workflow_delete(&mut self, name: &str) -> Result<bool, Error> {
         let deleted = self
             .sql
@@ -306,6 +318,13 @@ impl Store {
         self.run(move |db| db.workflow_get(&name))
     }
 
+    /// Every workflow made at runtime, by name: its body.
+    pub(crate) fn workflows_defined(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, Value)>, Error>> + Send + use<> {
+        self.run(move |db| db.workflows_defined())
+    }
+
     /// `workflow.delete`: whether there was one.
     pub(crate) fn workflow_delete(
         &self,
@@ -391,7 +410,10 @@ mod tests {
         );
         let kept = store.workflow_get("w").await.unwrap().unwrap();
         assert_eq!((kept.body, kept.version), (json!({"x": 1}), 2));
+        let all = store.workflows_defined().await.unwrap();
+        assert_eq!(all, [("w".to_owned(), json!({"x": 1}))]);
         assert!(store.workflow_delete("w").await.unwrap());
+        assert!(store.workflows_defined().await.unwrap().is_empty());
         assert!(!store.workflow_delete("w").await.unwrap());
     }
 

@@ -8,8 +8,13 @@
 //! An attempt runs on a task of its own and tells its outcome back; an attempt the run gives
 //! up (its timeout, a cancel) is cancelled. A wait's resource is subscribed (owner
 //! `workflow:<run>`) by a task of its own that tells back a failure that will not pass.
+//!
+//! Starts ([`super::starts`]): the subscribe starts of the workflows in force are armed by a
+//! task each (owner `start:<workflow>/<node>`) at the engine's start, at each reload or
+//! definition that adds one, and again on a server dialed afresh; a change of the resource
+//! starts a run. An occurrence appended to a stream starts a run of each event start on it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -25,11 +30,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::parts::{Agent, Servers, Tools, Unsubscribed};
+use super::starts::{self, Key, Resource};
 use super::steps::Steps;
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::Store;
 use crate::telemetry::catalogue::own;
-use crate::telemetry::catalogue::subscriptions::{self, Stuck};
+use crate::telemetry::catalogue::subscriptions::{self, StartOf, Stuck};
 
 /// What the engine starts with.
 #[derive(Debug)]
@@ -86,6 +92,13 @@ pub(super) enum Order {
         server: String,
         actor: u64,
     },
+    Unreachable {
+        server: String,
+    },
+    Appended {
+        stream: String,
+        events: Vec<Value>,
+    },
 }
 
 impl fmt::Debug for Order {
@@ -99,6 +112,8 @@ impl fmt::Debug for Order {
             Self::Command { .. } => "Command",
             Self::Updated { .. } => "Updated",
             Self::Connected { .. } => "Connected",
+            Self::Unreachable { .. } => "Unreachable",
+            Self::Appended { .. } => "Appended",
         })
     }
 }
@@ -176,6 +191,13 @@ pub(super) struct Engine {
     subscribing: BTreeMap<String, CancellationToken>,
     /// The actor last listed of each server.
     actors: BTreeMap<String, u64>,
+    /// The workflows made at runtime, by name (the store's).
+    defined: BTreeMap<String, Definition>,
+    /// The subscribe starts in force, with the token that gives up their arming.
+    armed: BTreeMap<Key, (Resource, CancellationToken)>,
+    /// The servers whose subscribe starts were said `start.subscribe.no_server` since they
+    /// were last connected.
+    unreachable: BTreeSet<String>,
     steps: Arc<Steps>,
     outcomes: mpsc::UnboundedSender<Outcome>,
     tasks: TaskTracker,
@@ -208,6 +230,9 @@ impl Engine {
             executing: BTreeMap::new(),
             subscribing: BTreeMap::new(),
             actors: BTreeMap::new(),
+            defined: BTreeMap::new(),
+            armed: BTreeMap::new(),
+            unreachable: BTreeSet::new(),
             outcomes,
             tasks: tasks.clone(),
             shutdown,
@@ -238,8 +263,29 @@ impl Engine {
         // What is under way is cancelled by the shutdown; its outcome is not kept.
     }
 
-    /// Resumes the runs the store holds unsettled.
+    /// Reads the workflows the store holds and arms their starts, then resumes the runs the
+    /// store holds unsettled.
     async fn restore(&mut self) {
+        match self.store.workflows_defined().await {
+            Ok(kept) => {
+                for (name, body) in kept {
+                    match Definition::parse(&name, &body) {
+                        Ok(definition) => {
+                            self.defined.insert(name, definition);
+                        }
+                        Err(e) => {
+                            let err = format!("workflow {name:?} kept does not parse: {e}");
+                            own::workflow_unsaved(&self.instance, "*", &err);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let err = format!("workflows not read: {e}");
+                own::workflow_unsaved(&self.instance, "*", &err);
+            }
+        }
+        self.arm("start");
         let kept = match self.store.runs_unsettled().await {
             Ok(kept) => kept,
             Err(e) => {
@@ -272,6 +318,7 @@ impl Engine {
             Order::Configure { configured, limits } => {
                 self.configured = by_name(configured);
                 self.limits = limits;
+                self.arm("reload");
             }
             Order::Define {
                 definition,
@@ -289,6 +336,10 @@ impl Engine {
                         .await
                         .map_err(|e| e.into_tool("workflow.delete", &name)),
                 };
+                if deleted.is_ok() {
+                    self.defined.remove(&name);
+                    self.arm("defined");
+                }
                 let _ = answer.send(deleted);
             }
             Order::Run {
@@ -323,11 +374,47 @@ impl Engine {
                 for id in ended {
                     self.drive(&id).await;
                 }
+                let fired: Vec<Key> = self
+                    .armed
+                    .iter()
+                    .filter(|(_, (r, _))| r.server == server && r.uri == uri)
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                for (workflow, node) in fired {
+                    let input = starts::updated_input(&server, &uri);
+                    self.fire(&workflow, &node, input).await;
+                }
             }
             Order::Connected { server, actor } => {
+                self.unreachable.remove(&server);
                 let before = self.actors.insert(server.clone(), actor);
                 if before.is_some_and(|b| b != actor) {
                     self.resubscribe(&server, "reload");
+                    self.rearm(&server, "reload");
+                }
+            }
+            Order::Unreachable { server } => {
+                if self.unreachable.insert(server.clone()) {
+                    for ((workflow, node), (resource, _)) in &self.armed {
+                        if resource.server == server {
+                            subscriptions::start_no_server(StartOf {
+                                instance: &self.instance,
+                                workflow,
+                                node,
+                                server: &server,
+                                uri: &resource.uri,
+                            });
+                        }
+                    }
+                }
+            }
+            Order::Appended { stream, events } => {
+                let fired =
+                    starts::events(starts::in_force(&self.configured, &self.defined), &stream);
+                for (workflow, node) in fired {
+                    for event in &events {
+                        self.fire(&workflow, &node, event.clone()).await;
+                    }
                 }
             }
         }
@@ -352,7 +439,11 @@ impl Engine {
         let steps = definition.steps.len();
         let body = definition.body().clone();
         match self.store.workflow_define(&name, body, create).await {
-            Ok(version) => Ok(Defined::new(&name, version, steps)),
+            Ok(version) => {
+                self.defined.insert(name.clone(), definition);
+                self.arm("defined");
+                Ok(Defined::new(&name, version, steps))
+            }
             Err(crate::store::Error::Exists { .. }) => Err(Error::Exists {
                 what: format!("workflow {name:?}"),
             }),
@@ -380,6 +471,95 @@ impl Engine {
         self.active.insert(id.clone(), run);
         self.drive(&id).await;
         self.current(&id).await
+    }
+
+    /// Start `node` of `workflow` starts a run with `input`. A run it cannot start (its
+    /// input does not fit the workflow's schema, the store failed) is not started; it is
+    /// logged `workflow.unsaved` under run `*`.
+    async fn fire(&mut self, workflow: &str, node: &str, input: Value) {
+        if let Err(e) = self.start(workflow, input, &starts::by(node)).await {
+            let err = format!("start {node:?} of workflow {workflow:?}: {e}");
+            own::workflow_unsaved(&self.instance, "*", &err);
+        }
+    }
+
+    /// The subscribe starts in force are made those of the workflows in force: one no
+    /// longer there is given up and released, one new is armed (`reason`).
+    fn arm(&mut self, reason: &'static str) {
+        let wanted = starts::subscribes(starts::in_force(&self.configured, &self.defined));
+        let gone: Vec<Key> = self
+            .armed
+            .iter()
+            .filter(|(key, (resource, _))| wanted.get(*key) != Some(resource))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in gone {
+            if let Some((resource, arming)) = self.armed.remove(&key) {
+                arming.cancel();
+                let (servers, owner) = (self.steps.servers.clone(), starts::owner(&key));
+                self.tasks.spawn(async move {
+                    let _ = servers
+                        .release(&resource.server, &resource.uri, &owner)
+                        .await;
+                });
+            }
+        }
+        for (key, resource) in wanted {
+            if !self.armed.contains_key(&key) {
+                self.arm_one(key, resource, reason);
+            }
+        }
+    }
+
+    /// The subscribe starts on `server` are armed again (`reason`): it was dialed afresh.
+    fn rearm(&mut self, server: &str, reason: &'static str) {
+        let on: Vec<(Key, Resource)> = self
+            .armed
+            .iter()
+            .filter(|(_, (r, _))| r.server == server)
+            .map(|(key, (r, _))| (key.clone(), r.clone()))
+            .collect();
+        for (key, resource) in on {
+            self.arm_one(key, resource, reason);
+        }
+    }
+
+    /// Arms subscribe start `key` on a task of its own, once its server is connected: a
+    /// server not configured is `start.subscribe.no_server`, one that offers no
+    /// subscriptions `start.subscribe.unsupported`.
+    fn arm_one(&mut self, key: Key, resource: Resource, reason: &'static str) {
+        let arming = self.shutdown.child_token();
+        let entry = (resource.clone(), arming.clone());
+        if let Some((_, before)) = self.armed.insert(key.clone(), entry) {
+            before.cancel();
+        }
+        let (servers, instance) = (self.steps.servers.clone(), self.instance.clone());
+        self.tasks.spawn(async move {
+            let (workflow, node) = &key;
+            let Resource { server, uri } = &resource;
+            let of = StartOf {
+                instance: &instance,
+                workflow,
+                node,
+                server,
+                uri,
+            };
+            let owner = starts::owner(&key);
+            let subscribed = tokio::select! {
+                subscribed = servers.subscribe(server, uri, &owner) => subscribed,
+                () = arming.cancelled() => return,
+            };
+            match subscribed {
+                Ok(()) => subscriptions::start_armed(of, reason),
+                Err(Unsubscribed::MayPass(err)) => subscriptions::start_fail(of, &err),
+                Err(e @ Unsubscribed::Unsupported) => {
+                    subscriptions::start_unsupported(of, &e.to_string());
+                }
+                Err(Unsubscribed::Unknown) => subscriptions::start_no_server(of),
+                // Let go by a reload: armed again when the server is held afresh.
+                Err(Unsubscribed::Gone) => {}
+            }
+        });
     }
 
     /// A run as it stands: the engine's, else the store's.

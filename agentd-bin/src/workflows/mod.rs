@@ -18,6 +18,7 @@
 
 mod engine;
 mod parts;
+mod starts;
 mod steps;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -86,6 +87,19 @@ impl Workflows {
     pub(crate) fn connected(&self, server: &str, actor: u64) {
         let server = server.to_owned();
         self.tell(Order::Connected { server, actor });
+    }
+
+    /// A dial of `server` failed: its subscribe starts are said not to be armed.
+    pub(crate) fn unreachable(&self, server: &str) {
+        let server = server.to_owned();
+        self.tell(Order::Unreachable { server });
+    }
+
+    /// MCP Events occurrences (`events`, their Stream events) were appended to `stream`:
+    /// each starts a run of each event start on it.
+    pub(crate) fn appended(&self, stream: &str, events: Vec<Value>) {
+        let stream = stream.to_owned();
+        self.tell(Order::Appended { stream, events });
     }
 
     fn tell(&self, order: Order) {

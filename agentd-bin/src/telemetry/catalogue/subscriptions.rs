@@ -1,9 +1,82 @@
-//! The reference's Subscriptions table: the instruction's rows (`instruction.*`) and the
-//! workflow waits' (`wait.*`).
+//! The reference's Subscriptions table: the workflow starts' rows (`start.subscribe.*`), the
+//! instruction's (`instruction.*`) and the workflow waits' (`wait.*`).
 
 use mcp_wire::log_text;
 
 use super::line::line;
+
+/// Which subscribe start of which workflow a `start.subscribe.*` line is of.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StartOf<'a> {
+    /// The instance.
+    pub(crate) instance: &'a str,
+    /// The workflow.
+    pub(crate) workflow: &'a str,
+    /// The start's node.
+    pub(crate) node: &'a str,
+    /// Its server.
+    pub(crate) server: &'a str,
+    /// Its resource.
+    pub(crate) uri: &'a str,
+}
+
+/// `start.subscribe.armed` (info): a subscribe start is subscribed (`reason`: `start`,
+/// `defined`, `reload`).
+pub(crate) fn start_armed(of: StartOf<'_>, reason: &str) {
+    line!(
+        INFO,
+        "start.subscribe.armed",
+        of.instance,
+        workflow = log_text(of.workflow),
+        node = log_text(of.node),
+        server = of.server,
+        uri = log_text(of.uri),
+        reason = reason,
+    );
+}
+
+/// `start.subscribe.unsupported` (error): the start's server offers no subscriptions
+/// (`err`); the start can never fire.
+pub(crate) fn start_unsupported(of: StartOf<'_>, err: &str) {
+    line!(
+        ERROR,
+        "start.subscribe.unsupported",
+        of.instance,
+        workflow = log_text(of.workflow),
+        node = log_text(of.node),
+        server = of.server,
+        uri = log_text(of.uri),
+        err = log_text(err),
+    );
+}
+
+/// `start.subscribe.fail` (warn): subscribing the start failed in a way that may pass
+/// (`err`); the server's task asks again on the subscription schedule.
+pub(crate) fn start_fail(of: StartOf<'_>, err: &str) {
+    line!(
+        WARN,
+        "start.subscribe.fail",
+        of.instance,
+        workflow = log_text(of.workflow),
+        node = log_text(of.node),
+        server = of.server,
+        uri = log_text(of.uri),
+        err = log_text(err),
+    );
+}
+
+/// `start.subscribe.no_server` (warn): the start's server is not connected (or not
+/// configured); it is armed once the server is.
+pub(crate) fn start_no_server(of: StartOf<'_>) {
+    line!(
+        WARN,
+        "start.subscribe.no_server",
+        of.instance,
+        workflow = log_text(of.workflow),
+        node = log_text(of.node),
+        server = log_text(of.server),
+    );
+}
 
 /// `instruction.subscribe.unsupported` (info): the instruction's server offers no
 /// subscriptions; the instruction `uri` is followed by its refresh alone.
