@@ -43,7 +43,7 @@ mod engine {
     use std::time::Duration;
 
     use agentd_tools::workflow::run::Limits;
-    use agentd_tools::workflow::{Definition, Record, Workflows as _};
+    use agentd_tools::workflow::{Definition, Filter, Record, Workflows as _};
     use mcp_reference_server::{Options, ReferenceServer};
     use serde_json::{Value, json};
     use tokio_util::sync::CancellationToken;
@@ -165,5 +165,57 @@ mod engine {
             }
         });
         waited.await.expect("both calls cancelled");
+    }
+
+    /// Runs of `workflow`, as the store lists them, once there are `n` (20 s at most).
+    async fn runs_of(workflows: &Workflows, workflow: &str, n: usize) -> Vec<Record> {
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let mut filter = Filter::new(10);
+                filter.workflow = Some(workflow.to_owned());
+                let page = workflows.list(filter).await.unwrap();
+                if page.runs.len() >= n {
+                    return page.runs;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        waited.await.expect("the runs started")
+    }
+
+    /// A change of a subscribe start's resource starts a run with input {server, uri}; an
+    /// occurrence appended to an event start's stream starts one with the Stream event; a
+    /// change of another resource, or an occurrence on another stream, starts nothing.
+    #[tokio::test]
+    async fn starts_start_runs() {
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workflows = engine(dir.path(), &server).await;
+        let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
+        let on_change = json!({"steps": steps, "starts": [
+            {"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}
+        ]});
+        let on_event = json!({"steps": steps, "starts": [{"event": {"stream": "alerts"}}]});
+        for (name, body) in [("changed", on_change), ("alerted", on_event)] {
+            let definition = Definition::parse(name, &body).unwrap();
+            workflows.create(definition).await.unwrap();
+        }
+        workflows.updated("ref", "demo://other");
+        workflows.appended("other", vec![json!({"id": "e0"})]);
+        workflows.updated("ref", "demo://x");
+        workflows.appended("alerts", vec![json!({"id": "e1"}), json!({"id": "e2"})]);
+
+        let changed = runs_of(&workflows, "changed", 1).await;
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert_eq!(
+            changed[0].input,
+            json!({"server": "ref", "uri": "demo://x"})
+        );
+        assert_eq!(changed[0].by, "start:doc");
+        let alerted = runs_of(&workflows, "alerted", 2).await;
+        let mut inputs: Vec<&Value> = alerted.iter().map(|r| &r.input).collect();
+        inputs.sort_by_key(|v| v["id"].as_str().map(str::to_owned));
+        assert_eq!(inputs, [&json!({"id": "e1"}), &json!({"id": "e2"})]);
+        assert!(alerted.iter().all(|r| r.by == "start:#0"));
     }
 }
