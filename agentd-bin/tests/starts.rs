@@ -1,0 +1,132 @@
+//! Workflow starts in `agentd run`, as a process against the reference server of either
+//! era: a subscribe start armed (`start.subscribe.armed`) whose resource's change starts a
+//! run; one on a server that offers no subscriptions (`start.subscribe.unsupported`); one on
+//! a configured server that is not connected (`start.subscribe.no_server`); and, at
+//! 2026-07-28, an event start whose stream's occurrence starts a run.
+
+mod common;
+
+use common::{Daemon, TempFile, until, until_up};
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::Value;
+
+const COUNTER: &str = "demo://counter";
+
+/// A workflow of one short wait, started by `start` (a TOML inline table).
+fn workflow(name: &str, start: &str) -> String {
+    format!(
+        "[[workflows]]\nname = \"{name}\"\n[[workflows.starts]]\n{start}\n\
+         [[workflows.steps]]\nid = \"a\"\ntype = \"wait\"\non = {{ duration = \"1ms\" }}\n"
+    )
+}
+
+/// A port nothing listens on: bound, then let go.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The first `workflow.started` line of `workflow`, waiting for it (15 s at most).
+fn started(daemon: &mut Daemon, workflow: &str) -> Value {
+    let mut n = 1;
+    loop {
+        let line = daemon.wait_for_nth("workflow.started", None, n);
+        if line["workflow"] == workflow {
+            return line;
+        }
+        n += 1;
+    }
+}
+
+async fn starts(options: Options) {
+    let events = options.events;
+    let server = ReferenceServer::start(options.clone()).await;
+    let mut plain = options;
+    plain.subscribe = false;
+    plain.events = false;
+    let plain = ReferenceServer::start(plain).await;
+    let dir = tempfile::tempdir().unwrap();
+    let down = format!("http://127.0.0.1:{}/mcp", closed_port());
+    let mut text = format!(
+        "instance = \"starts\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+         [[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n\
+         [[mcp.servers]]\nname = \"plain\"\nurl = \"{}\"\n\
+         [[mcp.servers]]\nname = \"down\"\nurl = \"{down}\"\n",
+        dir.path().display(),
+        server.url(),
+        plain.url(),
+    );
+    if events {
+        text.push_str(
+            "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\n\
+             into = \"tickets\"\narguments = { project = \"ops\" }\n",
+        );
+    }
+    let on = |server: &str| format!("subscribe = {{ server = \"{server}\", uri = \"{COUNTER}\" }}");
+    text.push_str(&workflow(
+        "changed",
+        &format!("id = \"counter\"\n{}", on("ref")),
+    ));
+    text.push_str(&workflow("unsubscribable", &on("plain")));
+    text.push_str(&workflow("unreached", &on("down")));
+    text.push_str(&workflow("ticketed", "event = { stream = \"tickets\" }"));
+    let file = TempFile::new(&text);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+
+    let armed = daemon.wait_for("start.subscribe.armed", Some("ref"));
+    assert_eq!(
+        (
+            &armed["workflow"],
+            &armed["node"],
+            &armed["uri"],
+            &armed["reason"]
+        ),
+        (
+            &Value::from("changed"),
+            &Value::from("counter"),
+            &Value::from(COUNTER),
+            &Value::from("start")
+        )
+    );
+    let unsupported = daemon.wait_for("start.subscribe.unsupported", Some("plain"));
+    assert_eq!(unsupported["level"], "error", "{unsupported}");
+    assert_eq!(
+        (&unsupported["workflow"], &unsupported["node"]),
+        (&Value::from("unsubscribable"), &Value::from("#0"))
+    );
+    let no_server = daemon.wait_for("start.subscribe.no_server", Some("down"));
+    assert_eq!(no_server["workflow"], "unreached", "{no_server}");
+
+    until("subscribed", || {
+        server.reaching(COUNTER) + server.listening(COUNTER) > 0
+    })
+    .await;
+    server.touch(COUNTER).await;
+    let run = started(&mut daemon, "changed");
+    assert_eq!(run["by"], "start:counter", "{run}");
+
+    if events {
+        daemon.wait_for("mcp.events.armed", Some("ref"));
+        server.emit("ticket.created", serde_json::json!({"id": 1}));
+        let run = started(&mut daemon, "ticketed");
+        assert_eq!(run["by"], "start:#0", "{run}");
+    }
+    daemon.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_fire_at_2026_07_28() {
+    let mut options = Options::default();
+    options.legacy = false;
+    options.events = true;
+    options.poll_ms = 1000;
+    starts(options).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_starts_fire_at_2025_11_25() {
+    let mut options = Options::default();
+    options.modern = false;
+    starts(options).await;
+}
