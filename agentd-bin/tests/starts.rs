@@ -1,7 +1,8 @@
 //! Workflow starts in `agentd run`, as a process against the reference server of either
 //! era: a subscribe start armed (`start.subscribe.armed`) whose resource's change starts a
 //! run; one on a server that offers no subscriptions (`start.subscribe.unsupported`); one on
-//! a configured server that is not connected (`start.subscribe.no_server`); and, at
+//! a configured server that is not connected (`start.subscribe.no_server`); armed again
+//! (reason `reload`) when a reload dials its server afresh; and, at
 //! 2026-07-28, an event start whose stream's occurrence starts a run.
 
 mod common;
@@ -41,7 +42,7 @@ fn started(daemon: &mut Daemon, workflow: &str) -> Value {
 async fn starts(options: Options) {
     let events = options.events;
     let server = ReferenceServer::start(options.clone()).await;
-    let mut plain = options;
+    let mut plain = options.clone();
     plain.subscribe = false;
     plain.events = false;
     let plain = ReferenceServer::start(plain).await;
@@ -112,6 +113,28 @@ async fn starts(options: Options) {
         let run = started(&mut daemon, "ticketed");
         assert_eq!(run["by"], "start:#0", "{run}");
     }
+
+    // The same name at another address: dialed afresh at the reload, armed there again.
+    let moved = ReferenceServer::start(options.clone()).await;
+    file.write(&text.replace(&server.url(), &moved.url()));
+    daemon.signal("HUP");
+    let again = daemon.wait_for_nth("start.subscribe.armed", Some("ref"), 2);
+    assert_eq!(again["reason"], "reload", "{again}");
+    until("subscribed again", || {
+        moved.reaching(COUNTER) + moved.listening(COUNTER) > 0
+    })
+    .await;
+    moved.touch(COUNTER).await;
+    let runs = |daemon: &Daemon| {
+        let started = daemon.matching("workflow.started", None);
+        started.filter(|(_, l)| l["workflow"] == "changed").count()
+    };
+    let mut n = daemon.matching("workflow.started", None).count();
+    while runs(&daemon) < 2 {
+        n += 1;
+        daemon.wait_for_nth("workflow.started", None, n);
+    }
+
     daemon.terminate();
 }
 
