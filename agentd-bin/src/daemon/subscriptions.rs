@@ -1,5 +1,5 @@
-//! The resource subscriptions a held server keeps for its owners (the demo today; workflow
-//! starts, waits and instructions with the next layers).
+//! The resource subscriptions a held server keeps for its owners: the demo's, the
+//! instruction's, workflow starts' and waits'.
 //!
 //! A URI is subscribed while at least one owner wants it, and released (`mcp.unsubscribed`,
 //! reason `unowned`) when the last one lets it go. Each subscribe and unsubscribe is bounded

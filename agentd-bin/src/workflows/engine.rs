@@ -526,12 +526,22 @@ impl Engine {
 
     /// Arms subscribe start `key` on a task of its own, once its server is connected: a
     /// server not configured is `start.subscribe.no_server`, one that offers no
-    /// subscriptions `start.subscribe.unsupported`.
+    /// subscriptions `start.subscribe.unsupported`; one whose server is known unreachable is
+    /// said `start.subscribe.no_server` at once.
     fn arm_one(&mut self, key: Key, resource: Resource, reason: &'static str) {
         let arming = self.shutdown.child_token();
         let entry = (resource.clone(), arming.clone());
         if let Some((_, before)) = self.armed.insert(key.clone(), entry) {
             before.cancel();
+        }
+        if self.unreachable.contains(&resource.server) {
+            subscriptions::start_no_server(StartOf {
+                instance: &self.instance,
+                workflow: &key.0,
+                node: &key.1,
+                server: &resource.server,
+                uri: &resource.uri,
+            });
         }
         let (servers, instance) = (self.steps.servers.clone(), self.instance.clone());
         self.tasks.spawn(async move {

@@ -5,11 +5,12 @@
 //! [`Workflows`] is the handle: the `workflow.*` tools call it (it implements
 //! [`agentd_tools::workflow::Workflows`]), and the supervisor tells it what happens (the
 //! configuration's workflows and limits at start and at each reload, a resource changed, a
-//! server dialed afresh, the own tools in force). The engine is a task of the daemon's
-//! tracker, ended at shutdown: the attempts under way are cancelled there, their outcomes not
-//! kept, so that the next start sends them again (the next `agent/attempt`, the same
-//! `agent/idempotency_key`) and parks its waits on resources again (`wait.resubscribed`,
-//! reason `restart`).
+//! server dialed afresh or unreachable, MCP Events occurrences appended, the own tools in
+//! force). Besides `workflow.run`, the workflows' starts ([`starts`]) start runs. The
+//! engine is a task of the daemon's tracker, ended at shutdown: the attempts under way are
+//! cancelled there, their outcomes not kept, so that the next start sends them again (the
+//! next `agent/attempt`, the same `agent/idempotency_key`) and parks its waits on resources
+//! again (`wait.resubscribed`, reason `restart`).
 //!
 //! The daemon's parts the steps reach are traits implemented above: [`Servers`] (the held
 //! servers: a connection once it is made, resource subscriptions by owner), [`Tools`] (agentd's

@@ -509,8 +509,13 @@ struct RawStart {
     id: Option<String>,
     subscribe: Option<RawSubscribe>,
     event: Option<RawEvent>,
-    manual: Option<Map<String, Value>>,
+    manual: Option<Empty>,
 }
+
+/// `manual`'s body: nothing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

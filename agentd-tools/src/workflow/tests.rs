@@ -798,6 +798,7 @@ fn starts_are_read_and_checked() {
             "shape",
         ),
         (json!([{}]), "/starts/0", "shape"),
+        (json!([{"manual": {"x": 1}}]), "/starts/0", "shape"),
         (
             json!([{"id": "a", "manual": {}}, {"id": "a", "manual": {}}]),
             "/starts/1/id",
