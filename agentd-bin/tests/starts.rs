@@ -2,13 +2,14 @@
 //! era: a subscribe start armed (`start.subscribe.armed`) whose resource's change starts a
 //! run; one on a server that offers no subscriptions (`start.subscribe.unsupported`); one on
 //! a configured server that is not connected (`start.subscribe.no_server`); armed again
-//! (reason `reload`) when a reload dials its server afresh; and, at
-//! 2026-07-28, an event start whose stream's occurrence starts a run.
+//! (reason `reload`) when a reload dials its server afresh; a subscribe that failed
+//! (`start.subscribe.fail`) asked again; and, at 2026-07-28, an event start whose stream's
+//! occurrence starts a run.
 
 mod common;
 
 use common::{Daemon, TempFile, until, until_up};
-use mcp_reference_server::{Options, ReferenceServer};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::Value;
 
 const COUNTER: &str = "demo://counter";
@@ -152,4 +153,51 @@ async fn subscribe_starts_fire_at_2025_11_25() {
     let mut options = Options::default();
     options.modern = false;
     starts(options).await;
+}
+
+/// A subscribe that fails in a way that may pass is `start.subscribe.fail` (warn), asked
+/// again on the server's schedule; once it goes through, a change starts a run. At
+/// 2025-11-25, where a subscribe is one request (`resources/subscribe`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_subscribe_start_is_asked_again() {
+    let mut options = Options::default();
+    options.modern = false;
+    let server = ReferenceServer::start(options).await;
+    let busy = Fault::RpcError {
+        status: 200,
+        code: -32603,
+        message: "busy".into(),
+        data: None,
+    };
+    server.script("resources/subscribe", busy, Times::Once);
+    let dir = tempfile::tempdir().unwrap();
+    let on = format!("subscribe = {{ server = \"ref\", uri = \"{COUNTER}\" }}");
+    let text = format!(
+        "instance = \"starts\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+         [[mcp.servers]]\nname = \"ref\"\nurl = \"{}\"\n{}",
+        dir.path().display(),
+        server.url(),
+        workflow("changed", &on),
+    );
+    let file = TempFile::new(&text);
+    let mut daemon = Daemon::run(&file);
+    let fail = daemon.wait_for("start.subscribe.fail", Some("ref"));
+    assert_eq!(fail["level"], "warn", "{fail}");
+    assert_eq!(
+        (&fail["workflow"], &fail["node"], &fail["uri"]),
+        (
+            &Value::from("changed"),
+            &Value::from("#0"),
+            &Value::from(COUNTER)
+        )
+    );
+    assert!(fail["err"].as_str().unwrap().contains("busy"), "{fail}");
+    until("subscribed on the schedule", || {
+        server.reaching(COUNTER) > 0
+    })
+    .await;
+    server.touch(COUNTER).await;
+    let run = started(&mut daemon, "changed");
+    assert_eq!(run["by"], "start:#0", "{run}");
+    daemon.terminate();
 }
