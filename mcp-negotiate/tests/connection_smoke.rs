@@ -1,6 +1,9 @@
 //! The revision-neutral connection reaches the reference server in each era and calls a tool.
 
+use std::time::Duration;
+
 use mcp_negotiate::Client;
+use mcp_reference_server::support::bounded;
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_wire::{Meta, Revision};
 use serde_json::json;
@@ -107,16 +110,27 @@ async fn a_cancelled_call_says_so_in_each_era() {
             .iter()
             .find(|l| l.body["params"]["name"] == "slow")
             .unwrap();
-        let cancelled = log
-            .iter()
-            .find(|l| l.method.as_deref() == Some("notifications/cancelled"));
+        let told = |log: &[mcp_reference_server::Logged]| {
+            log.iter()
+                .find(|l| l.method.as_deref() == Some("notifications/cancelled"))
+                .cloned()
+        };
         match legacy {
-            true => assert_eq!(
-                cancelled.expect("notifications/cancelled").body["params"]["requestId"],
-                call.body["id"]
-            ),
+            // Sent on a task of its own: waited for, within a bound.
+            true => {
+                let cancelled = bounded("notifications/cancelled", async {
+                    loop {
+                        if let Some(cancelled) = told(&server.log()) {
+                            return cancelled;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                })
+                .await;
+                assert_eq!(cancelled.body["params"]["requestId"], call.body["id"]);
+            }
             false => assert!(
-                cancelled.is_none(),
+                told(&log).is_none(),
                 "a modern call is cancelled by closing its stream"
             ),
         }
