@@ -58,11 +58,28 @@ impl Daemon {
 
     /// `agentd run --config PATH` and `args`, whatever `RUST_LOG` the tests were given.
     pub fn run_with(config: &TempFile, args: &[&str]) -> Self {
-        let cwd = tempfile::tempdir().expect("a directory");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
-            .current_dir(cwd.path())
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        command
             .args(["run", "--config", config.to_str().unwrap()])
-            .args(args)
+            .args(args);
+        Self::spawn(command)
+    }
+
+    /// `agentd run --config PATH` exec'd by `bash -c SCRIPT` (`exec "$@"` at its end), so
+    /// that what the script sets (a resource limit, an ignored signal) holds in the daemon,
+    /// whose process id is the script's.
+    pub fn run_after(config: &TempFile, script: &str) -> Self {
+        let mut command = Command::new("bash");
+        command
+            .args(["-c", script, "agentd", env!("CARGO_BIN_EXE_agentd")])
+            .args(["run", "--config", config.to_str().unwrap()]);
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Self {
+        let cwd = tempfile::tempdir().expect("a directory");
+        let mut child = command
+            .current_dir(cwd.path())
             .env_remove("RUST_LOG")
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,176 @@
+//! A failing store, as a process: the file corrupted (reported at start, never written), the
+//! database locked by another process (reported at start), and writes failing while the
+//! daemon runs (its file size limit lowered to nothing, then raised): a poll binding pauses
+//! with cause `store_degraded`, a webhook delivery is answered 503, and once writes succeed
+//! again every occurrence the server produced is in each stream exactly once.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
+
+use common::{Daemon, TempFile, store_dir, tail, until, wait_for_stream};
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::json;
+
+/// The store's file inside `store.path`.
+const FILE: &str = "agentd.sqlite3";
+
+fn server_options() -> Options {
+    let mut options = Options::default();
+    options.events = true;
+    options.legacy = false;
+    options.poll_ms = 1000;
+    options
+}
+
+/// A poll binding into `tickets` and a webhook binding into `hooks`, of the same type.
+fn config(url: &str, store: &Path) -> String {
+    format!(
+        "instance = \"faults\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"tickets\"\n\
+         arguments = {{ project = \"ops\" }}\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"hooks\"\n\
+         arguments = {{ project = \"ops\" }}\ndelivery = [\"webhook\"]\n",
+        store.display()
+    )
+}
+
+/// A configuration with no server, its store in `store`.
+fn bare(store: &Path) -> TempFile {
+    TempFile::new(&format!(
+        "instance = \"faults\"\n[store]\npath = \"{}\"\n",
+        store.display()
+    ))
+}
+
+/// Makes the store (runs `agentd run` until it answers, then stops it).
+fn made(file: &TempFile) {
+    let mut agentd = Daemon::run(file);
+    common::until_up(file);
+    assert!(agentd.terminate().success());
+}
+
+/// Sets the daemon's soft file size limit (`RLIMIT_FSIZE`) to `limit`, its hard limit
+/// (unlimited) kept, so that no privilege is needed to raise it again.
+fn fsize(pid: u32, limit: &str) {
+    let set = Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--fsize={limit}:")])
+        .status()
+        .expect("prlimit (util-linux) runs");
+    assert!(set.success(), "prlimit --fsize={limit}");
+}
+
+/// How `agentd run` ended by itself, within 15 s, and what it said, each line as text.
+fn ended(agentd: &mut Daemon) -> (ExitStatus, Vec<String>) {
+    let status = common::poll(Duration::from_secs(15), || {
+        agentd.exited().ok_or("the daemon still runs")
+    });
+    agentd.drain(Duration::from_millis(500));
+    let said = agentd.seen.iter().map(|(_, v)| v.to_string()).collect();
+    (status, said)
+}
+
+#[test]
+fn a_corrupted_file_is_reported_at_start_and_left_as_it_is() {
+    let dir = store_dir("corrupt");
+    let file = bare(dir.path());
+    made(&file);
+    let path = dir.path().join(FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..100].copy_from_slice(&[0x5a; 100]);
+    std::fs::write(&path, &bytes).unwrap();
+
+    let (status, said) = ended(&mut Daemon::run(&file));
+    assert_eq!(status.code(), Some(1), "{said:#?}");
+    assert!(
+        said.iter().any(|l| l.contains("not a database")),
+        "the cause is named: {said:#?}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file is untouched"
+    );
+    let wal = dir.path().join(format!("{FILE}-wal"));
+    assert!(
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+        "nothing was written beside it"
+    );
+}
+
+#[test]
+fn a_database_locked_by_another_process_is_reported_at_start() {
+    let dir = store_dir("locked");
+    let file = bare(dir.path());
+    made(&file);
+    let lock = rusqlite::Connection::open(dir.path().join(FILE)).unwrap();
+    lock.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;")
+        .unwrap();
+
+    let (status, said) = ended(&mut Daemon::run(&file));
+    assert_eq!(status.code(), Some(1), "{said:#?}");
+    assert!(
+        said.iter().any(|l| l.contains("locked")),
+        "the cause is named: {said:#?}"
+    );
+    drop(lock);
+    let mut agentd = Daemon::run(&file);
+    common::until_up(&file);
+    assert!(
+        agentd.terminate().success(),
+        "it starts once the lock is gone"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() {
+    let server = ReferenceServer::start(server_options()).await;
+    let dir = store_dir("full");
+    let file = TempFile::new(&config(&server.url(), dir.path()));
+    // Past the limit a write fails with EFBIG, as on a full disk with ENOSPC; SIGXFSZ,
+    // which a full disk does not send, is ignored.
+    let mut agentd = Daemon::run_after(&file, "trap '' XFSZ; exec \"$@\"");
+    agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
+    server.emit("ticket.created", json!({"id": 1}));
+    wait_for_stream(&file, "tickets", 1);
+    wait_for_stream(&file, "hooks", 1);
+
+    fsize(agentd.pid(), "0");
+    server.emit("ticket.created", json!({"id": 2}));
+    server.emit("ticket.created", json!({"id": 3}));
+    let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
+    assert_eq!(paused["cause"], "store_degraded", "{paused}");
+    until("each webhook delivery was answered 503", || {
+        let delivered = server.delivered();
+        ["evt-2", "evt-3"]
+            .iter()
+            .all(|id| delivered.iter().any(|(d, s)| d == id && *s == 503))
+    })
+    .await;
+    assert!(agentd.is_running(), "the daemon keeps running");
+
+    fsize(agentd.pid(), "unlimited");
+    agentd.wait_for("mcp.events.resumed", Some("ref"));
+    server.emit("ticket.created", json!({"id": 4}));
+    for stream in ["tickets", "hooks"] {
+        let records = wait_for_stream(&file, stream, 4);
+        let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (1..=4)
+                .map(|n| format!("mcp/ref/ticket.created/evt-{n}"))
+                .collect::<Vec<_>>(),
+            "{stream}: each once"
+        );
+    }
+    assert!(agentd.terminate().success());
+    for stream in ["tickets", "hooks"] {
+        assert_eq!(tail(&file, stream).len(), 4, "{stream}: nothing more");
+    }
+    drop(dir);
+}
