@@ -141,8 +141,8 @@ async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() 
     fsize(agentd.pid(), "0");
     server.emit("ticket.created", json!({"id": 2}));
     server.emit("ticket.created", json!({"id": 3}));
-    let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
-    assert_eq!(paused["cause"], "store_degraded", "{paused}");
+    // Both bindings: the poll's and the webhook's.
+    agentd.wait_for_nth("mcp.events.paused", Some("ref"), 2);
     until("each webhook delivery was answered 503", || {
         let delivered = server.delivered();
         ["evt-2", "evt-3"]
@@ -153,7 +153,7 @@ async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() 
     assert!(agentd.is_running(), "the daemon keeps running");
 
     fsize(agentd.pid(), "unlimited");
-    agentd.wait_for("mcp.events.resumed", Some("ref"));
+    agentd.wait_for_nth("mcp.events.resumed", Some("ref"), 2);
     server.emit("ticket.created", json!({"id": 4}));
     for stream in ["tickets", "hooks"] {
         let records = wait_for_stream(&file, stream, 4);
@@ -169,6 +169,14 @@ async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() 
         );
     }
     assert!(agentd.terminate().success());
+    // Each binding paused once however often the store failed it, and resumed once.
+    for event in ["mcp.events.paused", "mcp.events.resumed"] {
+        let causes: Vec<_> = agentd
+            .matching(event, Some("ref"))
+            .map(|(_, v)| v["cause"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(causes, ["store_degraded"; 2], "{event}");
+    }
     for stream in ["tickets", "hooks"] {
         assert_eq!(tail(&file, stream).len(), 4, "{stream}: nothing more");
     }

@@ -576,6 +576,9 @@ pub struct Binding {
     rate_paused: bool,
     /// The receiver's queue for this binding is full: deliveries are refused (pressure).
     pressure_paused: bool,
+    /// The store did not take the last commit (of a poll's page or a webhook delivery):
+    /// logged paused (`store_degraded`) once, and resumed once a commit is taken again.
+    store_failing: bool,
     /// The refusal came from the server's answer: a listing does not lift it, a re-dial or
     /// a reload does.
     refused_by_server: bool,
@@ -617,6 +620,7 @@ impl Binding {
             window: None,
             rate_paused: false,
             pressure_paused: false,
+            store_failing: false,
             refused_by_server: false,
             suspended: false,
             backing_off: false,
@@ -677,10 +681,17 @@ impl Binding {
     /// connection is lifted, and the binding waits for the listing.
     pub fn on_connection(&mut self, modern: bool, capability: bool) {
         // A pause the log told ends here: every `paused` has its `resumed`.
-        if let State::Paused(cause, _) = self.state
-            && cause != Pause::Refusal
-        {
+        let paused = match self.state {
+            State::Paused(cause, _) if cause != Pause::Refusal => Some(cause),
+            _ => None,
+        };
+        if let Some(cause) = paused {
             self.logs.push_back(Log::Resumed { cause });
+        }
+        if std::mem::take(&mut self.store_failing) && paused != Some(Pause::StoreDegraded) {
+            self.logs.push_back(Log::Resumed {
+                cause: Pause::StoreDegraded,
+            });
         }
         self.mode = None;
         self.left.clear();
@@ -757,7 +768,10 @@ impl Binding {
                 Some(Action::Relist)
             }
             State::Paused(cause, Some(at)) if now >= at => {
-                self.logs.push_back(Log::Resumed { cause });
+                // A store that failed is tried again; resumed once it takes a commit.
+                if cause != Pause::StoreDegraded {
+                    self.logs.push_back(Log::Resumed { cause });
+                }
                 self.state = State::Due(now);
                 self.poll_action(now)
             }
@@ -1028,8 +1042,11 @@ impl Binding {
     }
 
     /// The driver committed a delivery's batch (`true`: answer 200), or the store did not
-    /// take it (answer 503; the server delivers it again).
+    /// take it (answer 503; the server delivers it again): as for a poll's page, intake is
+    /// logged paused (`store_degraded`) at the first failure and resumed at the first
+    /// commit taken after it.
     pub fn on_delivered(&mut self, batch: &Batch, committed: bool, now: Instant) {
+        self.store_took(committed);
         for record in &batch.records {
             self.delivering.remove(&record.event_id);
             if committed {
@@ -1077,12 +1094,14 @@ impl Binding {
     }
 
     /// The driver committed the last batch (`true`), or the store did not take it: then
-    /// intake pauses (`store_degraded`) with the stored cursor kept, and resumes on the retry
-    /// schedule, polling again from where the store stands.
+    /// intake pauses (`store_degraded`) with the stored cursor kept, and tries again on the
+    /// retry schedule, polling again from where the store stands. The pause is logged at
+    /// the first failure, and its end at the first commit taken after it.
     pub fn on_committed(&mut self, committed: bool, now: Instant) {
         let State::Committing(next) = self.state else {
             return;
         };
+        self.store_took(committed);
         let ids = std::mem::take(&mut self.committing);
         let cursor = self.committing_cursor.take();
         if committed {
@@ -1105,12 +1124,25 @@ impl Binding {
             };
         } else {
             let wait = self.retry.next_failure(false);
-            self.logs.push_back(Log::Paused {
-                cause: Pause::StoreDegraded,
-                detail: "the store did not take the batch".into(),
-            });
             self.state = State::Paused(Pause::StoreDegraded, Some(later(now, wait)));
         }
+    }
+
+    /// The store took a commit, or did not: a change from the last is logged.
+    fn store_took(&mut self, committed: bool) {
+        let failing = !committed;
+        if std::mem::replace(&mut self.store_failing, failing) == failing {
+            return;
+        }
+        self.logs.push_back(match committed {
+            false => Log::Paused {
+                cause: Pause::StoreDegraded,
+                detail: "the store did not take the batch".into(),
+            },
+            true => Log::Resumed {
+                cause: Pause::StoreDegraded,
+            },
+        });
     }
 
     /// The store passed over `n` records of the last commit, as its stream held them

@@ -536,18 +536,31 @@ fn a_store_that_fails_pauses_intake_with_the_cursor_kept() {
     assert_eq!(b.poll_action(now), None);
     let resume_at = b.poll_timeout().unwrap();
     assert_eq!(resume_at - now, Duration::from_secs(1));
-    logs(&mut b);
-    // Resumed: the same page again, not taken for duplicates.
+    assert_eq!(
+        logs(&mut b).last(),
+        Some(&Log::Paused {
+            cause: Pause::StoreDegraded,
+            detail: "the store did not take the batch".into()
+        })
+    );
+    // Tried again: the same page, not taken for duplicates; a store failing still is not
+    // logged again.
     assert_eq!(poll(&mut b, resume_at).as_deref(), Some("c0"));
+    let _ = b.on_poll(Ok(page(&["a", "b"], Some("c1"))), resume_at, WALL, MID);
+    b.on_committed(false, resume_at);
+    assert_eq!(logs(&mut b), []);
+    let resume_at = b.poll_timeout().unwrap();
+    assert_eq!(poll(&mut b, resume_at).as_deref(), Some("c0"));
+    assert_eq!(b.poll_log(), None, "resumed once the store takes a commit");
+    let again = b.on_poll(Ok(page(&["a", "b"], Some("c1"))), resume_at, WALL, MID);
+    assert_eq!(ids(&again), ["a", "b"]);
+    b.on_committed(true, resume_at);
     assert_eq!(
         b.poll_log(),
         Some(Log::Resumed {
             cause: Pause::StoreDegraded
         })
     );
-    let again = b.on_poll(Ok(page(&["a", "b"], Some("c1"))), resume_at, WALL, MID);
-    assert_eq!(ids(&again), ["a", "b"]);
-    b.on_committed(true, resume_at);
     assert_eq!(b.cursor(), Some("c1"));
 
     // Pressure holds intake until lifted.
@@ -687,6 +700,43 @@ mod webhook {
         b.on_committed(true, now);
         logs(&mut b);
         (b, now)
+    }
+
+    /// A delivery the store does not take pauses intake (`store_degraded`), logged once
+    /// however many fail, and the first one it takes after them resumes it, as for polls.
+    #[test]
+    fn a_store_that_fails_deliveries_is_logged_paused_then_resumed_once() {
+        let (mut b, now) = armed_webhook(Some("c0"));
+        let deliver = |b: &mut Binding, id: &str, committed: bool| {
+            let Delivery::Commit(batch) = b.on_delivery(
+                occurrence_body(id, None),
+                &format!("m_{id}"),
+                now,
+                WALL,
+                MID,
+            ) else {
+                panic!("{id} is new")
+            };
+            b.on_delivered(&batch, committed, now);
+        };
+        deliver(&mut b, "e1", false);
+        deliver(&mut b, "e1", false);
+        assert_eq!(
+            logs(&mut b),
+            [Log::Paused {
+                cause: Pause::StoreDegraded,
+                detail: "the store did not take the batch".into()
+            }]
+        );
+        deliver(&mut b, "e1", true);
+        deliver(&mut b, "e2", true);
+        assert_eq!(
+            logs(&mut b),
+            [Log::Resumed {
+                cause: Pause::StoreDegraded
+            }]
+        );
+        assert_eq!(b.stats().appended, 2);
     }
 
     /// A full queue of deliveries pauses intake for pressure, logged once however often it
