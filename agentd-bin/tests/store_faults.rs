@@ -86,7 +86,8 @@ fn a_corrupted_file_is_reported_at_start_and_left_as_it_is() {
     let (status, said) = ended(&mut Daemon::run(&file));
     assert_eq!(status.code(), Some(1), "{said:#?}");
     assert!(
-        said.iter().any(|l| l.contains("not a database")),
+        said.iter()
+            .any(|l| l.contains(&format!("{}: file is not a database", path.display()))),
         "the cause is named: {said:#?}"
     );
     assert_eq!(
@@ -113,7 +114,10 @@ fn a_database_locked_by_another_process_is_reported_at_start() {
     let (status, said) = ended(&mut Daemon::run(&file));
     assert_eq!(status.code(), Some(1), "{said:#?}");
     assert!(
-        said.iter().any(|l| l.contains("locked")),
+        said.iter().any(|l| l.contains(&format!(
+            "{}: database is locked",
+            dir.path().join(FILE).display()
+        ))),
         "the cause is named: {said:#?}"
     );
     drop(lock);

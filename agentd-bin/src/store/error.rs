@@ -20,7 +20,15 @@ pub(crate) enum Error {
     },
     /// The store's thread could not be started.
     Thread(std::io::Error),
-    /// SQLite failed opening or migrating the database file, or a request.
+    /// SQLite failed opening or migrating the database file (one that is not a database,
+    /// one another process holds locked); the file is left as it is.
+    Open {
+        /// The file (`<store.path>/agentd.sqlite3`).
+        path: PathBuf,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// SQLite failed a request.
     Sqlite(rusqlite::Error),
     /// The database's schema is of a version this build does not know (a later one's).
     Version {
@@ -119,6 +127,7 @@ impl Error {
             Self::Closed
             | Self::Dir { .. }
             | Self::Thread(_)
+            | Self::Open { .. }
             | Self::Sqlite(_)
             | Self::Version { .. }
             | Self::Store(_)
@@ -135,6 +144,7 @@ impl Error {
             Self::Closed => T::ShuttingDown,
             Self::Dir { .. }
             | Self::Thread(_)
+            | Self::Open { .. }
             | Self::Sqlite(_)
             | Self::Version { .. }
             | Self::Store(_)
@@ -205,6 +215,7 @@ impl fmt::Display for Error {
             Self::Closed => f.write_str("store: closed"),
             Self::Dir { path, source } => write!(f, "store: {}: {source}", path.display()),
             Self::Thread(e) => write!(f, "store: its thread: {e}"),
+            Self::Open { path, source } => write!(f, "store: {}: {source}", path.display()),
             Self::Sqlite(e) => write!(f, "store: {e}"),
             Self::Version { found, known } => write!(
                 f,
@@ -244,7 +255,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Dir { source, .. } | Self::Thread(source) => Some(source),
-            Self::Sqlite(e) => Some(e),
+            Self::Open { source, .. } | Self::Sqlite(source) => Some(source),
             Self::Store(e) => Some(e),
             Self::Corrupt(e) => Some(e),
             _ => None,

@@ -168,11 +168,19 @@ fn start(
         source,
     })?;
     let path = dir.join(FILE);
-    let mut sql = Connection::open(&path)?;
-    migrations::migrate(&mut sql, migrations)?;
+    let at = |source| Error::Open {
+        path: path.clone(),
+        source,
+    };
+    let mut sql = Connection::open(&path).map_err(at)?;
+    migrations::migrate(&mut sql, migrations).map_err(|e| match e {
+        Error::Sqlite(source) => at(source),
+        e => e,
+    })?;
     let events = Sqlite::open_existing(&path).map_err(Error::Store)?;
     // As `mcp_events`' connection: WAL (which that one has set), synchronous commits.
-    sql.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")?;
+    sql.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+        .map_err(at)?;
     Ok(Db {
         events,
         sql,

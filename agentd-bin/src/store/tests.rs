@@ -261,11 +261,14 @@ async fn a_failed_migration_leaves_the_version_unchanged() {
     assert_eq!(version(&db), 1);
     assert_eq!(tables(&db), ["bindings", "events", "meta"]);
     drop(db);
-    // Through the store, too: opening fails with it.
+    // Through the store, too: opening fails with it, naming the file.
     let failed = Store::open_with(dir.path(), BROKEN, Limits::default())
         .await
         .unwrap_err();
-    assert!(matches!(failed, Error::Sqlite(_)), "{failed:?}");
+    assert!(
+        matches!(&failed, Error::Open { path, .. } if *path == dir.path().join(FILE)),
+        "{failed:?}"
+    );
 }
 
 /// Requests sent before the close are answered; after it, the store is closed.
