@@ -38,6 +38,8 @@ use std::time::Duration;
 use agentd_tools::Scope;
 use agentd_tools::human::{Humans as _, Question};
 use mcp_negotiate::Catalog;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
@@ -54,6 +56,9 @@ use crate::tools::{Events, Own};
 
 /// The socket's directory inside `store.path`, and its name there.
 pub(crate) const FILE: [&str; 2] = ["control", "agentd.sock"];
+
+/// The lock file beside the socket, held by the daemon of the store while it runs.
+const LOCK: &str = "agentd.lock";
 
 /// The largest request line.
 const REQUEST_MAX: u64 = 64 * 1024;
@@ -182,6 +187,26 @@ pub(crate) struct List {
 /// Where the socket of a store in `dir` is.
 pub(crate) fn path(dir: &Path) -> PathBuf {
     dir.join(FILE[0]).join(FILE[1])
+}
+
+/// Takes the lock of the store in `dir` (an exclusive `flock` on `control/agentd.lock`,
+/// in the socket's directory of mode 0700, made so first), held until the file is dropped:
+/// `None` when another process holds it (another `agentd run` on the same store), which is
+/// asked once, not waited for.
+pub(crate) fn hold(dir: &Path) -> std::io::Result<Option<Flock<std::fs::File>>> {
+    let private = dir.join(FILE[0]);
+    std::fs::create_dir_all(&private)?;
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(private.join(LOCK))?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(errno.into()),
+    }
 }
 
 /// Binds the socket of the store in `dir`, in its directory of mode 0700 (made so before

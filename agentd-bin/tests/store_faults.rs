@@ -1,5 +1,5 @@
 //! A failing store, as a process: the file corrupted (reported at start, never written), the
-//! database locked by another process (reported at start), and writes failing while the
+//! database locked by another process or held by another daemon (reported at start), and writes failing while the
 //! daemon runs (its file size limit lowered to nothing, then raised): a poll binding pauses
 //! with cause `store_degraded`, a webhook delivery is answered 503, and once writes succeed
 //! again every occurrence the server produced is in each stream exactly once.
@@ -127,6 +127,29 @@ fn a_database_locked_by_another_process_is_reported_at_start() {
         agentd.terminate().success(),
         "it starts once the lock is gone"
     );
+}
+
+/// A second `agentd run` on a store another one runs on refuses to start, and the first
+/// keeps its control socket.
+#[test]
+fn a_second_daemon_on_the_same_store_is_refused_at_start() {
+    let dir = store_dir("second");
+    let file = bare(dir.path());
+    let mut first = Daemon::run(&file);
+    common::until_up(&file);
+    let (status, said) = ended(&mut Daemon::run(&file));
+    assert_eq!(status.code(), Some(1), "{said:#?}");
+    let held = format!(
+        "the store in {} is held by another agentd",
+        dir.path().display()
+    );
+    assert!(said.iter().any(|l| l.contains(&held)), "{said:#?}");
+    common::until_up(&file);
+    assert!(first.terminate().success());
+    // Let go at exit: the next one starts.
+    let mut next = Daemon::run(&file);
+    common::until_up(&file);
+    assert!(next.terminate().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,8 +146,10 @@ enum Wake {
 pub(crate) enum StartError {
     /// `webhooks.listen` could not be bound.
     Listen(SocketAddr, std::io::Error),
-    /// The control socket could not be bound in `store.path`.
+    /// The control socket could not be bound in `store.path`, or its lock taken.
     ControlSocket(PathBuf, std::io::Error),
+    /// Another process holds the lock of the store in `store.path` (another `agentd run`).
+    Held(PathBuf),
     /// The store could not be opened.
     Store(store::Error),
     /// MCP Events could not start (its bindings).
@@ -167,6 +169,11 @@ impl std::fmt::Display for StartError {
                     dir.display()
                 )
             }
+            Self::Held(dir) => write!(
+                f,
+                "the store in {} is held by another agentd: one daemon runs on a store",
+                dir.display()
+            ),
             Self::Store(e) => write!(f, "cannot open the store: {e}"),
             Self::Events(e) => write!(f, "cannot start MCP Events: {e}"),
             Self::Model(e) => write!(f, "cannot ask the model: {e}"),
@@ -178,6 +185,7 @@ impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Listen(_, e) | Self::ControlSocket(_, e) => Some(e),
+            Self::Held(_) => None,
             Self::Store(e) => Some(e),
             Self::Events(e) => Some(e),
             Self::Model(e) => Some(e),
@@ -232,6 +240,8 @@ struct Daemon {
     served: watch::Sender<Served>,
     /// The control socket's path, removed at exit.
     socket: PathBuf,
+    /// The store's lock ([`crate::control::hold`]), let go last.
+    _lock: nix::fcntl::Flock<std::fs::File>,
     /// Stops the listeners from accepting.
     shutdown: CancellationToken,
     /// The listeners and their connections, and the agent's tasks.
@@ -269,6 +279,12 @@ impl Daemon {
             ),
         };
         let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
+        // Taken before the store is touched: a second daemon on it changes nothing.
+        let lock = match crate::control::hold(&config.store_path) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return Err(StartError::Held(config.store_path.clone())),
+            Err(e) => return Err(StartError::ControlSocket(config.store_path.clone(), e)),
+        };
         let store = Store::open(&config.store_path, Limits::from(&config))
             .await
             .map_err(StartError::Store)?;
@@ -429,6 +445,7 @@ impl Daemon {
             workflows,
             served,
             socket,
+            _lock: lock,
             shutdown,
             listeners,
         };
