@@ -25,13 +25,13 @@ fn server_options() -> Options {
     options
 }
 
-/// A poll binding into `tickets` and a webhook binding into `hooks`, of the same type.
+/// A poll binding of `build.finished` into `builds`, and a webhook binding of
+/// `ticket.created` into `hooks`.
 fn config(url: &str, store: &Path) -> String {
     format!(
         "instance = \"faults\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
          [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\n\
-         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"tickets\"\n\
-         arguments = {{ project = \"ops\" }}\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"build.finished\"\ninto = \"builds\"\n\
          [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"hooks\"\n\
          arguments = {{ project = \"ops\" }}\ndelivery = [\"webhook\"]\n",
         store.display()
@@ -161,50 +161,73 @@ async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() 
     // which a full disk does not send, is ignored.
     let mut agentd = Daemon::run_after(&file, "trap '' XFSZ; exec \"$@\"");
     agentd.wait_for_nth("mcp.events.armed", Some("ref"), 2);
-    server.emit("ticket.created", json!({"id": 1}));
-    wait_for_stream(&file, "tickets", 1);
+    server.emit("build.finished", json!({"n": 1}));
+    server.emit("ticket.created", json!({"id": 2}));
+    wait_for_stream(&file, "builds", 1);
     wait_for_stream(&file, "hooks", 1);
 
     fsize(agentd.pid(), "0");
-    server.emit("ticket.created", json!({"id": 2}));
-    server.emit("ticket.created", json!({"id": 3}));
-    // Both bindings: the poll's and the webhook's.
-    agentd.wait_for_nth("mcp.events.paused", Some("ref"), 2);
+    // The poll binding first: its pause comes at its next poll.
+    server.emit("build.finished", json!({"n": 3}));
+    server.emit("build.finished", json!({"n": 4}));
+    let paused = agentd.wait_for("mcp.events.paused", Some("ref"));
+    assert_eq!(
+        (&paused["event_type"], &paused["cause"]),
+        (&json!("build.finished"), &json!("store_degraded"))
+    );
+    // Then the webhook binding's deliveries, while the server still sends them again.
+    server.emit("ticket.created", json!({"id": 5}));
+    server.emit("ticket.created", json!({"id": 6}));
     until("each webhook delivery was answered 503", || {
         let delivered = server.delivered();
-        ["evt-2", "evt-3"]
+        ["evt-5", "evt-6"]
             .iter()
             .all(|id| delivered.iter().any(|(d, s)| d == id && *s == 503))
     })
     .await;
+    let paused = agentd.wait_for_nth("mcp.events.paused", Some("ref"), 2);
+    assert_eq!(
+        (&paused["event_type"], &paused["cause"]),
+        (&json!("ticket.created"), &json!("store_degraded"))
+    );
     assert!(agentd.is_running(), "the daemon keeps running");
 
     fsize(agentd.pid(), "unlimited");
     agentd.wait_for_nth("mcp.events.resumed", Some("ref"), 2);
-    server.emit("ticket.created", json!({"id": 4}));
-    for stream in ["tickets", "hooks"] {
+    server.emit("build.finished", json!({"n": 7}));
+    server.emit("ticket.created", json!({"id": 8}));
+    for (stream, event, ns) in [
+        ("builds", "build.finished", [1, 3, 4, 7]),
+        ("hooks", "ticket.created", [2, 5, 6, 8]),
+    ] {
         let records = wait_for_stream(&file, stream, 4);
-        let ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
-        let mut sorted = ids.clone();
-        sorted.sort_unstable();
-        assert_eq!(
-            sorted,
-            (1..=4)
-                .map(|n| format!("mcp/ref/ticket.created/evt-{n}"))
-                .collect::<Vec<_>>(),
-            "{stream}: each once"
-        );
+        let mut ids: Vec<&str> = records.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        ids.sort_unstable();
+        let all: Vec<String> = ns
+            .iter()
+            .map(|n| format!("mcp/ref/{event}/evt-{n}"))
+            .collect();
+        assert_eq!(ids, all, "{stream}: each once");
     }
     assert!(agentd.terminate().success());
     // Each binding paused once however often the store failed it, and resumed once.
     for event in ["mcp.events.paused", "mcp.events.resumed"] {
-        let causes: Vec<_> = agentd
+        let mut lines: Vec<_> = agentd
             .matching(event, Some("ref"))
-            .map(|(_, v)| v["cause"].as_str().unwrap_or_default())
+            .map(|(_, v)| (v["event_type"].clone(), v["cause"].clone()))
             .collect();
-        assert_eq!(causes, ["store_degraded"; 2], "{event}");
+        lines.sort_by_key(|(t, _)| t.to_string());
+        let degraded = json!("store_degraded");
+        assert_eq!(
+            lines,
+            [
+                (json!("build.finished"), degraded.clone()),
+                (json!("ticket.created"), degraded)
+            ],
+            "{event}"
+        );
     }
-    for stream in ["tickets", "hooks"] {
+    for stream in ["builds", "hooks"] {
         assert_eq!(tail(&file, stream).len(), 4, "{stream}: nothing more");
     }
     drop(dir);
