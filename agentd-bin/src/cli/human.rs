@@ -12,16 +12,20 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::daemon::{Codes, ask};
 use super::json::say_json;
 use crate::config::Config;
-use crate::control::{Answer, CallError, Questions, Request};
+use crate::control::{Answer, Questions, Request};
+
+/// The exit statuses of the daemon's refusals.
+const CODES: Codes = &[("not_found", 4), ("bad_answer", 5), ("too_large", 5)];
 
 /// `agentd human list`: the open questions, oldest first, a line each (`ID  ORIGIN  FROM
 /// QUESTION  SCHEMA`, the question as a JSON string, the schema as compact JSON), or the
 /// JSON array of them.
 pub(crate) async fn human_list(config: &Config, json: bool) -> ExitCode {
     let request = Request::Questions(Questions { questions: true });
-    let questions = match ask(config, &request).await {
+    let questions = match ask(config, &request, CODES).await {
         Ok(questions) => questions,
         Err(code) => return code,
     };
@@ -56,37 +60,11 @@ pub(crate) async fn human_answer(config: &Config, id: u64, answer: &str) -> Exit
         question: id,
         answer,
     });
-    match ask(config, &request).await {
+    match ask(config, &request, CODES).await {
         Ok(result) => {
             crate::say!("{result}");
             ExitCode::SUCCESS
         }
         Err(code) => code,
-    }
-}
-
-/// Sends `request` to the running daemon: its result, or the exit status of why not (said
-/// on stderr).
-async fn ask(config: &Config, request: &Request) -> Result<Value, ExitCode> {
-    crate::control::call(config, request).await.map_err(|e| {
-        eprintln!("agentd: {e}");
-        ExitCode::from(status(&e))
-    })
-}
-
-/// The exit status of `e`.
-fn status(e: &CallError) -> u8 {
-    match e {
-        CallError::Connect(..) => 3,
-        CallError::Refused(error) => match error["code"].as_str() {
-            Some("not_found") => 4,
-            Some("bad_answer" | "too_large") => 5,
-            Some("bad_request") => 2,
-            _ => 1,
-        },
-        CallError::Encode(_)
-        | CallError::Io(_)
-        | CallError::NotAnAnswer(_)
-        | CallError::Timeout(_) => 1,
     }
 }

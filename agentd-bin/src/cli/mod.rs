@@ -5,6 +5,7 @@
 
 mod call;
 mod check;
+mod daemon;
 mod events;
 mod human;
 mod json;

@@ -11,8 +11,17 @@
 
 use std::process::ExitCode;
 
+use super::daemon::{Codes, ask};
 use crate::config::Config;
-use crate::control::{CallError, Request, Say};
+use crate::control::{Request, Say};
+
+/// The exit statuses of the daemon's refusals.
+const CODES: Codes = &[
+    ("no_agent", 4),
+    ("budget_spent", 5),
+    ("invalid_arguments", 2),
+    ("too_large", 2),
+];
 
 /// `agentd say [--conversation C] TEXT`.
 pub(crate) async fn say(config: &Config, conversation: Option<String>, text: String) -> ExitCode {
@@ -20,33 +29,13 @@ pub(crate) async fn say(config: &Config, conversation: Option<String>, text: Str
         say: text,
         conversation,
     });
-    match crate::control::call(config, &request).await {
+    match ask(config, &request, CODES).await {
         Ok(answer) => {
             if let Some(text) = answer["text"].as_str() {
                 crate::say!("{text}");
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("agentd: {e}");
-            ExitCode::from(status(&e))
-        }
-    }
-}
-
-/// The exit status of `e`.
-fn status(e: &CallError) -> u8 {
-    match e {
-        CallError::Connect(..) => 3,
-        CallError::Refused(error) => match error["code"].as_str() {
-            Some("no_agent") => 4,
-            Some("budget_spent") => 5,
-            Some("bad_request" | "invalid_arguments" | "too_large") => 2,
-            _ => 1,
-        },
-        CallError::Encode(_)
-        | CallError::Io(_)
-        | CallError::NotAnAnswer(_)
-        | CallError::Timeout(_) => 1,
+        Err(code) => code,
     }
 }

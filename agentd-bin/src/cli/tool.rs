@@ -10,9 +10,17 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::daemon::{Codes, ask};
 use super::json::{object_arguments, say_json};
 use crate::config::Config;
-use crate::control::{CallError, List, Request, ToolCall};
+use crate::control::{List, Request, ToolCall};
+
+/// The exit statuses of the daemon's refusals (`agentd tools --running` too).
+pub(super) const CODES: Codes = &[
+    ("unknown_tool", 4),
+    ("not_granted", 5),
+    ("invalid_arguments", 6),
+];
 
 /// The ids of the unit a call is made in, the scope it acts as, and the owner an events
 /// tool is called for.
@@ -32,7 +40,7 @@ pub(crate) struct Unit {
 /// the JSON array of them.
 pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> ExitCode {
     let request = Request::List(List { list: scope });
-    let tools = match ask(config, &request).await {
+    let tools = match ask(config, &request, CODES).await {
         Ok(tools) => tools,
         Err(code) => return code,
     };
@@ -70,7 +78,7 @@ pub(crate) async fn tool_call(
         step: unit.step,
         subagent: unit.subagent,
     });
-    answered(ask(config, &request).await)
+    answered(ask(config, &request, CODES).await)
 }
 
 /// Prints the result of a call, or says why there is none: the exit status.
@@ -81,32 +89,5 @@ fn answered(answer: Result<Value, ExitCode>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(code) => code,
-    }
-}
-
-/// Sends `request` to the running daemon: its result, or the exit status of why not (said
-/// on stderr).
-pub(super) async fn ask(config: &Config, request: &Request) -> Result<Value, ExitCode> {
-    crate::control::call(config, request).await.map_err(|e| {
-        eprintln!("agentd: {e}");
-        ExitCode::from(status(&e))
-    })
-}
-
-/// The exit status of `e`.
-fn status(e: &CallError) -> u8 {
-    match e {
-        CallError::Connect(..) => 3,
-        CallError::Refused(error) => match error["code"].as_str() {
-            Some("unknown_tool") => 4,
-            Some("not_granted") => 5,
-            Some("invalid_arguments") => 6,
-            Some("bad_request") => 2,
-            _ => 1,
-        },
-        CallError::Encode(_)
-        | CallError::Io(_)
-        | CallError::NotAnAnswer(_)
-        | CallError::Timeout(_) => 1,
     }
 }

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use super::daemon::ask;
 use super::servers::{connect_all, exit};
-use super::tool::ask;
 use crate::config::Config;
 use crate::control::{Catalogue, Request};
 
@@ -48,7 +48,7 @@ pub(crate) async fn tools(config: Config, running: bool) -> ExitCode {
 /// The running daemon's tool catalogue, in the same lines.
 async fn held(config: &Config) -> ExitCode {
     let request = Request::Catalogue(Catalogue { catalogue: true });
-    let catalogue = match ask(config, &request).await {
+    let catalogue = match ask(config, &request, super::tool::CODES).await {
         Ok(catalogue) => catalogue,
         Err(code) => return code,
     };

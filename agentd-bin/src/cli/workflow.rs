@@ -11,8 +11,16 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
+use super::daemon::{Codes, ask};
 use crate::config::Config;
-use crate::control::{CallError, Request, ToolCall};
+use crate::control::{Request, ToolCall};
+
+/// The exit statuses of the daemon's refusals.
+const CODES: Codes = &[
+    ("not_found", 4),
+    ("unknown_run", 4),
+    ("invalid_arguments", 6),
+];
 
 /// `agentd workflow run NAME [INPUT]`: starts a run of `workflow` with `input` (JSON, `{}`
 /// when not given); the run printed as JSON.
@@ -44,31 +52,11 @@ async fn call(config: &Config, tool: &str, arguments: Value) -> ExitCode {
         arguments,
         ..ToolCall::default()
     });
-    match crate::control::call(config, &request).await {
+    match ask(config, &request, CODES).await {
         Ok(result) => {
             crate::say!("{result}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("agentd: {e}");
-            ExitCode::from(status(&e))
-        }
-    }
-}
-
-/// The exit status of `e`.
-fn status(e: &CallError) -> u8 {
-    match e {
-        CallError::Connect(..) => 3,
-        CallError::Refused(error) => match error["code"].as_str() {
-            Some("not_found" | "unknown_run") => 4,
-            Some("invalid_arguments") => 6,
-            Some("bad_request") => 2,
-            _ => 1,
-        },
-        CallError::Encode(_)
-        | CallError::Io(_)
-        | CallError::NotAnAnswer(_)
-        | CallError::Timeout(_) => 1,
+        Err(code) => code,
     }
 }
