@@ -268,6 +268,13 @@ impl Daemon {
         let listeners = TaskTracker::new();
         let metrics = Arc::new(Metrics::default());
         let routes = Routes::default();
+        // Taken before anything is bound or the store touched: a second daemon on the same
+        // store changes nothing, and says why.
+        let lock = match crate::control::hold(&config.store_path) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return Err(StartError::Held(config.store_path.clone())),
+            Err(e) => return Err(StartError::ControlSocket(config.store_path.clone(), e)),
+        };
         // Bound first, served once the webhook routes are in place: a delivery that comes
         // early waits in the backlog instead of meeting an empty table.
         let listener = match config.listen {
@@ -279,12 +286,6 @@ impl Daemon {
             ),
         };
         let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
-        // Taken before the store is touched: a second daemon on it changes nothing.
-        let lock = match crate::control::hold(&config.store_path) {
-            Ok(Some(lock)) => lock,
-            Ok(None) => return Err(StartError::Held(config.store_path.clone())),
-            Err(e) => return Err(StartError::ControlSocket(config.store_path.clone(), e)),
-        };
         let store = Store::open(&config.store_path, Limits::from(&config))
             .await
             .map_err(StartError::Store)?;

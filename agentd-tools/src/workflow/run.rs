@@ -606,6 +606,13 @@ impl Run {
         if run.record.status.settled() {
             return Ok(run);
         }
+        // A run under way stands at one of its steps; a record that says otherwise is not
+        // followed.
+        if run.record.step >= run.record.steps.len() {
+            let failure = Failure::new("definition", "the record's step is none of its workflow's");
+            run.end(Status::Failed, Some(failure), run.record.updated_ms);
+            return Ok(run);
+        }
         let i = run.record.step;
         if let Some(step) = run.record.steps.get_mut(i) {
             match step.status {

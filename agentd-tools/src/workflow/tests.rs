@@ -478,6 +478,23 @@ fn a_restored_run_sends_its_attempt_again_with_the_next_number() {
     assert_eq!(restored.poll_timeout(), Some(60_000));
 }
 
+/// A record of a run under way that stands past its last step is failed at restore, not
+/// followed (it would index no step).
+#[test]
+fn a_restored_record_past_its_last_step_fails() {
+    let mut run = start(flaky(), json!({"city": "x"}));
+    executed(&mut run, 0);
+    let mut kept = run.record().clone();
+    kept.step = kept.steps.len();
+    let restored = Run::restore(kept, 1024).unwrap();
+    assert_eq!(restored.record().status, Status::Failed);
+    // At its last step, it goes on.
+    let mut kept = run.record().clone();
+    kept.step = kept.steps.len() - 1;
+    let restored = Run::restore(kept, 1024).unwrap();
+    assert!(!restored.record().status.settled());
+}
+
 #[test]
 fn an_output_past_the_bound_fails_its_step() {
     let steps = json!([{"id": "a", "type": "mcp.tool", "server": "s", "tool": "t"}]);

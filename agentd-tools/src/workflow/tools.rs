@@ -154,7 +154,12 @@ pub(crate) async fn call(
                     let command = match tool {
                         "workflow.cancel" => Command::Cancel,
                         "workflow.pause" => Command::Pause,
-                        _ => Command::Resume,
+                        "workflow.resume" => Command::Resume,
+                        _ => {
+                            return Err(Error::UnknownTool {
+                                tool: tool.to_owned(),
+                            });
+                        }
                     };
                     (run, command)
                 }
