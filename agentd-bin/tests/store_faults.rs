@@ -33,7 +33,9 @@ fn config(url: &str, store: &Path) -> String {
          [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\n\
          [[events.bindings]]\nserver = \"ref\"\nevent = \"build.finished\"\ninto = \"builds\"\n\
          [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"hooks\"\n\
-         arguments = {{ project = \"ops\" }}\ndelivery = [\"webhook\"]\n",
+         arguments = {{ project = \"ops\" }}\ndelivery = [\"webhook\"]\n\
+         [[workflows]]\nname = \"tick\"\n[[workflows.steps]]\nid = \"n\"\ntype = \"wait\"\n\
+         on = {{ duration = \"1s\" }}\n",
         store.display()
     )
 }
@@ -191,9 +193,16 @@ async fn writes_failing_pause_intake_and_lose_nothing_when_they_succeed_again() 
         (&json!("ticket.created"), &json!("store_degraded"))
     );
     assert!(agentd.is_running(), "the daemon keeps running");
+    // A workflow run the store does not take is refused, not started.
+    let refused = common::agentd_async(&file, &["workflow", "run", "tick"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("not kept"), "{said}");
 
     fsize(agentd.pid(), "unlimited");
     agentd.wait_for_nth("mcp.events.resumed", Some("ref"), 2);
+    let started = common::agentd_async(&file, &["workflow", "run", "tick"]).await;
+    assert!(started.status.success(), "{started:?}");
     server.emit("build.finished", json!({"n": 7}));
     server.emit("ticket.created", json!({"id": 8}));
     for (stream, event, ns) in [

@@ -452,7 +452,8 @@ impl Engine {
         }
     }
 
-    /// `workflow.run`: the run started, kept and driven.
+    /// `workflow.run`: the run kept, started and driven; refused (`store`) when the store
+    /// does not take it.
     async fn start(&mut self, workflow: &str, input: Value, by: &str) -> Result<Record, Error> {
         let definition = match self.configured.get(workflow) {
             Some(definition) => definition.clone(),
@@ -467,6 +468,12 @@ impl Engine {
         };
         let id = new_id();
         let run = Run::start(&id, definition, input, by, self.limits, self.time.now_ms())?;
+        // Kept before anything of it is sent or told: a run the store does not take is not
+        // started, and its caller hears why.
+        let kept = self.store.run_save(run.record().clone()).await;
+        kept.map_err(|e| Error::Store {
+            detail: format!("run of workflow {workflow:?} not kept: {e}"),
+        })?;
         own::workflow_started(&self.instance, &id, workflow, by);
         self.active.insert(id.clone(), run);
         self.drive(&id).await;
