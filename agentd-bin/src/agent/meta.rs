@@ -30,11 +30,8 @@ impl TurnIds {
 
     /// The `traceparent` of a call whose span id is `span` (random; zeros end in 1):
     /// `00-<trace id>-<span id>-01`, sampled.
-    pub(crate) fn traceparent(&self, mut span: [u8; 8]) -> String {
-        if span == [0; 8] {
-            span[7] = 1;
-        }
-        format!("00-{}-{}-01", hex(&self.trace), hex(&span))
+    pub(crate) fn traceparent(&self, span: [u8; 8]) -> String {
+        traceparent(&hex(&self.trace), span)
     }
 
     /// The idempotency key of call `index` (from 0) of the model's reply `round` (from 1) in
@@ -70,6 +67,15 @@ pub(crate) fn call_meta(
     meta.ctx = Some(json!({"conversation": place.conversation, "turn": place.turn}));
     meta.idempotency_key = Some(ids.idempotency_key(round, index));
     meta
+}
+
+/// The `traceparent` of a span `span` (random; zeros end in 1) of the trace `trace` (32
+/// lowercase hex digits, not all zeros): `00-<trace id>-<span id>-01`, sampled.
+pub(crate) fn traceparent(trace: &str, mut span: [u8; 8]) -> String {
+    if span == [0; 8] {
+        span[7] = 1;
+    }
+    format!("00-{trace}-{}-01", hex(&span))
 }
 
 /// `bytes` as lowercase hex digits.

@@ -173,7 +173,7 @@ fn new_id() -> String {
     if bytes == [0; 16] {
         bytes[15] = 1;
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::agent::meta::hex(&bytes)
 }
 
 /// The engine's task.

@@ -205,12 +205,8 @@ fn traceparent(run: &str) -> Option<String> {
     if !trace {
         return None;
     }
-    let mut span: [u8; 8] = crate::clock::random_bytes();
-    if span == [0; 8] {
-        span[7] = 1;
-    }
-    let span: String = span.iter().map(|b| format!("{b:02x}")).collect();
-    Some(format!("00-{run}-{span}-01"))
+    let span = crate::clock::random_bytes();
+    Some(crate::agent::meta::traceparent(run, span))
 }
 
 #[cfg(test)]
