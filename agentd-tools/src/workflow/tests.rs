@@ -5,7 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::definition::{
-    DEFINITION_MAX, Definition, DefinitionError, LABELS_MAX, NAME_MAX, RETRIES_MAX, STEPS_MAX,
+    DEFINITION_MAX, Definition, DefinitionError, LABEL_MAX, LABELS_MAX, NAME_MAX, PROMPT_MAX,
+    RETRIES_MAX, STEPS_MAX,
 };
 use super::run::{Action, Call, Execute, Failure, Limits, Record, Run, SIGNALS_MAX, Status};
 use super::template::EXPRESSION_MAX;
@@ -660,6 +661,28 @@ fn definitions_are_bounded() {
     // A label's value is bounded too: past it, the definition's bound is what is met.
     let e = refused(sized(DEFINITION_MAX + 1));
     assert_eq!((e.pointer.as_str(), e.rule), ("", "bound"));
+    // At the bound, padded where no other bound is met: taken.
+    let padded = |n: usize| {
+        let step = json!({"id": "a", "type": "mcp.tool", "server": "s", "tool": "t",
+            "arguments": {"pad": ""}});
+        let mut body = json!({"steps": [step]});
+        let len = body.to_string().len();
+        body["steps"][0]["arguments"]["pad"] = json!("x".repeat(n - len));
+        body
+    };
+    assert!(Definition::parse("wf", &padded(DEFINITION_MAX)).is_ok());
+    assert_eq!(refused(padded(DEFINITION_MAX + 1)).rule, "bound");
+    // A label's value: 256 bytes, not 257.
+    let label = |n: usize| json!({"labels": {"team": "x".repeat(n)}, "steps": steps(1)});
+    assert!(Definition::parse("wf", &label(LABEL_MAX)).is_ok());
+    let e = refused(label(LABEL_MAX + 1));
+    assert_eq!((e.pointer.as_str(), e.rule), ("/labels/team", "bound"));
+    // An agent step's prompt: 16 KiB, not more.
+    let prompt =
+        |n: usize| json!({"steps": [{"id": "a", "type": "agent", "prompt": "x".repeat(n)}]});
+    assert!(Definition::parse("wf", &prompt(PROMPT_MAX)).is_ok());
+    let e = refused(prompt(PROMPT_MAX + 1));
+    assert_eq!((e.pointer.as_str(), e.rule), ("/steps/0/prompt", "bound"));
     // Durations: 30 days, not more; not zero.
     let napping = |d: Value| json!({"steps": [{"id": "a", "type": "wait", "on": {"duration": d}}]});
     assert!(Definition::parse("wf", &napping(json!("30d"))).is_ok());
