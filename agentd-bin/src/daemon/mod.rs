@@ -87,7 +87,7 @@ use crate::agent::model::retry::Retry;
 use crate::agent::model::{Model, ModelError};
 use crate::agent::skills::Skills;
 use crate::agent::subagents::Subagents;
-use crate::agent::subagents::child::Host;
+use crate::agent::subagents::child::{Host, SESSION_IDLE};
 use crate::agent::workers::{Elicitors, Followed};
 use crate::config::{self, Config};
 use crate::control::Served;
@@ -605,6 +605,7 @@ impl Daemon {
             elicitors,
             tasks: tasks.clone(),
             stop,
+            session_idle: SESSION_IDLE,
         };
         let agent = host.agent.clone();
         self.subagents.attach(Arc::new(host));

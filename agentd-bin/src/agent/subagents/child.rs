@@ -15,8 +15,9 @@
 //! it on.
 //!
 //! A kill cancels the run's token: the turn under way is dropped (its calls cancelled on the
-//! wire) and the session with it (its connections closed once their calls end). The task
-//! ends when the subagent is retired, or when the agent stops.
+//! wire) and the session with it (its connections closed once their calls end). A settled
+//! subagent keeps its session for [`SESSION_IDLE`], then closes it. The task ends when the
+//! subagent is retired, or when the agent stops.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,7 +55,15 @@ pub(crate) struct Host<M> {
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the agent stops.
     pub(crate) stop: CancellationToken,
+    /// How long a settled subagent keeps its session for a message that would run it on
+    /// ([`SESSION_IDLE`]).
+    pub(crate) session_idle: Duration,
 }
+
+/// How long a settled subagent keeps its connections open: a message within it runs on the
+/// same session (and its servers' changed tools are listed again at the turn boundary);
+/// after it, the connections close and a message opens a session afresh.
+pub(crate) const SESSION_IDLE: Duration = Duration::from_secs(300);
 
 impl<M> std::fmt::Debug for Host<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,12 +152,20 @@ struct Held {
 /// Subagent `id`'s task, in `host`, over `store`.
 async fn live<M: Model>(host: Arc<Host<M>>, store: Store, id: String, child: Arc<Child>) {
     let mut held = Held::default();
+    // Settled, with its session open: the session closes once idle for `session_idle`.
+    let mut settled = false;
     loop {
+        let idle = settled && held.session.is_some();
         tokio::select! {
             () = child.wake.notified() => {}
+            () = tokio::time::sleep(host.session_idle), if idle => {
+                held = Held::default();
+                continue;
+            }
             () = child.end.cancelled() => return,
             () = host.stop.cancelled() => return,
         }
+        settled = false;
         let run = Child::lock(&child.run).clone();
         let ran = tokio::select! {
             ran = turns(&host, &store, &id, &child, &mut held), if !run.is_cancelled() => ran,
@@ -161,10 +178,11 @@ async fn live<M: Model>(host: Arc<Host<M>>, store: Store, id: String, child: Arc
             held = Held::default();
             continue;
         }
-        let Some(settled) = ran else { continue };
-        // Not settled: a message came meanwhile and its turn is due, or a kill came.
-        if let Ok(false) = store.subagent_settle(&id, settled).await {
-            child.wake();
+        let Some(outcome) = ran else { continue };
+        match store.subagent_settle(&id, outcome).await {
+            // Not settled: a message came meanwhile and its turn is due, or a kill came.
+            Ok(false) => child.wake(),
+            _ => settled = true,
         }
     }
 }

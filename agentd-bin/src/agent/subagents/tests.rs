@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Subagents;
-use super::child::Host;
+use super::child::{Host, SESSION_IDLE};
 use crate::agent::calls::OwnTools;
 use crate::agent::conversations::{Agent, Held, SayError, Setup};
 use crate::agent::instruction::Instruction;
@@ -98,6 +98,7 @@ async fn bench(scenes: Vec<Scene>, budget_tokens: Option<u64>) -> Bench {
         elicitors,
         tasks: tasks.clone(),
         stop: shutdown.clone(),
+        session_idle: SESSION_IDLE,
     }));
     Bench {
         server,
@@ -114,6 +115,13 @@ async fn bench(scenes: Vec<Scene>, budget_tokens: Option<u64>) -> Bench {
 }
 
 impl Bench {
+    /// How many connections were opened to the server (each starts with `server/discover`).
+    fn dials(&self) -> usize {
+        let log = self.server.log().into_iter();
+        log.filter(|l| l.method.as_deref() == Some("server/discover"))
+            .count()
+    }
+
     /// Subagent `id`'s status once `state`, waiting at most 20 s.
     async fn until(&self, id: &str, state: State) -> Subagent {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -228,6 +236,8 @@ async fn a_subagent_runs_to_its_answer_and_lists_its_tools_again_when_they_chang
     );
     let asked = bench.model.asked();
     assert!(offered(&asked[2]).contains(&"s__echo".to_owned()));
+    // Run on over the session it kept: the supervisor's dial and its own.
+    assert_eq!(bench.dials(), 2);
     assert!(!offered(&asked[1]).contains(&"s__echo".to_owned()));
     let notes = asked[2].messages.iter();
     let notes = notes
@@ -428,5 +438,29 @@ async fn a_subagent_reasons_compacts_and_stops_with_the_budget() {
         "{error}"
     );
     assert_eq!(bench.model.asked().len(), 7, "no turn started");
+    bench.end().await;
+}
+
+/// In virtual time: the idle bound passes at once.
+#[tokio::test(start_paused = true)]
+async fn a_settled_subagent_closes_its_session_once_idle_and_opens_another() {
+    let bench = bench(vec![text("first"), text("second")], None).await;
+    let mut spec = Spec::new("Answer twice.");
+    spec.servers = Some(vec!["s".into()]);
+    let id = bench.subagents.run("conversation:main", spec).await;
+    let id = id.unwrap();
+    bench.until(&id, State::Finished).await;
+    // The supervisor's dial and the subagent's.
+    assert_eq!(bench.dials(), 2);
+    tokio::time::sleep(SESSION_IDLE + Duration::from_secs(1)).await;
+    let sent = bench.subagents.send(&id, "operator", "Again.").await;
+    assert_eq!(sent.unwrap().state, State::Running);
+    let status = bench.until(&id, State::Finished).await;
+    assert_eq!(
+        (status.answer.as_deref(), status.turns),
+        (Some("second"), 2)
+    );
+    // Its session closed once idle: the second run dialed afresh.
+    assert_eq!(bench.dials(), 3);
     bench.end().await;
 }
