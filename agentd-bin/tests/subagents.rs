@@ -80,7 +80,8 @@ async fn a_subagent_runs_reads_lists_again_and_is_killed_and_retired() {
     let dir = tempfile::tempdir().unwrap();
     let file = TempFile::new(&common::config(
         &format!(
-            "instance = \"kids\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+            "instance = \"kids\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+             [lifecycle]\ndrain_timeout = \"5s\"\n\
              [model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n",
             dir.path().display(),
             model.base_url()
@@ -159,6 +160,12 @@ async fn a_subagent_runs_reads_lists_again_and_is_killed_and_retired() {
         .unwrap();
     let capabilities = &read.body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
     assert!(capabilities["elicitation"].is_object(), "{}", read.body);
+    // Counted as agentd's own tools are.
+    let metrics = common::get(&agentd.listener(), "/metrics");
+    assert!(
+        metrics.contains(r#"agent_tool_calls_total{tool="resource.read",outcome="ok"} 1"#),
+        "{metrics}"
+    );
 
     // Its server's tools change: its next turn lists them again and offers the new one.
     server.add_tool("echo").await;

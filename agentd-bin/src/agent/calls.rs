@@ -60,6 +60,17 @@ pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
 
     /// The tools offered to `scope`.
     fn granted(&self, scope: Scope) -> Vec<&'static Tool>;
+
+    /// Records `answer`, of a call of `tool` by `caller` answered besides these tools (a
+    /// subagent's `resource.read`), as these tools record theirs. Nothing by default.
+    fn told(
+        &self,
+        caller: &Caller,
+        tool: &'static Tool,
+        answer: &Result<Value, agentd_tools::Error>,
+    ) {
+        let _ = (caller, tool, answer);
+    }
 }
 
 impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Tools<S> {

@@ -136,12 +136,18 @@ impl Own {
         name: &str,
         answer: Result<Value, Error>,
     ) -> Result<Value, Error> {
-        let outcome = match &answer {
+        // A name no tool has is counted under `unknown`: the series stay a known few.
+        let tool = agentd_tools::tool(name).map_or("unknown", |t| t.name);
+        self.record(caller, tool, &answer);
+        answer
+    }
+
+    /// Logs (`tool.call`) and counts the call of `tool` by `caller` that answered `answer`.
+    fn record(&self, caller: &Caller, tool: &'static str, answer: &Result<Value, Error>) {
+        let outcome = match answer {
             Ok(_) => "ok",
             Err(e) => e.code(),
         };
-        // A name no tool has is counted under `unknown`: the series stay a known few.
-        let tool = agentd_tools::tool(name).map_or("unknown", |t| t.name);
         let instance = &self.tools.services().instance;
         own::tool_call(
             instance,
@@ -151,7 +157,6 @@ impl Own {
             outcome,
         );
         self.metrics.tool_call(tool, outcome);
-        answer
     }
 
     /// The tools offered to `scope`.
@@ -497,6 +502,10 @@ impl OwnTools for Own {
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
         Self::granted(self, scope).collect()
+    }
+
+    fn told(&self, caller: &Caller, tool: &'static Tool, answer: &Result<Value, Error>) {
+        self.record(caller, tool.name, answer);
     }
 }
 

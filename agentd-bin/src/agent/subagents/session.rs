@@ -15,8 +15,10 @@
 //!
 //! The model is offered the own tools granted to subagents (narrowed by the run's `tools`),
 //! `resource.read` when one of its servers declares `resources`, and its servers' tools, in
-//! the order of its servers. The session is the subagent's [`OwnTools`]: `resource.read` is
-//! answered here, every other own tool by agentd's.
+//! the order of its servers, their names made unique as a conversation's are (a collision
+//! logged once a session, `tool.name.collision`). The session is the subagent's
+//! [`OwnTools`]: `resource.read` is answered here (logged and counted as agentd's own tools
+//! are), every other own tool by agentd's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -34,9 +36,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::calls::{CALL_MAX, Called, OwnTools};
 use crate::agent::conversations::Setup;
-use crate::agent::names::Offer;
+use crate::agent::names::{Collision, Offer};
 use crate::agent::workers::{Elicitors, Followed, Workers};
-use crate::telemetry::catalogue::connections;
+use crate::telemetry::catalogue::{connections, own};
 
 /// A subagent's servers, its connections to them and what they listed.
 pub(crate) struct Session {
@@ -54,6 +56,8 @@ pub(crate) struct Session {
     narrowing: Option<Grants>,
     own: Arc<dyn OwnTools>,
     offer: Offer,
+    /// The names that collided in its offer, each logged once.
+    collisions: Vec<Collision>,
 }
 
 impl fmt::Debug for Session {
@@ -121,6 +125,7 @@ impl Session {
             narrowing,
             own: setup.own.clone(),
             offer: Offer::default(),
+            collisions: Vec::new(),
         };
         session.offer = session.offered();
         Ok(session)
@@ -189,7 +194,7 @@ impl Session {
 
     /// The offer of the own tools granted to subagents that the run's narrowing leaves,
     /// `resource.read` when a server declares resources, and its servers' tools.
-    fn offered(&self) -> Offer {
+    fn offered(&mut self) -> Offer {
         let narrowing = self.narrowing.as_ref();
         let own = self.own.granted(Scope::Subagent).into_iter();
         let own = own.filter(|t| narrowing.is_none_or(|n| n.offers(Scope::Subagent, t.name)));
@@ -198,7 +203,13 @@ impl Session {
             let catalog = self.catalogs.get(s)?;
             Some((s.as_str(), catalog.tools()))
         });
-        Offer::new(own.chain(reads), servers).0
+        let (offer, collisions) = Offer::new(own.chain(reads), servers);
+        for c in collisions.iter().filter(|c| !self.collisions.contains(c)) {
+            let (server, tool) = (c.origin.server(), c.origin.tool());
+            own::tool_name_collision(&self.instance, server, tool, &c.wanted, &c.name);
+        }
+        self.collisions = collisions;
+        offer
     }
 }
 
@@ -276,7 +287,11 @@ impl OwnTools for Session {
         reasoning: Option<&'a dyn Reasoning>,
     ) -> Called<'a> {
         match name {
-            resource::NAME => Box::pin(resource::call(self, arguments)),
+            resource::NAME => Box::pin(async move {
+                let answer = resource::call(self, arguments).await;
+                self.own.told(caller, resource::tool(), &answer);
+                answer
+            }),
             _ => self.own.call_in(caller, name, arguments, reasoning),
         }
     }

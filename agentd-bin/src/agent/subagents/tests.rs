@@ -32,6 +32,7 @@ use crate::agent::turn::SYSTEM;
 use crate::agent::workers::{self, Followed};
 use crate::config::Server;
 use crate::store::{Limits, Store};
+use crate::telemetry::log::tests::capture;
 
 /// What a test works with: a reference server held as `s`, the store, the subagents, the
 /// (in-memory) own tools their turns call, an agent they run in.
@@ -441,10 +442,14 @@ async fn a_subagent_reasons_compacts_and_stops_with_the_budget() {
     bench.end().await;
 }
 
-/// In virtual time: the idle bound passes at once.
+/// In virtual time (the idle bound passes at once), on one thread (its log captured).
 #[tokio::test(start_paused = true)]
 async fn a_settled_subagent_closes_its_session_once_idle_and_opens_another() {
+    let (_guard, lines) = capture();
     let bench = bench(vec![text("first"), text("second")], None).await;
+    // Two tools that come to one name in its offer.
+    bench.server.add_tool("ec.ho").await;
+    bench.server.add_tool("ec_ho").await;
     let mut spec = Spec::new("Answer twice.");
     spec.servers = Some(vec!["s".into()]);
     let id = bench.subagents.run("conversation:main", spec).await;
@@ -452,6 +457,24 @@ async fn a_settled_subagent_closes_its_session_once_idle_and_opens_another() {
     bench.until(&id, State::Finished).await;
     // The supervisor's dial and the subagent's.
     assert_eq!(bench.dials(), 2);
+    let offer = offered(&bench.model.asked()[0]);
+    assert!(offer.contains(&"s__ec_ho_2".to_owned()), "{offer:?}");
+    let collisions: Vec<Value> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["event"] == "tool.name.collision")
+        .collect();
+    assert_eq!(collisions.len(), 1, "{collisions:?}");
+    assert_eq!(
+        (
+            &collisions[0]["server"],
+            &collisions[0]["tool"],
+            &collisions[0]["name"]
+        ),
+        (&json!("s"), &json!("ec_ho"), &json!("s__ec_ho_2"))
+    );
     tokio::time::sleep(SESSION_IDLE + Duration::from_secs(1)).await;
     let sent = bench.subagents.send(&id, "operator", "Again.").await;
     assert_eq!(sent.unwrap().state, State::Running);
