@@ -490,6 +490,17 @@ async fn grants_refuse_and_narrow() {
         let got = call(&t, &Caller::new(scope), tool.name, json!({})).await;
         assert_eq!(code(got), "not_built", "{}", tool.name);
     }
+    // Built, but without a runner `exec` is not offered: refused before its arguments.
+    for args in [json!({"command": ["true"]}), json!(null)] {
+        let got = call(&t, &sub, "exec", args).await;
+        assert_eq!(
+            got,
+            Err(Error::NotOffered {
+                tool: "exec".into(),
+                reason: crate::exec::NOT_OFFERED
+            })
+        );
+    }
     // The events tools are offered per owner, through `events::call`.
     assert_eq!(
         code(root(&t, "events.subscriptions", json!({})).await),
@@ -501,6 +512,7 @@ async fn grants_refuse_and_narrow() {
     assert!(names.contains(&"memory.shift") && names.contains(&"status"));
     assert!(!names.contains(&"finish") && !names.contains(&"events.list"));
     assert!(!names.contains(&"code.run"), "not built: not offered");
+    assert!(!names.contains(&"exec"), "no runner: not offered");
     assert_eq!(offered(&t, Scope::Root).len(), 47);
 
     let grants = Grants::new([(Scope::Subagent, ["memory.*", "plan.*"])]).unwrap();

@@ -145,6 +145,20 @@ pub enum Error {
         /// The tool.
         tool: String,
     },
+    /// The tool is built and granted, but nothing implements it here (`not_offered`).
+    NotOffered {
+        /// The tool.
+        tool: String,
+        /// Why, and what would offer it.
+        reason: &'static str,
+    },
+    /// A command could not be started (`cannot_start`).
+    CannotStart {
+        /// The program.
+        program: String,
+        /// Why.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -175,6 +189,8 @@ impl Error {
             Self::NotText { .. } => "not_text",
             Self::Model { .. } => "model",
             Self::ModelOnly { .. } => "model_only",
+            Self::NotOffered { .. } => "not_offered",
+            Self::CannotStart { .. } => "cannot_start",
         }
     }
 
@@ -264,6 +280,10 @@ impl fmt::Display for Error {
                 f,
                 "{tool} is the model's: it runs in a turn, over the context the model was shown"
             ),
+            Self::NotOffered { tool, reason } => write!(f, "{tool} is not offered: {reason}"),
+            Self::CannotStart { program, detail } => {
+                write!(f, "{program:?} cannot start: {detail}")
+            }
         }
     }
 }

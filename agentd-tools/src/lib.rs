@@ -10,6 +10,7 @@ pub mod artifact;
 mod call_tests;
 mod error;
 pub mod events;
+pub mod exec;
 pub mod finish;
 mod grants;
 pub mod human;
@@ -500,7 +501,7 @@ mod tests {
             .filter(|t| t.built)
             .map(|t| t.name)
             .collect();
-        assert_eq!(built.len(), 51, "{built:?}");
+        assert_eq!(built.len(), 52, "{built:?}");
         for name in [
             "memory.shift",
             "artifact.get",
@@ -515,6 +516,7 @@ mod tests {
             "decide",
             "context.compact",
             "workflow.resume",
+            "exec",
         ] {
             assert!(built.contains(&name), "{name}");
         }

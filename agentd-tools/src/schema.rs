@@ -263,7 +263,6 @@ pub(crate) fn input(tool: &str) -> Option<Value> {
         "exec" => object(
             json!({
                 "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "cwd": text(),
                 "stdin": {"type": "string"},
                 "timeout": duration(),
             }),
@@ -556,6 +555,18 @@ pub(crate) fn output(tool: &str) -> Option<Value> {
         "workflow.run" | "workflow.status" | "workflow.wait" | "workflow.cancel"
         | "workflow.pause" | "workflow.resume" | "workflow.signal" => run(),
         "workflow.list" => record(json!({"runs": list(run_summary()), "next": nullable("string")})),
+        "exec" => {
+            let cut = record(json!({"stdout": boolean(), "stderr": boolean()}));
+            record(json!({
+                "exit_code": nullable("integer"),
+                "signal": nullable("integer"),
+                "timed_out": boolean(),
+                "duration_ms": natural(),
+                "stdout": {"type": "string"},
+                "stderr": {"type": "string"},
+                "truncated": cut,
+            }))
+        }
         _ => return None,
     };
     Some(schema)

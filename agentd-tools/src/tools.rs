@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::artifact::{self, Artifacts};
+use crate::exec::{self, Exec};
 use crate::finish::{self, Units};
 use crate::human::{self, Humans};
 use crate::instruction::{self, Instruction};
@@ -76,6 +77,12 @@ pub trait Services: Send + Sync {
     fn subagents(&self) -> &Self::Subagents;
     /// The workflows and their runs.
     fn workflows(&self) -> &Self::Workflows;
+
+    /// The local command runner of `exec`, if the daemon gives one; without one (the
+    /// default) `exec` is not offered.
+    fn exec(&self) -> Option<&dyn Exec> {
+        None
+    }
 }
 
 /// agentd's own tools over `services`, offered as `grants` say.
@@ -105,17 +112,27 @@ impl<S: Services> Tools<S> {
         &self.grants
     }
 
-    /// The tools offered to `scope`: granted, built, and run here (not `events.*`).
+    /// The tools offered to `scope`: granted, built, run here (not `events.*`), and
+    /// implemented (`exec` only with a runner: [`Services::exec`]).
     pub fn offered(&self, scope: Scope) -> impl Iterator<Item = &'static Tool> + '_ {
-        catalogue()
-            .iter()
-            .filter(move |t| t.built && !is_events(t.name) && self.grants.offers(scope, t.name))
+        catalogue().iter().filter(move |t| {
+            t.built
+                && !is_events(t.name)
+                && self.grants.offers(scope, t.name)
+                && self.not_offered(t.name).is_none()
+        })
+    }
+
+    /// Why a granted and built tool named `name` is not offered: `exec` without a runner.
+    fn not_offered(&self, name: &str) -> Option<Error> {
+        (name == exec::TOOL && self.services.exec().is_none()).then(no_runner)
     }
 
     /// Calls `name` for `caller` with `arguments`: refused when no tool has that name
     /// (`unknown_tool`) or it is not offered to the caller's scope (`not_granted`),
-    /// `not_built` when it is not built yet, `invalid_arguments` when the arguments do not
-    /// fit its input schema; else the tool's answer or error. A model-only tool
+    /// `not_built` when it is not built yet, `not_offered` when nothing implements it here
+    /// (`exec` without a runner), `invalid_arguments` when the arguments do not fit its input
+    /// schema; else the tool's answer or error. A model-only tool
     /// ([`reasoning`]) answers `model_only`: it is called in a turn ([`Tools::call_in`]).
     pub async fn call(
         &self,
@@ -148,6 +165,9 @@ impl<S: Services> Tools<S> {
             return Err(Error::NotBuilt {
                 tool: name.to_owned(),
             });
+        }
+        if let Some(refused) = self.not_offered(name) {
+            return Err(refused);
         }
         tool.check(&arguments)?;
         let s = &self.services;
@@ -213,6 +233,7 @@ impl<S: Services> Tools<S> {
                 let unit = caller.unit();
                 workflow::call(s.workflows(), &unit, name, arguments).await
             }
+            "exec" => exec::call(s.exec().ok_or_else(no_runner)?, arguments).await,
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),
@@ -222,4 +243,12 @@ impl<S: Services> Tools<S> {
 
 fn is_events(name: &str) -> bool {
     name.starts_with("events.")
+}
+
+/// `exec` called where no runner is given.
+fn no_runner() -> Error {
+    Error::NotOffered {
+        tool: exec::TOOL.to_owned(),
+        reason: exec::NOT_OFFERED,
+    }
 }
