@@ -17,6 +17,8 @@ mod daemon;
 mod demo;
 mod dial;
 mod events;
+#[cfg(feature = "exec")]
+mod exec;
 mod http;
 mod human;
 mod store;

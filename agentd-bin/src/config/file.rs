@@ -29,6 +29,26 @@ pub(super) struct File {
     pub(super) skills: SkillsFile,
     #[serde(default)]
     pub(super) workflows: Vec<Spanned<toml::Table>>,
+    #[serde(default)]
+    pub(super) security: SecurityFile,
+}
+
+/// `[security]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SecurityFile {
+    pub(super) exec: Option<ExecFile>,
+}
+
+/// `[security.exec]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExecFile {
+    pub(super) enabled: Option<Spanned<bool>>,
+    pub(super) timeout: Option<Spanned<String>>,
+    pub(super) timeout_max: Option<Spanned<String>>,
+    pub(super) output_max: Option<Spanned<u64>>,
+    pub(super) path: Option<Spanned<String>>,
 }
 
 /// `[model]`.

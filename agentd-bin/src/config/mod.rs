@@ -1,6 +1,7 @@
 //! `agentd.toml`: read, validated, and every error named by its key and file position.
 
 mod file;
+pub(crate) mod security;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -51,6 +52,16 @@ pub(crate) struct Config {
     pub(crate) skill_sources: Vec<String>,
     /// The workflows (`[[workflows]]`), each checked whole.
     pub(crate) workflows: Vec<agentd_tools::workflow::Definition>,
+    /// The local command runner's policy when `exec` runs commands here
+    /// (`security.exec.enabled`); `None`: it does not.
+    #[cfg_attr(
+        not(feature = "exec"),
+        allow(
+            dead_code,
+            reason = "always None: without the feature, enabled is refused"
+        )
+    )]
+    pub(crate) exec: Option<security::Exec>,
 }
 
 impl Config {
@@ -484,8 +495,10 @@ pub(crate) fn parse(
         skill_sources.push(name);
     }
     let workflows = workflows(&raw.workflows, &at)?;
+    let exec = security::exec(&raw.security, &duration, &at)?;
     Ok(Config {
         workflows,
+        exec,
         model,
         budget_tokens,
         turn_timeout: duration(

@@ -565,3 +565,63 @@ on = { duration = "5m" }
     assert_eq!(e.key, "workflows[0].starts[0]");
     assert!(e.message.contains("(shape)"), "{e}");
 }
+
+#[test]
+fn exec_is_off_unless_enabled_and_its_policy_has_defaults() {
+    let c = parse("agentd.toml", "", &env).unwrap();
+    assert_eq!(c.exec, None);
+    let off = parse("agentd.toml", "[security.exec]\nenabled = false\n", &env).unwrap();
+    assert_eq!(off.exec, None);
+    let policy = security::Exec::default();
+    assert_eq!(
+        (policy.timeout, policy.timeout_max, policy.output_max),
+        (
+            Duration::from_secs(60),
+            Duration::from_secs(600),
+            1024 * 1024
+        )
+    );
+    assert_eq!(policy.path, "/usr/local/bin:/usr/bin:/bin");
+    let on = "[security.exec]\nenabled = true\ntimeout = \"5s\"\ntimeout_max = \"1m\"\n\
+              output_max = 4096\npath = \"/opt/bin:/bin\"\n";
+    match parse("agentd.toml", on, &env) {
+        Ok(c) if cfg!(feature = "exec") => {
+            let exec = c.exec.unwrap();
+            assert_eq!(
+                (exec.timeout, exec.timeout_max, exec.output_max),
+                (Duration::from_secs(5), Duration::from_secs(60), 4096)
+            );
+            assert_eq!(exec.path, "/opt/bin:/bin");
+        }
+        Err(e) if !cfg!(feature = "exec") => {
+            assert_eq!((e.key.as_str(), e.line), ("security.exec.enabled", 2));
+            assert!(e.message.contains("without the exec feature"), "{e}");
+            assert!(e.message.contains("--features exec"), "{e}");
+        }
+        got => panic!("{got:?}"),
+    }
+}
+
+#[test]
+fn exec_policy_errors_are_named_even_when_disabled() {
+    let key = |body: &str| err(&format!("[security.exec]\n{body}")).key;
+    assert_eq!(key("timeout = \"11m\""), "security.exec.timeout");
+    assert_eq!(
+        key("timeout = \"2m\"\ntimeout_max = \"1m\""),
+        "security.exec.timeout"
+    );
+    assert_eq!(key("timeout_max = \"soon\""), "security.exec.timeout_max");
+    assert_eq!(key("output_max = 0"), "security.exec.output_max");
+    let limit = security::OUTPUT_LIMIT;
+    assert_eq!(
+        key(&format!("output_max = {}", limit + 1)),
+        "security.exec.output_max"
+    );
+    let at_limit = format!("[security.exec]\noutput_max = {limit}\ntimeout = \"10m\"\n");
+    assert!(parse("agentd.toml", &at_limit, &env).is_ok());
+    for path in ["bin", "/bin:", "/bin:usr/bin", "", "/bin\\u0000"] {
+        let body = format!("path = \"{path}\"");
+        assert_eq!(key(&body), "security.exec.path", "{path:?}");
+    }
+    assert_eq!(key("shell = true"), "");
+}

@@ -275,6 +275,10 @@ impl Daemon {
             Ok(None) => return Err(StartError::Held(config.store_path.clone())),
             Err(e) => return Err(StartError::ControlSocket(config.store_path.clone(), e)),
         };
+        // What calls of `exec` left when the last daemon stopped mid-call; a folder that
+        // stays is skipped by the calls' names.
+        #[cfg(feature = "exec")]
+        let _ = crate::exec::sweep(&config.store_path);
         // Bound first, served once the webhook routes are in place: a delivery that comes
         // early waits in the backlog instead of meeting an empty table.
         let listener = match config.listen {

@@ -89,6 +89,11 @@ impl Own {
             skills: parts.skills,
             subagents: parts.subagents,
             workflows: parts.workflows,
+            #[cfg(feature = "exec")]
+            exec: config
+                .exec
+                .clone()
+                .map(|policy| crate::exec::Runner::new(&config.store_path, policy)),
         };
         Self {
             tools: Tools::new(durable, config.tool_grants.clone()),
@@ -212,6 +217,9 @@ pub(crate) struct Durable {
     skills: Skills,
     subagents: Subagents,
     workflows: Workflows,
+    /// The local command runner of `exec`, when `security.exec.enabled` says so.
+    #[cfg(feature = "exec")]
+    exec: Option<crate::exec::Runner>,
 }
 
 /// What a store request was about, for the tools' errors that name it.
@@ -482,6 +490,10 @@ impl Services for Durable {
     }
     fn workflows(&self) -> &Workflows {
         &self.workflows
+    }
+    #[cfg(feature = "exec")]
+    fn exec(&self) -> Option<&dyn agentd_tools::exec::Exec> {
+        self.exec.as_ref().map(|runner| runner as _)
     }
 }
 

@@ -1,0 +1,119 @@
+//! `[security.exec]`: whether `exec` runs commands on this host, and the runner's policy.
+//!
+//! ```toml
+//! [security.exec]
+//! enabled = true       # false when not set: exec is not offered
+//! timeout = "60s"      # a call that names no timeout
+//! timeout_max = "10m"  # the longest a call may name; past it the call is refused
+//! output_max = 1048576 # bytes kept of each of stdout and stderr (at most 64 MiB)
+//! path = "/usr/local/bin:/usr/bin:/bin"  # where a program without a slash is looked for
+//! ```
+//!
+//! `enabled = true` in an agentd built without the `exec` feature is refused at load, naming
+//! the feature: a configuration that asks for commands never runs quietly without them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::file::SecurityFile;
+use super::{At, ConfigError};
+
+/// `security.exec.timeout` when the file says nothing.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
+/// `security.exec.timeout_max` when the file says nothing.
+pub(crate) const TIMEOUT_MAX: Duration = Duration::from_secs(600);
+/// `security.exec.output_max` when the file says nothing: 1 MiB a stream.
+pub(crate) const OUTPUT_MAX: usize = 1024 * 1024;
+/// The most `security.exec.output_max` may be: 64 MiB a stream.
+pub(crate) const OUTPUT_LIMIT: usize = 64 * 1024 * 1024;
+/// `security.exec.path` when the file says nothing.
+pub(crate) const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The policy of the local command runner (`[security.exec]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Exec {
+    /// How long a call that names no timeout may run (`timeout`, [`TIMEOUT`]).
+    pub(crate) timeout: Duration,
+    /// The longest timeout a call may name (`timeout_max`, [`TIMEOUT_MAX`]).
+    pub(crate) timeout_max: Duration,
+    /// The bytes kept of each of a command's stdout and stderr (`output_max`,
+    /// [`OUTPUT_MAX`]).
+    pub(crate) output_max: usize,
+    /// The command's `PATH`: absolute folders split by `:`, where a program named without a
+    /// slash is looked for, in order (`path`, [`PATH`]).
+    pub(crate) path: String,
+}
+
+impl Default for Exec {
+    fn default() -> Self {
+        Self {
+            timeout: TIMEOUT,
+            timeout_max: TIMEOUT_MAX,
+            output_max: OUTPUT_MAX,
+            path: PATH.to_owned(),
+        }
+    }
+}
+
+/// Reads a duration of the file: its default when not given.
+pub(super) type ReadDuration<'a> =
+    dyn Fn(&Option<Spanned<String>>, &str, Duration) -> Result<Duration, ConfigError> + 'a;
+
+/// Checks `[security]`: the runner's policy when `security.exec.enabled` is true.
+pub(super) fn exec(
+    raw: &SecurityFile,
+    duration: &ReadDuration<'_>,
+    at: &At<'_>,
+) -> Result<Option<Exec>, ConfigError> {
+    let Some(e) = &raw.exec else {
+        return Ok(None);
+    };
+    let mut policy = Exec {
+        timeout: duration(&e.timeout, "security.exec.timeout", TIMEOUT)?,
+        timeout_max: duration(&e.timeout_max, "security.exec.timeout_max", TIMEOUT_MAX)?,
+        ..Exec::default()
+    };
+    if policy.timeout > policy.timeout_max {
+        let span = e
+            .timeout
+            .as_ref()
+            .or(e.timeout_max.as_ref())
+            .map(Spanned::span);
+        let message = "is past security.exec.timeout_max".to_owned();
+        return Err(at(span, "security.exec.timeout", message));
+    }
+    if let Some(max) = &e.output_max {
+        policy.output_max = match usize::try_from(*max.get_ref()) {
+            Ok(bytes @ 1..=OUTPUT_LIMIT) => bytes,
+            _ => {
+                let message = format!("must be 1 to {OUTPUT_LIMIT} bytes");
+                return Err(at(Some(max.span()), "security.exec.output_max", message));
+            }
+        };
+    }
+    if let Some(path) = &e.path {
+        if !is_path(path.get_ref()) {
+            let message = "is not absolute folders split by \":\"".to_owned();
+            return Err(at(Some(path.span()), "security.exec.path", message));
+        }
+        path.get_ref().clone_into(&mut policy.path);
+    }
+    match &e.enabled {
+        Some(on) if *on.get_ref() && !cfg!(feature = "exec") => Err(at(
+            Some(on.span()),
+            "security.exec.enabled",
+            "this agentd is built without the exec feature, so it runs no commands: build it \
+             with `--features exec`, or set enabled = false"
+                .to_owned(),
+        )),
+        Some(on) if *on.get_ref() => Ok(Some(policy)),
+        _ => Ok(None),
+    }
+}
+
+/// Whether `path` is one or more absolute folders split by `:`, without a NUL byte.
+fn is_path(path: &str) -> bool {
+    !path.contains('\0') && path.split(':').all(|f| Path::new(f).is_absolute())
+}
