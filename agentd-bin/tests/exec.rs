@@ -7,16 +7,45 @@
 mod common;
 
 use std::path::Path;
+use std::time::Duration;
 
-use common::{Daemon, TempFile, agentd, until_up};
+use common::{Daemon, TempFile, agentd, poll, until_up};
 use serde_json::Value;
 
-/// A daemon's configuration: its store in `dir`, and `exec` (TOML of `[security.exec]`).
+/// A workflow whose one step calls `exec`.
+const SHELL: &str = r#"
+[[workflows]]
+name = "shell"
+[[workflows.steps]]
+id = "echo"
+type = "tool"
+name = "exec"
+arguments = { command = ["echo", "from a workflow"] }
+"#;
+
+/// A daemon's configuration: its store in `dir`, `exec` (TOML of `[security.exec]`), and
+/// the workflow `shell`.
 fn config(dir: &Path, exec: &str) -> TempFile {
     TempFile::new(&format!(
-        "instance = \"exec\"\n[store]\npath = \"{}\"\n{exec}",
+        "instance = \"exec\"\n[store]\npath = \"{}\"\n{exec}{SHELL}",
         dir.display()
     ))
+}
+
+/// Runs the workflow `shell`: the run, once it has ended.
+fn shell(file: &TempFile) -> Value {
+    let out = agentd(file, &["workflow", "run", "shell"]);
+    assert!(out.status.success(), "{out:?}");
+    let started: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = started["run"].as_str().unwrap().to_owned();
+    poll(Duration::from_secs(20), || {
+        let out = agentd(file, &["workflow", "status", &run]);
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        match status["status"].as_str() {
+            Some("completed" | "failed") => Ok(status),
+            _ => Err(format!("not ended: {status}")),
+        }
+    })
 }
 
 /// What `agentd tool ARGS` came to: its exit status, its stdout as JSON (null when it is
@@ -57,6 +86,9 @@ fn assert_not_offered(file: &TempFile) {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.starts_with("agentd: not_offered: "), "{stderr}");
     assert!(stderr.contains("security.exec.enabled"), "{stderr}");
+    let run = shell(file);
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["error"]["code"], "not_offered", "{run}");
 }
 
 #[test]
@@ -179,6 +211,10 @@ mod enabled {
             assert_eq!(code, status, "{args}: {stderr}");
             assert!(stderr.contains(word), "{args}: {stderr}");
         }
+        // A workflow's tool step runs it as the workflow scope.
+        let run = shell(&file);
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(run["output"]["stdout"], "from a workflow\n", "{run}");
         let leftovers = std::fs::read_dir(dir.path().join("exec")).unwrap().count();
         assert_eq!(leftovers, 0, "every call's folder removed");
     }
