@@ -6,7 +6,7 @@
 //!
 //! The server is `bench-server` (`src/bin/bench_server.rs`), a plain hyper http1 MCP server
 //! answering JSON, in its own process: the bench's `getrusage(RUSAGE_SELF)` is the client's
-//! CPU alone. Three clients call `tools/call` on it:
+//! CPU alone. Four clients call `tools/call` on it:
 //!
 //! - `Client`: what a user of the library calls, `mcp_negotiate::Client` connected with
 //!   `Client::builder(..).connect(url)` (2026-07-28: `server/discover`, then `tools/list`),
@@ -17,6 +17,12 @@
 //! - the anchor: hyper-util's pooled legacy client (`TCP_NODELAY`), the same request body
 //!   pre-serialized once with the same headers, the answer parsed as `serde_json::Value`.
 //!
+//! - `bare, bounded`: the anchor doing what every MCP call must besides: the request
+//!   encoded for its call (its id and progress token are the call's) and one silence bound
+//!   (a timer pushed back at each wait). No goal is set against it; the summary's rows
+//!   `Client vs bare, bounded` show how much of the client's cost over the anchor is that
+//!   work.
+//!
 //! The rounds interleave (`Client`, anchor, `ModernTransport`, …), 7 of each; the medians
 //! over rounds are printed. At concurrency 1 every call's latency is kept and p50/p99 are
 //! over all the calls of the rounds; at concurrency 64 the throughput and the CPU time
@@ -25,7 +31,7 @@
 //! `serde_json::from_slice::<Value>` of the same bytes. A summary table closes the run, then
 //! the process's peak RSS.
 //!
-//! `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side at concurrency 64 for a
+//! `ROUNDTRIP_PROFILE=client|transport|bare|bound` runs only that side at concurrency 64 for a
 //! profiler (`perf record -g`), 256 000 calls or `ROUNDTRIP_CALLS`, and prints its CPU per
 //! call, user and system apart (`ROUNDTRIP_SERIAL=1`: one call at a time).
 
@@ -176,6 +182,56 @@ impl Caller for Bare {
             .post("tools/call", Some("add"), self.body.clone())
             .await;
         let answer: Value = serde_json::from_slice(&body).expect("JSON");
+        assert!(answer["result"].is_object());
+    }
+}
+
+/// The anchor doing what every MCP call must: the request encoded for this call (its id and
+/// progress token differ from call to call) and one silence bound, a single timer pushed
+/// back at each wait, over the head and the body. Not a goal: it shows how much of the
+/// client's cost is that work, which no client can leave out.
+struct BareBound {
+    bare: Arc<Bare>,
+    transport: Arc<Transport>,
+}
+
+/// The silence bound `BareBound` keeps (the client's default).
+const SILENCE: Duration = Duration::from_secs(60);
+
+impl Caller for BareBound {
+    async fn call(&self, n: i64) {
+        let body = Bytes::from(self.transport.request(n));
+        let request = http::Request::post(self.bare.url.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "add")
+            .body(Full::new(body))
+            .expect("a request");
+        let mut timer = std::pin::pin!(tokio::time::sleep(SILENCE));
+        let response = tokio::select! {
+            response = self.bare.client.request(request) => response.expect("an answer"),
+            () = timer.as_mut() => panic!("silent"),
+        };
+        let mut body = response.into_body();
+        let mut bytes = Vec::new();
+        loop {
+            timer.as_mut().reset(tokio::time::Instant::now() + SILENCE);
+            let frame = tokio::select! {
+                frame = body.frame() => frame,
+                () = timer.as_mut() => panic!("silent"),
+            };
+            match frame {
+                Some(frame) => {
+                    if let Ok(data) = frame.expect("a frame").into_data() {
+                        bytes.extend_from_slice(&data);
+                    }
+                }
+                None => break,
+            }
+        }
+        let answer: Value = serde_json::from_slice(&bytes).expect("JSON");
         assert!(answer["result"].is_object());
     }
 }
@@ -397,6 +453,8 @@ async fn profile<C: Caller>(side: &str, caller: Arc<C>, calls: usize) {
 enum Goal {
     AtMost(f64),
     AtLeast(f64),
+    /// No goal: the row explains another.
+    Shown,
 }
 
 /// A line of the summary: the measure, ours, the anchor, the ratio, the goal and whether it
@@ -406,6 +464,7 @@ fn summary_row(measure: &str, ours: f64, anchor: f64, unit: &str, goal: Goal) {
     let (goal, met) = match goal {
         Goal::AtMost(max) => (format!("≤ {max:.2}×"), ratio <= max),
         Goal::AtLeast(min) => (format!("≥ {min:.2}×"), ratio >= min),
+        Goal::Shown => (String::from("—"), true),
     };
     let value = |v: f64| match unit {
         "/s" => format!("{v:.0} {unit}"),
@@ -415,7 +474,11 @@ fn summary_row(measure: &str, ours: f64, anchor: f64, unit: &str, goal: Goal) {
         "| {measure:<54} | {:>12} | {:>12} | {ratio:>6.3}× | {goal:<7} | {:<7} |",
         value(ours),
         value(anchor),
-        if met { "met" } else { "not met" },
+        match (goal.as_str(), met) {
+            ("—", _) => "—",
+            (_, true) => "met",
+            (_, false) => "not met",
+        },
     );
 }
 
@@ -455,7 +518,11 @@ fn main() {
             url: url.parse().expect("a URL"),
             body: Bytes::from(transport.request(1)),
         });
-        // `ROUNDTRIP_PROFILE=client|transport|bare` runs only that side, for a profiler.
+        let bound = Arc::new(BareBound {
+            bare: bare.clone(),
+            transport: transport.clone(),
+        });
+        // `ROUNDTRIP_PROFILE=client|transport|bare|bound` runs only that side, for a profiler.
         if let Ok(side) = std::env::var("ROUNDTRIP_PROFILE") {
             let calls = std::env::var("ROUNDTRIP_CALLS")
                 .ok()
@@ -463,15 +530,17 @@ fn main() {
                 .unwrap_or(256_000);
             match side.as_str() {
                 "bare" => profile(&side, bare, calls).await,
+                "bound" => profile(&side, bound, calls).await,
                 "transport" => profile(&side, transport, calls).await,
                 _ => profile(&side, client, calls).await,
             }
             return;
         }
-        // Warm the three pools.
+        // Warm the pools.
         throughput(client.clone(), 6_400).await;
         throughput(bare.clone(), 6_400).await;
         throughput(transport.clone(), 6_400).await;
+        throughput(bound.clone(), 6_400).await;
 
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         println!(
@@ -485,6 +554,7 @@ fn main() {
         );
 
         let (mut ours, mut layer, mut anchor) = (Side::default(), Side::default(), Side::default());
+        let mut floor = Side::default();
         for _ in 0..plan.rounds {
             let (l, r) = latencies(client.clone(), plan.latency_calls).await;
             ours.latencies.extend(l);
@@ -495,17 +565,21 @@ fn main() {
             let (l, r) = latencies(transport.clone(), plan.latency_calls).await;
             layer.latencies.extend(l);
             layer.serial.push(r);
+            let (l, r) = latencies(bound.clone(), plan.latency_calls).await;
+            floor.latencies.extend(l);
+            floor.serial.push(r);
         }
         for _ in 0..plan.rounds {
             ours.parallel.push(throughput(client.clone(), plan.throughput_calls).await);
             anchor.parallel.push(throughput(bare.clone(), plan.throughput_calls).await);
             layer.parallel.push(throughput(transport.clone(), plan.throughput_calls).await);
+            floor.parallel.push(throughput(bound.clone(), plan.throughput_calls).await);
         }
 
         println!("\nconcurrency 1 (latency over every call; CPU/call median of rounds)");
         println!("  {:<16} {:>9} {:>9} {:>12} {:>10}", "side", "p50 µs", "p99 µs", "CPU µs/call", "p50 ratio");
         let anchor_p50 = anchor.p(0.5);
-        for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer), ("bare hyper", &mut anchor)] {
+        for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer), ("bare hyper", &mut anchor), ("bare, bounded", &mut floor)] {
             let p50 = side.p(0.5);
             println!(
                 "  {name:<16} {:>9.2} {:>9.2} {:>12.2} {:>9.3}×",
@@ -517,7 +591,7 @@ fn main() {
         }
         println!("\nconcurrency {CONCURRENCY} (medians of rounds)");
         println!("  {:<16} {:>10} {:>12} {:>12} {:>10}", "side", "calls/s", "CPU µs/call", "calls/s ratio", "CPU ratio");
-        for (name, side) in [("Client", &ours), ("ModernTransport", &layer), ("bare hyper", &anchor)] {
+        for (name, side) in [("Client", &ours), ("ModernTransport", &layer), ("bare hyper", &anchor), ("bare, bounded", &floor)] {
             println!(
                 "  {name:<16} {:>10.0} {:>12.2} {:>12.3}× {:>9.3}×",
                 side.calls_per_second(),
@@ -571,6 +645,29 @@ fn main() {
                 Goal::AtMost(1.15),
             );
         }
+        // What the client costs over the work every call must do (`BareBound`).
+        let floor_p50 = floor.p(0.5);
+        summary_row(
+            "Client vs bare, bounded: p50 latency, concurrency 1",
+            micros(ours.p(0.5)),
+            micros(floor_p50),
+            "µs",
+            Goal::Shown,
+        );
+        summary_row(
+            &format!("Client vs bare, bounded: throughput, concurrency {CONCURRENCY}"),
+            ours.calls_per_second(),
+            floor.calls_per_second(),
+            "/s",
+            Goal::Shown,
+        );
+        summary_row(
+            &format!("Client vs bare, bounded: CPU per call, concurrency {CONCURRENCY}"),
+            micros(ours.parallel_cpu()),
+            micros(floor.parallel_cpu()),
+            "µs",
+            Goal::Shown,
+        );
         summary_row(
             "typed decode of a 100-tool tools/list (time)",
             micros(typed),
