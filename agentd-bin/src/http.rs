@@ -35,6 +35,9 @@ const CONNECTIONS: usize = 256;
 const TURNED_AWAY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\
                              connection: close\r\ncontent-length: 0\r\n\r\n";
 
+/// How much of what a turned-away connection sent is read before it is closed.
+const TURNED_AWAY_READ: usize = 64 * 1024;
+
 /// Serves `listener` on the current runtime, each connection a task of `tasks` (at most
 /// [`CONNECTIONS`] at once), the webhook routes under `prefix` (see
 /// [`route_prefix`](crate::events::hooks::route_prefix)), until `shutdown`: then it accepts
@@ -64,8 +67,7 @@ pub(crate) fn serve(
                 continue;
             };
             let Ok(serving) = open.clone().try_acquire_owned() else {
-                // A fresh socket's send buffer takes the answer at once; then it is closed.
-                let _ = tcp.try_write(TURNED_AWAY);
+                turn_away(tcp);
                 continue;
             };
             let _ = tcp.set_nodelay(true);
@@ -116,6 +118,26 @@ pub(crate) fn serve(
             });
         }
     });
+}
+
+/// Answers `tcp`, a connection past [`CONNECTIONS`], [`TURNED_AWAY`] and closes it, without
+/// a task. What it sent already (its request, at most [`TURNED_AWAY_READ`] bytes) is read
+/// first and let go: a socket closed with bytes unread is reset, and a reset may reach the
+/// client before it has read the answer. A fresh socket's send buffer takes the answer at
+/// once; the write side is shut down (FIN) before the socket is closed.
+fn turn_away(tcp: tokio::net::TcpStream) {
+    let mut unread = [0; 4096];
+    let mut read = 0;
+    while read < TURNED_AWAY_READ {
+        match tcp.try_read(&mut unread) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    let _ = tcp.try_write(TURNED_AWAY);
+    if let Ok(tcp) = tcp.into_std() {
+        let _ = tcp.shutdown(std::net::Shutdown::Write);
+    }
 }
 
 fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
@@ -181,25 +203,29 @@ mod tests {
         (addr, deliveries)
     }
 
+    const METRICS: &[u8] = b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n";
+
+    /// [`CONNECTIONS`] connections to `addr`, each served once and held open.
+    async fn held(addr: std::net::SocketAddr) -> Vec<tokio::net::TcpStream> {
+        let mut held = Vec::new();
+        for _ in 0..CONNECTIONS {
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(METRICS).await.unwrap();
+            let mut head = [0; 12];
+            tcp.read_exact(&mut head).await.unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            held.push(tcp);
+        }
+        held
+    }
+
     /// The listener serves [`CONNECTIONS`] connections at once: the next is answered 503
     /// with `Retry-After` as it is accepted, and closed; once one closes, the next is served.
     #[tokio::test]
     async fn connections_past_the_bound_are_turned_away() {
         let shutdown = CancellationToken::new();
         let (addr, _deliveries) = listening(&shutdown).await;
-        let metrics = b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n";
-        let served = |mut tcp: tokio::net::TcpStream| async move {
-            tcp.write_all(metrics).await.unwrap();
-            let mut head = [0; 12];
-            tcp.read_exact(&mut head).await.unwrap();
-            assert_eq!(&head, b"HTTP/1.1 200");
-            tcp
-        };
-        let mut held = Vec::new();
-        for _ in 0..CONNECTIONS {
-            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-            held.push(served(tcp).await);
-        }
+        let mut held = held(addr).await;
         let mut past = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut answer = Vec::new();
         past.read_to_end(&mut answer).await.unwrap();
@@ -210,13 +236,40 @@ mod tests {
         loop {
             assert!(tokio::time::Instant::now() < deadline, "not served again");
             let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-            tcp.write_all(metrics).await.unwrap();
+            tcp.write_all(METRICS).await.unwrap();
             let mut head = [0; 12];
             tcp.read_exact(&mut head).await.unwrap();
             if &head == b"HTTP/1.1 200" {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
+    }
+
+    /// A connection past the bound whose request (head and body) has all come before it
+    /// is accepted reads the 503 whole and then the end of the connection, not a reset: the
+    /// listener reads what came before it closes. Connected and written without an await,
+    /// so that the listener (on this thread) accepts only once the bytes are there.
+    #[tokio::test]
+    async fn a_turned_away_request_already_sent_reads_its_503() {
+        let shutdown = CancellationToken::new();
+        let (addr, _deliveries) = listening(&shutdown).await;
+        let _held = held(addr).await;
+        for size in [0, 1024, 16 * 1024, TURNED_AWAY_READ - 512] {
+            let body = vec![b'x'; size];
+            let head = format!(
+                "POST /hooks/_mcp/bkey HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n"
+            );
+            let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+            std::io::Write::write_all(&mut tcp, head.as_bytes()).unwrap();
+            std::io::Write::write_all(&mut tcp, &body).unwrap();
+            tcp.set_nonblocking(true).unwrap();
+            let mut tcp = tokio::net::TcpStream::from_std(tcp).unwrap();
+            let mut answer = Vec::new();
+            let read = tcp.read_to_end(&mut answer).await;
+            assert!(read.is_ok(), "{size}: {read:?}");
+            assert_eq!(answer, TURNED_AWAY, "{size}");
         }
         shutdown.cancel();
     }

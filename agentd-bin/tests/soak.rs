@@ -309,6 +309,7 @@ async fn twenty_servers_behind_faults_recover_and_lose_nothing() {
     }
     for h in &held {
         h.proxy.calm();
+        h.proxy.listening().await.expect("a proxy listening again");
     }
     let calmed = Instant::now();
     for &i in &modern {

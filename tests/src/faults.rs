@@ -204,6 +204,47 @@ enum Accept {
     Stopped,
 }
 
+/// How many times, [`REBIND_EVERY`] apart, the proxy tries to listen again on its address
+/// once told to accept again, before it gives up with a [`RebindError`].
+pub const REBIND_TRIES: u32 = 100;
+
+/// How long the proxy waits between two tries to listen again.
+pub const REBIND_EVERY: Duration = Duration::from_millis(20);
+
+/// The proxy could not listen again on its address: it was taken at each of
+/// [`REBIND_TRIES`] tries. The proxy refuses dials until told to accept again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebindError {
+    /// The proxy's address.
+    pub addr: SocketAddr,
+    /// The tries made.
+    pub tries: u32,
+    /// What the last try failed with.
+    pub kind: std::io::ErrorKind,
+}
+
+impl std::fmt::Display for RebindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "could not listen on {} again in {} tries: {}",
+            self.addr, self.tries, self.kind
+        )
+    }
+}
+
+impl std::error::Error for RebindError {}
+
+/// Whether the proxy's listening socket is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Listening {
+    Open,
+    Closed,
+    /// Told to accept again; not listening yet.
+    Opening,
+    Failed(RebindError),
+}
+
 /// An order to end live connections: each order has a new serial.
 #[derive(Debug, Clone, Copy, Default)]
 struct End {
@@ -218,6 +259,7 @@ struct Shared {
     script: Mutex<Script>,
     stats: Mutex<Stats>,
     live: AtomicUsize,
+    listening: watch::Sender<Listening>,
 }
 
 impl Shared {
@@ -259,6 +301,7 @@ impl Proxy {
             }),
             stats: Mutex::default(),
             live: AtomicUsize::new(0),
+            listening: watch::Sender::new(Listening::Open),
         });
         let (accept, accepting) = watch::channel(Accept::Yes);
         let (end, ends) = watch::channel(End::default());
@@ -294,16 +337,36 @@ impl Proxy {
 
     /// With `true`, the proxy closes its listening socket: dials are refused
     /// (`ECONNREFUSED`) and live connections go on. With `false`, it listens again on the
-    /// same address (trying again while the port is taken).
+    /// same address, trying again while the port is taken, at most [`REBIND_TRIES`] times
+    /// ([`Proxy::listening`] tells how that went).
     pub fn refuse(&self, refusing: bool) {
         let now = if refusing {
             Accept::Refusing
         } else {
+            self.shared.listening.send_if_modified(|l| {
+                let opening = *l != Listening::Open;
+                if opening {
+                    *l = Listening::Opening;
+                }
+                opening
+            });
             Accept::Yes
         };
         let was = self.accept.send_replace(now);
         if refusing && was == Accept::Yes {
             self.shared.count(|s| s.refusals += 1);
+        }
+    }
+
+    /// Once the proxy is no longer opening its listening socket again after
+    /// [`Proxy::refuse`]`(false)`: whether it listens (or was told to refuse), or the typed
+    /// error of its last try when it gave up.
+    pub async fn listening(&self) -> Result<(), RebindError> {
+        let mut listening = self.shared.listening.subscribe();
+        let settled = listening.wait_for(|l| *l != Listening::Opening).await;
+        match settled.as_deref() {
+            Ok(Listening::Failed(e)) => Err(e.clone()),
+            _ => Ok(()),
         }
     }
 
@@ -364,6 +427,7 @@ async fn accept_loop(
             Accept::Stopped => return,
             Accept::Refusing => {
                 listener = None;
+                shared.listening.send_replace(Listening::Closed);
                 if accepting.changed().await.is_err() {
                     return;
                 }
@@ -371,11 +435,19 @@ async fn accept_loop(
             Accept::Yes => {
                 let Some(bound) = &listener else {
                     tokio::select! {
-                        bound = TcpListener::bind(addr) => match bound {
-                            Ok(bound) => listener = Some(bound),
-                            // The port is taken for now: tried again.
-                            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-                        },
+                        bound = rebind(addr) => {
+                            let failed = bound.as_ref().err().cloned();
+                            listener = bound.ok();
+                            if let Some(e) = failed {
+                                shared.listening.send_replace(Listening::Failed(e));
+                                // Refusing until told to accept again.
+                                if accepting.changed().await.is_err() {
+                                    return;
+                                }
+                            } else {
+                                shared.listening.send_replace(Listening::Open);
+                            }
+                        }
                         changed = accepting.changed() => if changed.is_err() { return },
                     }
                     continue;
@@ -393,6 +465,26 @@ async fn accept_loop(
                     changed = accepting.changed() => if changed.is_err() { return },
                 }
             }
+        }
+    }
+}
+
+/// Listens on `addr` again, trying again [`REBIND_EVERY`] later while the port is taken,
+/// at most [`REBIND_TRIES`] times.
+async fn rebind(addr: SocketAddr) -> Result<TcpListener, RebindError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match TcpListener::bind(addr).await {
+            Ok(bound) => return Ok(bound),
+            Err(e) if tries >= REBIND_TRIES => {
+                return Err(RebindError {
+                    addr,
+                    tries,
+                    kind: e.kind(),
+                });
+            }
+            Err(_) => tokio::time::sleep(REBIND_EVERY).await,
         }
     }
 }

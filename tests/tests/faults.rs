@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use agentd_tests::faults::{Fault, Proxy, Rng, random_fault};
+use agentd_tests::faults::{Fault, Proxy, REBIND_TRIES, RebindError, Rng, random_fault};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -195,19 +195,44 @@ async fn a_refusing_proxy_refuses_dials_then_listens_again() {
     }
     assert_eq!(proxy.live(), 1, "the live connection goes on");
     proxy.refuse(false);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if TcpStream::connect(addr).await.is_ok() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not listening again"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    proxy.listening().await.expect("listening again");
+    TcpStream::connect(addr).await.expect("accepting again");
     assert_eq!(proxy.stats().refusals, 1);
     drop(held);
+}
+
+/// A proxy told to accept again while its port is taken tries [`REBIND_TRIES`] times, then
+/// gives up with a typed error and refuses; told again once the port is free, it listens.
+#[tokio::test]
+async fn a_proxy_whose_port_is_taken_gives_up_listening_again() {
+    let proxy = proxy().await;
+    let addr = proxy.addr();
+    proxy.refuse(true);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    // The port, once the proxy's task has closed its listening socket.
+    let taken = loop {
+        match TcpListener::bind(addr).await {
+            Ok(taken) => break taken,
+            Err(e) => assert!(tokio::time::Instant::now() < deadline, "{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    proxy.refuse(false);
+    let e = proxy.listening().await.expect_err("the port is taken");
+    assert_eq!(
+        e,
+        RebindError {
+            addr,
+            tries: REBIND_TRIES,
+            kind: ErrorKind::AddrInUse
+        }
+    );
+    drop(taken);
+    proxy.refuse(false);
+    proxy.listening().await.expect("listening again");
+    let mut tcp = TcpStream::connect(addr).await.expect("accepting again");
+    tcp.write_all(REQUEST).await.unwrap();
+    assert_eq!(read_n(&mut tcp, answer().len()).await, answer());
 }
 
 /// An interruption resets every live connection; a calm resets only the faulted ones,

@@ -1,0 +1,509 @@
+//! Resource bounds under load: `agentd run` holds 100 reference servers on loopback (50 at
+//! 2025-11-25, 50 at 2026-07-28 serving MCP Events) with 256 bindings on the modern ones
+//! (4 by webhook, the rest polling), while a sender puts up to 1,000 webhook requests a
+//! second to its listener over keep-alive connections: signed deliveries among bad
+//! signatures, paths with no binding and wrong methods.
+//!
+//! The daemon's resources are sampled from `/proc/PID` before, during and after the load,
+//! and each stays within the limit the README documents ("Limits"): the listener's
+//! connections at most 256, descriptors within the descriptor budget, threads within the
+//! runtimes' bound, resident memory within a bound; after the load, connections, descriptors
+//! and threads go back to what they were. Every delivery answered 200 is in its stream
+//! exactly once.
+//!
+//! `AGENTD_BOUNDS_SECS` sets how long the load lasts (3 s by default), `AGENTD_BOUNDS_RATE`
+//! the requests a second (1,000 by default). The figures are printed at the end
+//! (`--nocapture`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{Daemon, TempFile, Usage, store_dir, tail};
+use mcp_events::webhook::Secret;
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Servers at 2025-11-25, and at 2026-07-28 (MCP Events).
+const LEGACY: usize = 50;
+const MODERN: usize = 50;
+
+/// Bindings (the instance's bound), of which the first [`WEBHOOKS`] by webhook, each on a
+/// server of its own.
+const BINDINGS: usize = 256;
+const WEBHOOKS: usize = 4;
+
+/// Connections the sender keeps, each sending its requests one after the other.
+const SENDERS: usize = 32;
+
+/// The limits the README documents ("Limits"), as the daemon's `/proc` shows them.
+///
+/// The listener's connections served at once.
+const LISTENER_CONNECTIONS: usize = 256;
+/// The descriptor budget of 100 servers and a listener: 64, 4 a server, 256.
+const DESCRIPTORS: usize = 64 + 4 * (LEGACY + MODERN) + LISTENER_CONNECTIONS;
+/// Threads: the main runtime's and MCP Events' workers, the store's thread, the runtimes'
+/// blocking threads (DNS, files).
+const THREADS: usize = 64;
+/// Resident memory, in KiB.
+const MEMORY_KIB: u64 = 256 * 1024;
+
+/// How long the load lasts, and its rate.
+fn load() -> (Duration, u64) {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let secs = env("AGENTD_BOUNDS_SECS").unwrap_or(3);
+    let rate = env("AGENTD_BOUNDS_RATE").unwrap_or(1000);
+    (Duration::from_secs(secs), rate)
+}
+
+fn server_options(legacy: bool) -> Options {
+    let mut options = Options::default();
+    options.legacy = legacy;
+    options.modern = !legacy;
+    options.events = !legacy;
+    // 252 poll bindings: about 50 polls a second.
+    options.poll_ms = 5000;
+    options
+}
+
+fn modern_name(i: usize) -> String {
+    format!("m{i}")
+}
+
+fn config(
+    legacy: &[ReferenceServer],
+    modern: &[ReferenceServer],
+    store: &std::path::Path,
+) -> String {
+    let mut text = format!(
+        "instance = \"bounds\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"5s\"\n",
+        store.display()
+    );
+    for (i, s) in legacy.iter().enumerate() {
+        text += &format!("[[mcp.servers]]\nname = \"l{i}\"\nurl = \"{}\"\n", s.url());
+    }
+    for (i, s) in modern.iter().enumerate() {
+        let name = modern_name(i);
+        text += &format!(
+            "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{}\"\n",
+            s.url()
+        );
+    }
+    for b in 0..BINDINGS {
+        let delivery = if b < WEBHOOKS { "webhook" } else { "poll" };
+        text += &format!(
+            "[[events.bindings]]\nserver = \"{}\"\nevent = \"ticket.created\"\n\
+             into = \"b{b}\"\narguments = {{ project = \"ops\" }}\ndelivery = [\"{delivery}\"]\n",
+            modern_name(b % MODERN)
+        );
+    }
+    text
+}
+
+/// A webhook binding as the sender signs for it.
+#[derive(Debug, Clone)]
+struct Hook {
+    stream: String,
+    path: String,
+    secret: Secret,
+    subscription: String,
+}
+
+/// Webhook binding `b`'s route, secret and subscription, once its server verified it.
+fn hook(server: &ReferenceServer, b: usize) -> Option<Hook> {
+    let secret = server
+        .log()
+        .iter()
+        .filter(|l| l.method.as_deref() == Some("events/subscribe"))
+        .find_map(|l| {
+            l.body["params"]["delivery"]["secret"]
+                .as_str()
+                .map(str::to_owned)
+        })?;
+    let subscription = server
+        .delivered()
+        .iter()
+        .find_map(|(id, _)| id.strip_prefix("msg_verify_").map(str::to_owned))?;
+    let arguments = json!({"project": "ops"});
+    let stream = format!("b{b}");
+    let key = mcp_events::binding::key_of(
+        &modern_name(b % MODERN),
+        "ticket.created",
+        &stream,
+        arguments.as_object()?,
+    );
+    Some(Hook {
+        stream,
+        path: format!("/hooks/_mcp/{key}"),
+        secret: Secret::parse(&secret).ok()?,
+        subscription,
+    })
+}
+
+/// What a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Valid,
+    BadSignature,
+    NoBinding,
+    WrongMethod,
+}
+
+impl Kind {
+    fn of(n: u64) -> Self {
+        match n % 4 {
+            0 => Self::Valid,
+            1 => Self::BadSignature,
+            2 => Self::NoBinding,
+            _ => Self::WrongMethod,
+        }
+    }
+}
+
+/// What the sender counted.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Answers by what was sent and the status (0: the connection ended first).
+    answers: BTreeMap<(Kind, u16), u64>,
+    /// The event ids answered 200, by stream.
+    taken: BTreeMap<String, Vec<String>>,
+    /// Connections the sender opened.
+    connections: u64,
+}
+
+/// Request `n`: its head and body, and, valid, its stream and event id.
+fn request(n: u64, hooks: &[Hook]) -> (Kind, Vec<u8>, Option<(String, String)>) {
+    let kind = Kind::of(n);
+    let hook = &hooks[(n / 4) as usize % hooks.len()];
+    let id = format!("load-{n}");
+    let timestamp = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let body = json!({"eventId": id, "name": "ticket.created", "timestamp": timestamp,
+                      "data": {"n": n}})
+    .to_string();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let signature = match kind {
+        Kind::BadSignature => hook.secret.sign(&id, now, b"another body"),
+        _ => hook.secret.sign(&id, now, body.as_bytes()),
+    };
+    let (method, path) = match kind {
+        Kind::NoBinding => ("POST", "/hooks/_mcp/bnobody"),
+        Kind::WrongMethod => ("PUT", hook.path.as_str()),
+        _ => ("POST", hook.path.as_str()),
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         webhook-id: {id}\r\nwebhook-timestamp: {now}\r\nwebhook-signature: {signature}\r\n\
+         X-MCP-Subscription-Id: {}\r\nContent-Length: {}\r\n\r\n",
+        hook.subscription,
+        body.len()
+    );
+    let valid = (kind == Kind::Valid).then(|| (hook.stream.clone(), id));
+    (kind, [head.into_bytes(), body.into_bytes()].concat(), valid)
+}
+
+/// Reads one answer on `tcp`: its status, and whether the connection goes on.
+async fn answer(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(u16, bool)> {
+    let end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let mut chunk = [0; 4096];
+        let n = tcp.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let close = head.lines().any(|l| l.trim() == "connection: close");
+    while buf.len() < end + length {
+        let mut chunk = [0; 4096];
+        let n = tcp.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    buf.drain(..(end + length).min(buf.len()));
+    Some((status, !close))
+}
+
+/// One sender: requests `first`, `first + SENDERS`, … each at its time on the schedule of
+/// `rate` a second from `start`, on a kept connection (dialed again when it ends), until
+/// `stop`.
+async fn send(
+    addr: String,
+    hooks: Arc<Vec<Hook>>,
+    first: u64,
+    rate: u64,
+    start: tokio::time::Instant,
+    stop: Arc<AtomicBool>,
+    counts: Arc<Mutex<Counts>>,
+) {
+    let mut tcp: Option<TcpStream> = None;
+    let mut buf = Vec::new();
+    let mut n = first;
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep_until(start + Duration::from_secs_f64(n as f64 / rate as f64)).await;
+        let (kind, bytes, valid) = request(n, &hooks);
+        n += SENDERS as u64;
+        if tcp.is_none() {
+            tcp = TcpStream::connect(&addr).await.ok();
+            buf.clear();
+            counts.lock().unwrap().connections += 1;
+        }
+        let Some(conn) = tcp.as_mut() else { continue };
+        let answered = match conn.write_all(&bytes).await {
+            Ok(()) => answer(conn, &mut buf).await,
+            Err(_) => None,
+        };
+        let status = answered.map_or(0, |(status, _)| status);
+        if !answered.is_some_and(|(_, goes_on)| goes_on) {
+            tcp = None;
+        }
+        let mut counts = counts.lock().unwrap();
+        *counts.answers.entry((kind, status)).or_default() += 1;
+        if let (200, Some((stream, id))) = (status, valid) {
+            counts.taken.entry(stream).or_default().push(id);
+        }
+    }
+}
+
+/// The daemon's TCP connections on `port` (the listener's, its listening socket left out),
+/// from `/proc/PID/net/tcp` and its descriptors.
+fn listener_connections(pid: u32, port: u16) -> usize {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .filter_map(|t| {
+                    let t = t.to_string_lossy().into_owned();
+                    Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // The local address, the state (0A: listening), the inode.
+            cols.get(1).is_some_and(|a| a.ends_with(&local))
+                && cols.get(3) != Some(&"0A")
+                && cols.get(9).is_some_and(|i| inodes.iter().any(|o| o == i))
+        })
+        .count()
+}
+
+/// The most of each resource seen while sampling.
+#[derive(Debug, Default, Clone, Copy)]
+struct Peak {
+    connections: usize,
+    fds: usize,
+    sockets: usize,
+    threads: usize,
+    rss_kib: u64,
+    samples: usize,
+}
+
+impl Peak {
+    fn add(&mut self, usage: Usage, connections: usize) {
+        self.connections = self.connections.max(connections);
+        self.fds = self.fds.max(usage.fds);
+        self.sockets = self.sockets.max(usage.sockets);
+        self.threads = self.threads.max(usage.threads);
+        self.rss_kib = self.rss_kib.max(usage.rss_kib);
+        self.samples += 1;
+    }
+}
+
+/// Waits, at most `within`, until `cond` holds; `what` names it when it does not.
+fn wait(what: &str, within: Duration, mut cond: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + within;
+    loop {
+        match cond() {
+            Ok(()) => return,
+            Err(seen) => assert!(Instant::now() < deadline, "{what}: {seen}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_stay_within_their_limits_under_load() {
+    let (secs, rate) = load();
+    let mut legacy = Vec::new();
+    for _ in 0..LEGACY {
+        legacy.push(ReferenceServer::start(server_options(true)).await);
+    }
+    let mut modern = Vec::new();
+    for _ in 0..MODERN {
+        modern.push(ReferenceServer::start(server_options(false)).await);
+    }
+    let dir = store_dir("bounds");
+    let file = TempFile::new(&config(&legacy, &modern, dir.path()));
+    let mut agentd = Daemon::run(&file);
+    let addr = agentd.listener();
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let pid = agentd.pid();
+
+    // Every server connected, every binding armed, every webhook verified.
+    wait("every binding armed", Duration::from_secs(180), || {
+        agentd.drain(Duration::ZERO);
+        let armed = agentd.matching("mcp.events.armed", None).count();
+        let connected = agentd.matching("mcp.connect", None).count();
+        match (armed, connected) {
+            (BINDINGS, 100) => Ok(()),
+            seen => Err(format!("armed, connected: {seen:?}")),
+        }
+    });
+    let mut hooks = Vec::new();
+    wait("every webhook verified", Duration::from_secs(60), || {
+        hooks = (0..WEBHOOKS).filter_map(|b| hook(&modern[b], b)).collect();
+        match hooks.len() {
+            WEBHOOKS => Ok(()),
+            n => Err(format!("{n} of {WEBHOOKS}")),
+        }
+    });
+    let before = agentd.usage();
+    let connections_before = listener_connections(pid, port);
+
+    // The load, sampled every 100 ms on a thread of its own.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampling = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = Peak::default();
+            while !stop.load(Ordering::Relaxed) {
+                peak.add(Usage::of(pid), listener_connections(pid, port));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            peak
+        })
+    };
+    let counts = Arc::new(Mutex::new(Counts::default()));
+    let hooks = Arc::new(hooks);
+    let start = tokio::time::Instant::now();
+    let senders: Vec<_> = (0..SENDERS as u64)
+        .map(|first| {
+            let (addr, hooks, stop, counts) =
+                (addr.clone(), hooks.clone(), stop.clone(), counts.clone());
+            tokio::spawn(send(addr, hooks, first, rate, start, stop, counts))
+        })
+        .collect();
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    let sent_for = start.elapsed();
+    let during = sampling.join().unwrap();
+
+    // Back to what it was: the listener's connections, descriptors, threads.
+    let mut after = agentd.usage();
+    wait(
+        "resources back after the load",
+        Duration::from_secs(60),
+        || {
+            after = agentd.usage();
+            let connections = listener_connections(pid, port);
+            match connections <= connections_before
+                && after.fds <= before.fds + 4
+                && after.threads <= before.threads + 4
+            {
+                true => Ok(()),
+                false => Err(format!(
+                    "{connections} connections, {after:?} of {before:?}"
+                )),
+            }
+        },
+    );
+
+    let counts = std::mem::take(&mut *counts.lock().unwrap());
+    let sent: u64 = counts.answers.values().sum();
+    // Every delivery answered 200 in its stream exactly once.
+    let mut appended = 0;
+    for (stream, taken) in &counts.taken {
+        let mut expected: Vec<String> = taken
+            .iter()
+            .map(|id| format!("mcp/m{}/ticket.created/{id}", &stream[1..]))
+            .collect();
+        expected.sort();
+        let mut ids: Vec<String> = tail(&file, stream)
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or("").to_owned())
+            .collect();
+        ids.sort();
+        assert_eq!(
+            ids, expected,
+            "{stream}: every delivery taken, exactly once"
+        );
+        appended += ids.len();
+    }
+    assert!(agentd.terminate().success());
+
+    println!(
+        "bounds: {} servers ({LEGACY} at 2025-11-25, {MODERN} at 2026-07-28), {BINDINGS} \
+         bindings ({WEBHOOKS} webhook); {sent} requests in {:.1} s ({:.0}/s, asked {rate}/s) \
+         on {} connections; by kind and status {:?}; {appended} deliveries appended, each once\n\
+         daemon before: {before:?}, listener connections {connections_before}\n\
+         daemon during ({} samples): listener connections <= {} (limit \
+         {LISTENER_CONNECTIONS}), fds <= {} (budget {DESCRIPTORS}), sockets <= {}, threads \
+         <= {} (limit {THREADS}), VmRSS <= {} KiB (limit {MEMORY_KIB})\n\
+         daemon after: {after:?}",
+        LEGACY + MODERN,
+        sent_for.as_secs_f64(),
+        sent as f64 / sent_for.as_secs_f64(),
+        counts.connections,
+        counts.answers,
+        during.samples,
+        during.connections,
+        during.fds,
+        during.sockets,
+        during.threads,
+        during.rss_kib,
+    );
+    let unanswered: u64 = counts
+        .answers
+        .iter()
+        .filter(|((_, status), _)| *status == 0)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        unanswered, 0,
+        "every request answered: {:?}",
+        counts.answers
+    );
+    for ((kind, status), n) in &counts.answers {
+        let expected: &[u16] = match kind {
+            Kind::Valid => &[200, 429, 503],
+            Kind::BadSignature => &[401],
+            Kind::NoBinding => &[410],
+            Kind::WrongMethod => &[405],
+        };
+        assert!(expected.contains(status), "{kind:?} answered {status} x{n}");
+    }
+    assert!(during.connections <= LISTENER_CONNECTIONS, "{during:?}");
+    assert!(during.fds <= DESCRIPTORS, "{during:?}");
+    assert!(during.threads <= THREADS, "{during:?}");
+    assert!(during.rss_kib <= MEMORY_KIB, "{during:?}");
+    assert!(after.hwm_kib <= MEMORY_KIB, "{after:?}");
+    drop((legacy, modern, dir));
+}
