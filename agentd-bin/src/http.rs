@@ -29,7 +29,7 @@ const GRACE: Duration = Duration::from_secs(5);
 /// How many connections the listener serves at once. Past it a connection is answered
 /// [`TURNED_AWAY`] as it is accepted, and closed: a flood of connections costs the daemon
 /// neither memory nor descriptors past this many.
-const CONNECTIONS: usize = 256;
+pub(crate) const CONNECTIONS: usize = 256;
 
 /// The answer of a connection past [`CONNECTIONS`]: 503, to be sent again a second later.
 const TURNED_AWAY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\

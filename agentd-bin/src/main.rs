@@ -523,8 +523,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// The most threads the main runtime starts for blocking work (name lookups, mostly); past
+/// them such work waits its turn. Each is let go after 10 s idle.
+const BLOCKING_THREADS: usize = 16;
+
+/// The main runtime: a worker thread per core, and at most [`BLOCKING_THREADS`] more.
 fn runtime() -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()
     {

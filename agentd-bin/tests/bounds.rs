@@ -47,9 +47,12 @@ const SENDERS: usize = 32;
 const LISTENER_CONNECTIONS: usize = 256;
 /// The descriptor budget of 100 servers and a listener: 64, 4 a server, 256.
 const DESCRIPTORS: usize = 64 + 4 * (LEGACY + MODERN) + LISTENER_CONNECTIONS;
-/// Threads: the main runtime's and MCP Events' workers, the store's thread, the runtimes'
-/// blocking threads (DNS, files).
-const THREADS: usize = 64;
+/// Threads: the main thread, the main runtime's workers (one per core) and at most 16
+/// blocking threads, MCP Events' 4 workers and at most 4 blocking threads, the store's.
+fn threads_limit() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    1 + cores + 16 + 4 + 4 + 1
+}
 /// Resident memory, in KiB.
 const MEMORY_KIB: u64 = 256 * 1024;
 
@@ -466,7 +469,7 @@ async fn resources_stay_within_their_limits_under_load() {
          daemon before: {before:?}, listener connections {connections_before}\n\
          daemon during ({} samples): listener connections <= {} (limit \
          {LISTENER_CONNECTIONS}), fds <= {} (budget {DESCRIPTORS}), sockets <= {}, threads \
-         <= {} (limit {THREADS}), VmRSS <= {} KiB (limit {MEMORY_KIB})\n\
+         <= {} (limit {}), VmRSS <= {} KiB (limit {MEMORY_KIB})\n\
          daemon after: {after:?}",
         LEGACY + MODERN,
         sent_for.as_secs_f64(),
@@ -478,6 +481,7 @@ async fn resources_stay_within_their_limits_under_load() {
         during.fds,
         during.sockets,
         during.threads,
+        threads_limit(),
         during.rss_kib,
     );
     let unanswered: u64 = counts
@@ -502,8 +506,82 @@ async fn resources_stay_within_their_limits_under_load() {
     }
     assert!(during.connections <= LISTENER_CONNECTIONS, "{during:?}");
     assert!(during.fds <= DESCRIPTORS, "{during:?}");
-    assert!(during.threads <= THREADS, "{during:?}");
+    assert!(during.threads <= threads_limit(), "{during:?}");
     assert!(during.rss_kib <= MEMORY_KIB, "{during:?}");
     assert!(after.hwm_kib <= MEMORY_KIB, "{after:?}");
     drop((legacy, modern, dir));
+}
+
+/// The descriptor budget held against `RLIMIT_NOFILE` at start: one server and a listener
+/// need 64 + 4 + 256; a daemon whose limit (soft and hard) is that many starts (and refuses
+/// a reload to a second server), one whose
+/// soft limit is below it and hard limit past it starts with the soft limit raised, one with
+/// one fewer exits 1 naming the budget and the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_descriptor_limit_below_the_budget_refuses_the_start() {
+    let server = ReferenceServer::start(server_options(false)).await;
+    let dir = store_dir("descriptors");
+    let file = TempFile::new(&format!(
+        "instance = \"bounds\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [[mcp.servers]]\nname = \"m0\"\nurl = \"{}\"\n",
+        dir.path().display(),
+        server.url()
+    ));
+    let budget = 64 + 4 + LISTENER_CONNECTIONS;
+    let mut agentd = Daemon::run_after(&file, &format!("ulimit -n {budget} && exec \"$@\""));
+    agentd.wait_for("mcp.connect", Some("m0"));
+    // A reload to two servers, past the budget the limit holds: refused, the one kept.
+    let first = std::fs::read_to_string(file.path()).unwrap();
+    file.write(&format!(
+        "{first}[[mcp.servers]]\nname = \"m1\"\nurl = \"{}\"\n",
+        server.url()
+    ));
+    agentd.signal("HUP");
+    let refused = agentd.wait_for("reload.refused", None);
+    let err = refused["err"].as_str().unwrap();
+    assert!(
+        err.starts_with(&format!("{} file descriptors are needed", budget + 4)),
+        "{err}"
+    );
+    file.write(&first);
+    assert!(agentd.terminate().success());
+    assert!(agentd.matching("mcp.connect", Some("m1")).next().is_none());
+
+    // A soft limit below the budget, the hard one past it: raised, to the hard limit.
+    let hard = budget + 100;
+    let script = format!("ulimit -Sn 100 && ulimit -Hn {hard} && exec \"$@\"");
+    let mut agentd = Daemon::run_after(&file, &script);
+    agentd.wait_for("mcp.connect", Some("m0"));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", agentd.pid())).unwrap();
+    let open_files = limits.lines().find(|l| l.starts_with("Max open files"));
+    let soft_hard: Vec<&str> = open_files
+        .unwrap()
+        .split_whitespace()
+        .skip(3)
+        .take(2)
+        .collect();
+    assert_eq!(soft_hard, [hard.to_string(), hard.to_string()], "{limits}");
+    assert!(agentd.terminate().success());
+
+    let script = format!("ulimit -n {} && exec \"$@\"", budget - 1);
+    let mut agentd = Daemon::run_after(&file, &script);
+    let mut status = None;
+    wait("the refused start's exit", Duration::from_secs(15), || {
+        status = agentd.exited();
+        status.map(|_| ()).ok_or_else(|| "running".to_owned())
+    });
+    assert_eq!(status.and_then(|s| s.code()), Some(1));
+    agentd.drain(Duration::from_millis(500));
+    let said = format!(
+        "agentd: cannot start: {budget} file descriptors are needed (64, 4 for each of \
+         mcp.servers, 256 for the listener) but RLIMIT_NOFILE allows {}: raise it (`ulimit \
+         -n`) or configure fewer servers",
+        budget - 1
+    );
+    let lines: Vec<&serde_json::Value> = agentd.seen.iter().map(|(_, v)| v).collect();
+    assert!(
+        lines.iter().any(|l| l.as_str() == Some(said.as_str())),
+        "{lines:#?}"
+    );
+    drop(dir);
 }

@@ -18,6 +18,10 @@ use self::file::File;
 /// `store.max_value_bytes` when the file says nothing.
 pub(crate) const MAX_VALUE_BYTES: usize = agentd_tools::memory::VALUE_MAX_DEFAULT;
 
+/// How many servers `mcp.servers` may name: each is a held connection (and its streams)
+/// counted in the daemon's descriptor budget.
+pub(crate) const SERVERS_MAX: usize = 128;
+
 /// The configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -230,6 +234,13 @@ pub(crate) fn parse(
     for (i, s) in raw.mcp.servers.iter().enumerate() {
         let key = |k: &str| format!("mcp.servers[{i}].{k}");
         let name = s.name.get_ref().clone();
+        if servers.len() == SERVERS_MAX {
+            return Err(at(
+                Some(s.name.span()),
+                &key("name"),
+                format!("past {SERVERS_MAX} servers"),
+            ));
+        }
         if servers.iter().any(|other| other.name == name) {
             return Err(at(
                 Some(s.name.span()),

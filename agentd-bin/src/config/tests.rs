@@ -226,6 +226,18 @@ fn a_listen_address_must_be_an_address() {
     assert_eq!(c.listen, Some("127.0.0.1:0".parse().unwrap()));
 }
 
+/// 128 servers load; the 129th is refused, named.
+#[test]
+fn servers_are_bounded() {
+    let server = |i: usize| format!("[[mcp.servers]]\nname = \"s{i}\"\nurl = \"http://x/mcp\"\n");
+    let full: String = (0..SERVERS_MAX).map(server).collect();
+    let c = parse("agentd.toml", &full, &env).unwrap();
+    assert_eq!(c.servers.len(), 128);
+    let e = err(&format!("{full}{}", server(SERVERS_MAX)));
+    assert_eq!(e.key, "mcp.servers[128].name");
+    assert!(e.to_string().contains("past 128 servers"), "{e}");
+}
+
 #[test]
 fn duplicate_server_names_are_refused() {
     let e = err(

@@ -55,6 +55,7 @@
 //! A reload that changes `[model]` starts the agent afresh over the new model (its turns
 //! under way dropped), or stops it when `[model]` is gone.
 
+pub(crate) mod descriptors;
 mod held;
 pub(crate) mod schedule;
 pub(crate) mod server;
@@ -156,6 +157,8 @@ pub(crate) enum StartError {
     Events(events::Error),
     /// The model's provider could not be made.
     Model(ModelError),
+    /// `RLIMIT_NOFILE` is below the descriptor budget.
+    Descriptors(descriptors::Short),
 }
 
 impl std::fmt::Display for StartError {
@@ -177,6 +180,7 @@ impl std::fmt::Display for StartError {
             Self::Store(e) => write!(f, "cannot open the store: {e}"),
             Self::Events(e) => write!(f, "cannot start MCP Events: {e}"),
             Self::Model(e) => write!(f, "cannot ask the model: {e}"),
+            Self::Descriptors(e) => write!(f, "cannot start: {e}"),
         }
     }
 }
@@ -189,6 +193,7 @@ impl std::error::Error for StartError {
             Self::Store(e) => Some(e),
             Self::Events(e) => Some(e),
             Self::Model(e) => Some(e),
+            Self::Descriptors(e) => Some(e),
         }
     }
 }
@@ -262,6 +267,7 @@ impl Daemon {
     /// Binds the listeners, starts an actor per server (all dialed at once) and MCP Events,
     /// then serves.
     async fn start(config: Config, path: PathBuf) -> Result<Self, StartError> {
+        descriptors::reserve(descriptors::budget(&config)).map_err(StartError::Descriptors)?;
         let model = config.model.as_ref().map(provider).transpose();
         let model = model.map_err(StartError::Model)?;
         let shutdown = CancellationToken::new();
@@ -651,6 +657,10 @@ impl Daemon {
         };
         if let Some(err) = fixed {
             own::reload_refused(&self.config.instance, err);
+            return;
+        }
+        if let Err(e) = descriptors::reserve(descriptors::budget(&new)) {
+            own::reload_refused(&self.config.instance, &e.to_string());
             return;
         }
         // A changed [model] makes a new provider first: one that cannot be made refuses the

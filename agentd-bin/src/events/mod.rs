@@ -39,6 +39,9 @@ use hooks::Routes;
 /// `events/*` requests run on this many worker threads of their own.
 const WORKER_THREADS: usize = 4;
 
+/// The most threads MCP Events' runtime starts for blocking work (name lookups).
+const BLOCKING_THREADS: usize = 4;
+
 /// MCP Events at work: its runtime (built once, kept until exit), the daemon's store, and
 /// the bindings and runtime subscriptions of the configuration in force.
 #[derive(Debug)]
@@ -71,6 +74,7 @@ impl Events {
         routes.write().unwrap_or_else(|e| e.into_inner()).clear();
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
+            .max_blocking_threads(BLOCKING_THREADS)
             .thread_name("agentd-events")
             .enable_all()
             .build()
