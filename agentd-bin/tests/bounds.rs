@@ -45,8 +45,10 @@ const SENDERS: usize = LISTENER_CONNECTIONS + 32;
 
 /// The limits the README documents ("Limits"), as the daemon's `/proc` shows them.
 ///
-/// The listener's connections served at once.
+/// The listener's connections served at once; one more is held while it is turned away
+/// (accepted, answered 503 and closed without an await).
 const LISTENER_CONNECTIONS: usize = 256;
+const LISTENER_HELD: usize = LISTENER_CONNECTIONS + 1;
 /// The descriptor budget of 100 servers and a listener: 64, 4 a server, 256.
 const DESCRIPTORS: usize = 64 + 4 * (LEGACY + MODERN) + LISTENER_CONNECTIONS;
 /// Threads: the main thread, the main runtime's workers (one per core) and at most 16
@@ -304,17 +306,20 @@ fn listener_connections(pid: u32, port: u16) -> usize {
         .unwrap_or_default();
     let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
     let local = format!(":{port:04X}");
-    table
+    // A table read while it changes may list a socket twice: counted by inode.
+    let connections: std::collections::BTreeSet<&str> = table
         .lines()
         .skip(1)
-        .filter(|line| {
+        .filter_map(|line| {
             let cols: Vec<&str> = line.split_whitespace().collect();
             // The local address, the state (0A: listening), the inode.
-            cols.get(1).is_some_and(|a| a.ends_with(&local))
+            let ours = cols.get(1).is_some_and(|a| a.ends_with(&local))
                 && cols.get(3) != Some(&"0A")
-                && cols.get(9).is_some_and(|i| inodes.iter().any(|o| o == i))
+                && cols.get(9).is_some_and(|i| inodes.iter().any(|o| o == i));
+            ours.then(|| cols[9])
         })
-        .count()
+        .collect();
+    connections.len()
 }
 
 /// The most of each resource seen while sampling.
@@ -470,7 +475,7 @@ async fn resources_stay_within_their_limits_under_load() {
          on {} connections; by kind and status {:?}; {appended} deliveries appended, each once\n\
          daemon before: {before:?}, listener connections {connections_before}\n\
          daemon during ({} samples): listener connections <= {} (limit \
-         {LISTENER_CONNECTIONS}), fds <= {} (budget {DESCRIPTORS}), sockets <= {}, threads \
+         {LISTENER_CONNECTIONS} served + 1 turned away), fds <= {} (budget {DESCRIPTORS}), sockets <= {}, threads \
          <= {} (limit {}), VmRSS <= {} KiB (limit {MEMORY_KIB})\n\
          daemon after: {after:?}",
         LEGACY + MODERN,
@@ -506,7 +511,7 @@ async fn resources_stay_within_their_limits_under_load() {
         };
         assert!(expected.contains(status), "{kind:?} answered {status} x{n}");
     }
-    assert!(during.connections <= LISTENER_CONNECTIONS, "{during:?}");
+    assert!(during.connections <= LISTENER_HELD, "{during:?}");
     assert!(during.fds <= DESCRIPTORS, "{during:?}");
     assert!(during.threads <= threads_limit(), "{during:?}");
     assert!(during.rss_kib <= MEMORY_KIB, "{during:?}");
