@@ -571,16 +571,20 @@ fn config(url: &str, store: &std::path::Path, binding: bool) -> String {
     text
 }
 
-/// The secrets of the server's webhook subscriptions, in the order they were asked for.
+/// The secrets of the server's webhook subscriptions, in the order they were first asked
+/// for: a subscription asked for again (a retry, a lease renewed) keeps its secret.
 fn secrets(server: &ReferenceServer) -> Vec<String> {
     let log = server.log();
     let subscribes = log
         .iter()
         .filter(|l| l.method.as_deref() == Some("events/subscribe"));
-    subscribes
-        .filter_map(|l| l.body["params"]["delivery"]["secret"].as_str())
-        .map(str::to_owned)
-        .collect()
+    let mut secrets: Vec<String> = Vec::new();
+    for secret in subscribes.filter_map(|l| l.body["params"]["delivery"]["secret"].as_str()) {
+        if !secrets.iter().any(|s| s == secret) {
+            secrets.push(secret.to_owned());
+        }
+    }
+    secrets
 }
 
 /// Emits `n` occurrences from the server and waits for each to be answered 200.

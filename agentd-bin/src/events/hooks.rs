@@ -12,6 +12,10 @@
 //! | 413 | a body over 256 KiB (or `store.max_value_bytes` when smaller), answered before it is read |
 //! | 429 | pressure (the binding's queue is full), or the binding's rate is spent (`Retry-After`) |
 //! | 503 | not armed yet, shutting down, or the append was not saved (`Retry-After`) |
+//!
+//! The listener answers two statuses of its own before a request reaches a route: 408 above,
+//! and 503 with `Retry-After: 1` for a connection past the 256 it serves at once
+//! ([`crate::http`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
