@@ -20,9 +20,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use common::{Daemon, TempFile, Usage, store_dir, tail};
+use common::{Daemon, TempFile, Usage, connections_on, poll, store_dir, tail};
 use mcp_events::webhook::Secret;
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::json;
@@ -290,38 +290,6 @@ async fn send(
     }
 }
 
-/// The daemon's TCP connections on `port` (the listener's, its listening socket left out),
-/// from `/proc/PID/net/tcp` and its descriptors.
-fn listener_connections(pid: u32, port: u16) -> usize {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-                .filter_map(|t| {
-                    let t = t.to_string_lossy().into_owned();
-                    Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-    let local = format!(":{port:04X}");
-    // A table read while it changes may list a socket twice: counted by inode.
-    let connections: std::collections::BTreeSet<&str> = table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            // The local address, the state (0A: listening), the inode.
-            let ours = cols.get(1).is_some_and(|a| a.ends_with(&local))
-                && cols.get(3) != Some(&"0A")
-                && cols.get(9).is_some_and(|i| inodes.iter().any(|o| o == i));
-            ours.then(|| cols[9])
-        })
-        .collect();
-    connections.len()
-}
-
 /// The most of each resource seen while sampling.
 #[derive(Debug, Default, Clone, Copy)]
 struct Peak {
@@ -344,18 +312,6 @@ impl Peak {
     }
 }
 
-/// Waits, at most `within`, until `cond` holds; `what` names it when it does not.
-fn wait(what: &str, within: Duration, mut cond: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + within;
-    loop {
-        match cond() {
-            Ok(()) => return,
-            Err(seen) => assert!(Instant::now() < deadline, "{what}: {seen}"),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resources_stay_within_their_limits_under_load() {
     let (secs, rate) = load();
@@ -375,25 +331,24 @@ async fn resources_stay_within_their_limits_under_load() {
     let pid = agentd.pid();
 
     // Every server connected, every binding armed, every webhook verified.
-    wait("every binding armed", Duration::from_secs(180), || {
+    poll(Duration::from_secs(180), || {
         agentd.drain(Duration::ZERO);
         let armed = agentd.matching("mcp.events.armed", None).count();
         let connected = agentd.matching("mcp.connect", None).count();
         match (armed, connected) {
             (BINDINGS, 100) => Ok(()),
-            seen => Err(format!("armed, connected: {seen:?}")),
+            seen => Err(format!("bindings armed, servers connected: {seen:?}")),
         }
     });
-    let mut hooks = Vec::new();
-    wait("every webhook verified", Duration::from_secs(60), || {
-        hooks = (0..WEBHOOKS).filter_map(|b| hook(&modern[b], b)).collect();
+    let hooks = poll(Duration::from_secs(60), || {
+        let hooks: Vec<Hook> = (0..WEBHOOKS).filter_map(|b| hook(&modern[b], b)).collect();
         match hooks.len() {
-            WEBHOOKS => Ok(()),
-            n => Err(format!("{n} of {WEBHOOKS}")),
+            WEBHOOKS => Ok(hooks),
+            n => Err(format!("{n} of {WEBHOOKS} webhooks verified")),
         }
     });
     let before = agentd.usage();
-    let connections_before = listener_connections(pid, port);
+    let connections_before = connections_on(pid, port);
 
     // The load, sampled every 100 ms on a thread of its own.
     let stop = Arc::new(AtomicBool::new(false));
@@ -402,7 +357,7 @@ async fn resources_stay_within_their_limits_under_load() {
         std::thread::spawn(move || {
             let mut peak = Peak::default();
             while !stop.load(Ordering::Relaxed) {
-                peak.add(Usage::of(pid), listener_connections(pid, port));
+                peak.add(Usage::of(pid), connections_on(pid, port));
                 std::thread::sleep(Duration::from_millis(100));
             }
             peak
@@ -427,24 +382,19 @@ async fn resources_stay_within_their_limits_under_load() {
     let during = sampling.join().unwrap();
 
     // Back to what it was: the listener's connections, descriptors, threads.
-    let mut after = agentd.usage();
-    wait(
-        "resources back after the load",
-        Duration::from_secs(60),
-        || {
-            after = agentd.usage();
-            let connections = listener_connections(pid, port);
-            match connections <= connections_before
-                && after.fds <= before.fds + 4
-                && after.threads <= before.threads + 4
-            {
-                true => Ok(()),
-                false => Err(format!(
-                    "{connections} connections, {after:?} of {before:?}"
-                )),
-            }
-        },
-    );
+    let after = poll(Duration::from_secs(60), || {
+        let after = agentd.usage();
+        let connections = connections_on(pid, port);
+        match connections <= connections_before
+            && after.fds <= before.fds + 4
+            && after.threads <= before.threads + 4
+        {
+            true => Ok(after),
+            false => Err(format!(
+                "not back: {connections} connections, {after:?} of {before:?}"
+            )),
+        }
+    });
 
     let counts = std::mem::take(&mut *counts.lock().unwrap());
     let sent: u64 = counts.answers.values().sum();
@@ -572,12 +522,10 @@ async fn a_descriptor_limit_below_the_budget_refuses_the_start() {
 
     let script = format!("ulimit -n {} && exec \"$@\"", budget - 1);
     let mut agentd = Daemon::run_after(&file, &script);
-    let mut status = None;
-    wait("the refused start's exit", Duration::from_secs(15), || {
-        status = agentd.exited();
-        status.map(|_| ()).ok_or_else(|| "running".to_owned())
+    let status = poll(Duration::from_secs(15), || {
+        agentd.exited().ok_or("still running")
     });
-    assert_eq!(status.and_then(|s| s.code()), Some(1));
+    assert_eq!(status.code(), Some(1));
     agentd.drain(Duration::from_millis(500));
     let said = format!(
         "agentd: cannot start: {budget} file descriptors are needed (64, 4 for each of \

@@ -261,21 +261,55 @@ pub struct Usage {
     pub hwm_kib: u64,
 }
 
+/// What the process's descriptors point at (`/proc/PID/fd`).
+fn descriptors(proc: &str) -> Vec<String> {
+    std::fs::read_dir(format!("{proc}/fd"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .map(|target| target.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The inodes of the sockets among `descriptors`.
+fn socket_inodes(descriptors: &[String]) -> Vec<&str> {
+    descriptors
+        .iter()
+        .filter_map(|t| t.strip_prefix("socket:[")?.strip_suffix(']'))
+        .collect()
+}
+
+/// The process's TCP connections (IPv4) whose local port is `port`, its listening socket
+/// left out: a server's accepted connections.
+pub fn connections_on(pid: u32, port: u16) -> usize {
+    let proc = format!("/proc/{pid}");
+    let descriptors = descriptors(&proc);
+    let sockets = socket_inodes(&descriptors);
+    let table = std::fs::read_to_string(format!("{proc}/net/tcp")).unwrap_or_default();
+    let local = format!(":{port:04X}");
+    // A table read while it changes may list a socket twice: counted by inode.
+    let connections: std::collections::BTreeSet<&str> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // The local address, the state (0A: listening), the inode.
+            let ours = cols.get(1).is_some_and(|a| a.ends_with(&local))
+                && cols.get(3) != Some(&"0A")
+                && cols.get(9).is_some_and(|i| sockets.contains(i));
+            ours.then(|| cols[9])
+        })
+        .collect();
+    connections.len()
+}
+
 impl Usage {
     pub fn of(pid: u32) -> Self {
         let proc = format!("/proc/{pid}");
-        let inodes: Vec<String> = std::fs::read_dir(format!("{proc}/fd"))
-            .map(|dir| {
-                dir.filter_map(Result::ok)
-                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-                    .map(|target| target.to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let sockets: Vec<&str> = inodes
-            .iter()
-            .filter_map(|t| t.strip_prefix("socket:[")?.strip_suffix(']'))
-            .collect();
+        let inodes = descriptors(&proc);
+        let sockets = socket_inodes(&inodes);
         // `st` is the fourth column, the inode the tenth; 08 is CLOSE_WAIT.
         let close_wait = ["net/tcp", "net/tcp6"]
             .iter()
