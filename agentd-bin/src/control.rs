@@ -11,7 +11,8 @@
 //!   them, unused by the others), a caller of the grant of `scope`, over the events tools of
 //!   the running MCP Events; every call is logged and counted the same way
 //!   ([`Own::call`]);
-//! - `{"list": SCOPE}`: the own tools offered to that scope;
+//! - `{"list": SCOPE}`: the own tools offered to that scope, then the contract tools granted
+//!   to it that are not offered (`"offered": false` and the `reason`);
 //! - `{"catalogue": true}`: the supervisor's tool catalogue, each held server's tools as last
 //!   listed (at its dial, a re-dial or a reload);
 //! - `{"questions": true}`: the open questions put to people (`ask_human`'s and servers'

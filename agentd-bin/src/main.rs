@@ -21,6 +21,7 @@ mod events;
 mod exec;
 mod http;
 mod human;
+mod registry;
 mod store;
 mod telemetry;
 mod tools;

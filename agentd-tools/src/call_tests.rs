@@ -497,7 +497,7 @@ async fn grants_refuse_and_narrow() {
             got,
             Err(Error::NotOffered {
                 tool: "exec".into(),
-                reason: crate::exec::NOT_OFFERED
+                reason: crate::exec::NOT_OFFERED.to_owned()
             })
         );
     }

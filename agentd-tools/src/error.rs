@@ -150,7 +150,7 @@ pub enum Error {
         /// The tool.
         tool: String,
         /// Why, and what would offer it.
-        reason: &'static str,
+        reason: String,
     },
     /// A command could not be started (`cannot_start`).
     CannotStart {
@@ -158,6 +158,11 @@ pub enum Error {
         program: String,
         /// Why.
         detail: String,
+    },
+    /// No MCP server of that name is configured (`unknown_server`).
+    UnknownServer {
+        /// The server.
+        server: String,
     },
 }
 
@@ -191,6 +196,7 @@ impl Error {
             Self::ModelOnly { .. } => "model_only",
             Self::NotOffered { .. } => "not_offered",
             Self::CannotStart { .. } => "cannot_start",
+            Self::UnknownServer { .. } => "unknown_server",
         }
     }
 
@@ -284,6 +290,7 @@ impl fmt::Display for Error {
             Self::CannotStart { program, detail } => {
                 write!(f, "{program:?} cannot start: {detail}")
             }
+            Self::UnknownServer { server } => write!(f, "no server {server:?} is configured"),
         }
     }
 }

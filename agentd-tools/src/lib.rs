@@ -8,6 +8,7 @@ use serde_json::Value;
 pub mod artifact;
 #[cfg(test)]
 mod call_tests;
+pub mod contract;
 mod error;
 pub mod events;
 pub mod exec;

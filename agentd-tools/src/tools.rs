@@ -249,6 +249,6 @@ fn is_events(name: &str) -> bool {
 fn no_runner() -> Error {
     Error::NotOffered {
         tool: exec::TOOL.to_owned(),
-        reason: exec::NOT_OFFERED,
+        reason: exec::NOT_OFFERED.to_owned(),
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Exit statuses: 0 ok; 1 the tool ran and failed (`agentd: CODE: message`); 2 bad usage, or
 //! arguments that are not a JSON object; 3 the daemon is not running; 4 unknown tool; 5 not
-//! granted to the scope; 6 invalid arguments.
+//! granted to the scope, or a contract tool nothing implements (not offered); 6 invalid
+//! arguments.
 
 use std::process::ExitCode;
 
@@ -19,6 +20,7 @@ use crate::control::{List, Request, ToolCall};
 pub(super) const CODES: Codes = &[
     ("unknown_tool", 4),
     ("not_granted", 5),
+    ("not_offered", 5),
     ("invalid_arguments", 6),
 ];
 
@@ -36,8 +38,9 @@ pub(crate) struct Unit {
     pub(crate) subagent: Option<String>,
 }
 
-/// `agentd tool list`: the tools offered to `scope`, a line each (`name  description`), or
-/// the JSON array of them.
+/// `agentd tool list`: the tools offered to `scope`, a line each (`name  description`), then
+/// each contract tool granted to it and not offered (`name  not offered: reason`); or the
+/// JSON array of them (a tool not offered has `"offered": false` and its `reason`).
 pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> ExitCode {
     let request = Request::List(List { list: scope });
     let tools = match ask(config, &request, CODES).await {
@@ -49,7 +52,13 @@ pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> Exi
     } else {
         for tool in tools.as_array().into_iter().flatten() {
             let name = tool["name"].as_str().unwrap_or_default();
-            let description = tool["description"].as_str().unwrap_or_default();
+            let description = match tool["offered"] {
+                Value::Bool(false) => format!(
+                    "not offered: {}",
+                    tool["reason"].as_str().unwrap_or_default()
+                ),
+                _ => tool["description"].as_str().unwrap_or_default().to_owned(),
+            };
             crate::say!("{name:<22}{description}");
         }
     }

@@ -31,6 +31,10 @@ pub(super) struct File {
     pub(super) workflows: Vec<Spanned<toml::Table>>,
     #[serde(default)]
     pub(super) security: SecurityFile,
+    pub(super) knowledge: Option<FamilyFile>,
+    pub(super) search: Option<FamilyFile>,
+    #[serde(default)]
+    pub(super) contracts: ContractsFile,
 }
 
 /// `[security]`.
@@ -49,6 +53,30 @@ pub(super) struct ExecFile {
     pub(super) timeout_max: Option<Spanned<String>>,
     pub(super) output_max: Option<Spanned<u64>>,
     pub(super) path: Option<Spanned<String>>,
+}
+
+/// `[knowledge]`, `[search]`: the server implementing the family's contract tools by name.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FamilyFile {
+    pub(super) server: Spanned<String>,
+}
+
+/// `[contracts]`.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ContractsFile {
+    /// `[contracts.map."TOOL"]`, by contract tool.
+    #[serde(default)]
+    pub(super) map: BTreeMap<Spanned<String>, MappingFile>,
+}
+
+/// `[contracts.map."TOOL"]`: a server's tool implementing one contract tool.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MappingFile {
+    pub(super) server: Spanned<String>,
+    pub(super) tool: Spanned<String>,
 }
 
 /// `[model]`.

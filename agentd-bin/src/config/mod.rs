@@ -1,5 +1,6 @@
 //! `agentd.toml`: read, validated, and every error named by its key and file position.
 
+mod contracts;
 mod file;
 pub(crate) mod security;
 
@@ -13,6 +14,7 @@ use agentd_tools::Scope;
 use agentd_tools::memory::VALUE_MAX_LEAST;
 use toml::Spanned;
 
+pub(crate) use self::contracts::{Contracts, Implementation};
 use self::file::File;
 
 /// `store.max_value_bytes` when the file says nothing.
@@ -66,6 +68,8 @@ pub(crate) struct Config {
         )
     )]
     pub(crate) exec: Option<security::Exec>,
+    /// The contract tools' implementations (`[knowledge]`, `[search]`, `[contracts.map]`).
+    pub(crate) contracts: Contracts,
 }
 
 impl Config {
@@ -507,9 +511,21 @@ pub(crate) fn parse(
     }
     let workflows = workflows(&raw.workflows, &at)?;
     let exec = security::exec(&raw.security, &duration, &at)?;
+    let mut contracts = contracts::contracts(
+        [
+            ("knowledge", raw.knowledge.as_ref()),
+            ("search", raw.search.as_ref()),
+        ],
+        &raw.contracts.map,
+        &|name| servers.iter().any(|s| s.name == name),
+        &at,
+    )?;
+    // The local runner implements `exec` when no mapping does.
+    contracts.local_exec = exec.is_some();
     Ok(Config {
         workflows,
         exec,
+        contracts,
         model,
         budget_tokens,
         turn_timeout: duration(

@@ -637,3 +637,64 @@ fn exec_policy_errors_are_named_even_when_disabled() {
     }
     assert_eq!(key("shell = true"), "");
 }
+
+#[test]
+fn contracts_are_implemented_by_a_family_server_or_a_mapping() {
+    let servers = "[[mcp.servers]]\nname = \"kb\"\nurl = \"http://127.0.0.1:1/mcp\"\n\
+                   [[mcp.servers]]\nname = \"box\"\nurl = \"http://127.0.0.1:2/mcp\"\n";
+    let text = format!(
+        "{servers}[knowledge]\nserver = \"kb\"\n\
+         [contracts.map.\"knowledge.get\"]\nserver = \"box\"\ntool = \"page\"\n\
+         [contracts.map.\"code.run\"]\nserver = \"box\"\ntool = \"run\"\n"
+    );
+    let c = parse("agentd.toml", &text, &env).unwrap();
+    let mapped = |tool: &str| match c.contracts.implementation(tool) {
+        Ok(Implementation::Mapped(m)) => (m.server.clone(), m.tool.clone()),
+        other => panic!("{tool}: {other:?}"),
+    };
+    let pair = |s: &str, t: &str| (s.to_owned(), t.to_owned());
+    assert_eq!(mapped("knowledge.search"), pair("kb", "knowledge.search"));
+    assert_eq!(mapped("knowledge.list"), pair("kb", "knowledge.list"));
+    assert_eq!(
+        mapped("knowledge.get"),
+        pair("box", "page"),
+        "a mapping wins"
+    );
+    assert_eq!(mapped("code.run"), pair("box", "run"));
+
+    // Nothing implements the rest: each says why.
+    let why = |tool: &str| c.contracts.implementation(tool).unwrap_err();
+    assert!(
+        why("search.query").contains("no search.server"),
+        "{}",
+        why("search.query")
+    );
+    assert!(
+        why("exec").contains("security.exec.enabled"),
+        "{}",
+        why("exec")
+    );
+    let bare = parse("agentd.toml", servers, &env).unwrap();
+    let code = bare.contracts.implementation("code.run").unwrap_err();
+    assert!(code.contains("only a mapping"), "{code}");
+    let mut local = bare.contracts.clone();
+    local.local_exec = true;
+    assert_eq!(local.implementation("exec"), Ok(Implementation::Local));
+
+    // An unknown server, a tool that is no contract's, an empty tool: refused at load.
+    let e = err(&format!("{servers}[search]\nserver = \"web\"\n"));
+    assert_eq!(e.key, "search.server");
+    assert!(e.message.contains("not one of mcp.servers"), "{e}");
+    let e = err(&text.replace("\"code.run\"", "\"memory.get\""));
+    assert_eq!(e.key, "contracts.map.\"memory.get\"");
+    assert!(e.message.contains("no contract tool"), "{e}");
+    let e = err(&text.replace(
+        "server = \"box\"\ntool = \"run\"",
+        "server = \"nope\"\ntool = \"run\"",
+    ));
+    assert_eq!(e.key, "contracts.map.\"code.run\".server");
+    let e = err(&text.replace("tool = \"run\"", "tool = \"\""));
+    assert_eq!(e.key, "contracts.map.\"code.run\".tool");
+    let e = err(&format!("{servers}[knowledge]\nservers = \"kb\"\n"));
+    assert!(e.message.contains("servers"), "{e}");
+}

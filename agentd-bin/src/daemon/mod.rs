@@ -405,7 +405,7 @@ impl Daemon {
             &shutdown,
             &metrics,
             &events_degraded,
-            (&gate, &instruction, &skills, &subagents, &workflows),
+            (&gate, &instruction, &skills, &subagents, &workflows, &held),
         );
         workflows.tools(own.clone());
         let (served, current) = watch::channel(Served {
@@ -728,6 +728,7 @@ impl Daemon {
                 &self.skills,
                 &self.subagents,
                 &self.workflows,
+                &self.held,
             ),
         );
         self.workflows.tools(tools.clone());
@@ -826,6 +827,7 @@ type Agentry<'a> = (
     &'a Skills,
     &'a Subagents,
     &'a Workflows,
+    &'a Held,
 );
 
 /// The own tools of `config` over `store` and the agent's parts (asking people through
@@ -836,7 +838,7 @@ fn own_tools(
     shutdown: &CancellationToken,
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
-    (gate, instruction, skills, subagents, workflows): Agentry<'_>,
+    (gate, instruction, skills, subagents, workflows, held): Agentry<'_>,
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -850,6 +852,7 @@ fn own_tools(
             skills: skills.clone(),
             subagents: subagents.clone(),
             workflows: workflows.clone(),
+            servers: Arc::new(held.clone()),
         },
     ))
 }

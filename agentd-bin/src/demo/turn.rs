@@ -131,6 +131,7 @@ async fn turn(
         skills: skills.clone(),
         subagents: subagents.map_err(DemoTurnError::Store)?,
         workflows: workflows::Workflows::start(runs, tasks, shutdown.clone()),
+        servers: Arc::new(workflows::NoServers),
     };
     let own = Own::new(
         store.clone(),

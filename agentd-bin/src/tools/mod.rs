@@ -7,6 +7,12 @@
 //! sleep of at most [`agentd_tools::wait::POLL`]): the store answers one request at a time on
 //! its thread, and a check is one read there.
 //!
+//! A contract tool (`knowledge.*`, `search.*`, `code.run`, `exec`) is offered when
+//! configuration implements it ([`crate::config::Contracts`]) and granted; a mapped one is
+//! called through the supervisor's tool registry ([`Registry`]), as a workflow `tool` step
+//! naming `server/tool` is. The list of the tools offered to a scope ([`Own::offered`]) also
+//! names the contract tools granted to it that are not offered, and why.
+//!
 //! Every call goes through [`Own::call`], the events tools' too (made over the [`Control`]
 //! of the running MCP Events, for an owner: [`Events`]), which writes a `tool.call` line at
 //! debug (the tool, the scope, the unit and the outcome: `ok` or the error's code; never the
@@ -24,7 +30,7 @@ use agentd_tools::plan::{Plan, Plans, Step, Update};
 use agentd_tools::reasoning::Reasoning;
 use agentd_tools::status::{Budget, Inbox, Report, Status};
 use agentd_tools::wait::{Record, Streams};
-use agentd_tools::{Caller, Error, Scope, Services, Tool, Tools};
+use agentd_tools::{Caller, Error, Scope, Services, Tool, Tools, contract};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -33,9 +39,10 @@ use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
 use crate::agent::subagents::Subagents;
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, Contracts, Implementation};
 use crate::events::Control;
 use crate::human::Gate;
+use crate::registry::Registry;
 use crate::store::{self, Store, units};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
@@ -54,6 +61,8 @@ pub(crate) struct Parts {
     pub(crate) subagents: Subagents,
     /// The workflows and their runs.
     pub(crate) workflows: Workflows,
+    /// The held servers, as the supervisor's tool registry reaches them.
+    pub(crate) servers: Arc<dyn workflows::Servers>,
 }
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
@@ -62,6 +71,10 @@ pub(crate) struct Parts {
 pub(crate) struct Own {
     tools: Tools<Durable>,
     metrics: Arc<Metrics>,
+    /// The contract tools' implementations.
+    contracts: Contracts,
+    /// The supervisor's tool registry.
+    registry: Registry,
 }
 
 impl Own {
@@ -76,6 +89,12 @@ impl Own {
         events_degraded: Arc<AtomicBool>,
         parts: Parts,
     ) -> Self {
+        let registry = Registry::new(
+            config,
+            parts.servers,
+            parts.workflows.clone(),
+            crate::clock::random_bytes,
+        );
         let durable = Durable {
             store,
             instance: config.instance.clone(),
@@ -98,6 +117,8 @@ impl Own {
         Self {
             tools: Tools::new(durable, config.tool_grants.clone()),
             metrics,
+            contracts: config.contracts.clone(),
+            registry,
         }
     }
 
@@ -116,7 +137,10 @@ impl Own {
                 let who = agentd_tools::events::Caller::new(caller.scope.into(), owner);
                 agentd_tools::events::call(control, who, name, arguments).await
             }
-            None => self.tools.call(caller, name, arguments).await,
+            None => match self.contract(caller, name, arguments).await {
+                Ok(answer) => answer,
+                Err(arguments) => self.tools.call(caller, name, arguments).await,
+            },
         };
         self.told(caller, name, answer)
     }
@@ -130,8 +154,46 @@ impl Own {
         arguments: Value,
         reasoning: Option<&dyn Reasoning>,
     ) -> Result<Value, Error> {
-        let answer = self.tools.call_in(caller, name, arguments, reasoning).await;
+        let answer = match self.contract(caller, name, arguments).await {
+            Ok(answer) => answer,
+            Err(arguments) => self.tools.call_in(caller, name, arguments, reasoning).await,
+        };
         self.told(caller, name, answer)
+    }
+
+    /// The answer of contract tool `name` called by `caller`: `not_granted` when it is not
+    /// granted to the caller's scope, `not_offered` (with the reason) when nothing
+    /// implements it, `invalid_arguments` when the arguments do not fit its schema, else the
+    /// mapped tool's result through the registry. `Err(arguments)`, given back, for a tool
+    /// that is no contract or one the local runner implements: the own tools run it.
+    async fn contract(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Result<Value, Error>, Value> {
+        let Some(tool) = agentd_tools::tool(name).filter(|t| contract::is_contract(t.name)) else {
+            return Err(arguments);
+        };
+        if !self.tools.grants().offers(caller.scope, name) {
+            return Ok(Err(Error::NotGranted {
+                tool: name.to_owned(),
+                scope: Some(caller.scope),
+            }));
+        }
+        let mapping = match self.contracts.implementation(name) {
+            Ok(Implementation::Mapped(mapping)) => mapping,
+            Ok(Implementation::Local) => return Err(arguments),
+            Err(reason) => {
+                let tool = name.to_owned();
+                return Ok(Err(Error::NotOffered { tool, reason }));
+            }
+        };
+        if let Err(e) = tool.check(&arguments) {
+            return Ok(Err(e));
+        }
+        let (server, tool) = (&mapping.server, &mapping.tool);
+        Ok(self.registry.call(caller, server, tool, arguments).await)
     }
 
     /// `answer`, the call of `name` by `caller` logged and counted.
@@ -164,25 +226,51 @@ impl Own {
         self.metrics.tool_call(tool, outcome);
     }
 
-    /// The tools offered to `scope`.
+    /// The tools offered to `scope`: the own tools granted and built, and the contract tools
+    /// granted and implemented.
     pub(crate) fn granted(&self, scope: Scope) -> impl Iterator<Item = &'static Tool> + '_ {
-        self.tools.offered(scope)
+        let own = self
+            .tools
+            .offered(scope)
+            .filter(|t| !contract::is_contract(t.name));
+        let contracts = self
+            .contracts(scope)
+            .filter_map(|(tool, implemented)| implemented.ok().map(|_| tool));
+        own.chain(contracts)
+    }
+
+    /// The contract tools granted to `scope`, each with its implementation or why it has
+    /// none.
+    fn contracts(
+        &self,
+        scope: Scope,
+    ) -> impl Iterator<Item = (&'static Tool, Result<Implementation<'_>, String>)> + '_ {
+        contract::TOOLS
+            .into_iter()
+            .filter(move |name| self.tools.grants().offers(scope, name))
+            .filter_map(agentd_tools::tool)
+            .map(|tool| (tool, self.contracts.implementation(tool.name)))
     }
 
     /// The tools offered to `scope`: `{"name", "description", "inputSchema", "grants"}` each
-    /// (`grants`: who the tool is granted to by default).
+    /// (`grants`: who the tool is granted to by default); then each contract tool granted to
+    /// `scope` that nothing implements, not offered: `{"name", "description", "offered":
+    /// false, "reason"}`.
     pub(crate) fn offered(&self, scope: Scope) -> Vec<Value> {
-        self.granted(scope)
-            .map(|t| {
-                let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
-                json!({
-                    "name": t.name,
-                    "description": t.does,
-                    "inputSchema": t.input_schema,
-                    "grants": grants,
-                })
+        let offered = self.granted(scope).map(|t| {
+            let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
+            json!({
+                "name": t.name,
+                "description": t.does,
+                "inputSchema": t.input_schema,
+                "grants": grants,
             })
-            .collect()
+        });
+        let not_offered = self.contracts(scope).filter_map(|(t, implemented)| {
+            let reason = implemented.err()?;
+            Some(json!({"name": t.name, "description": t.does, "offered": false, "reason": reason}))
+        });
+        offered.chain(not_offered).collect()
     }
 }
 
@@ -522,7 +610,7 @@ impl OwnTools for Own {
 }
 
 /// A workflow's `tool` steps call the own tools as the operator's calls do: logged and
-/// counted.
+/// counted; a step naming `server/tool` calls that tool through the registry.
 impl workflows::Tools for Own {
     fn call<'a>(
         &'a self,
@@ -530,6 +618,9 @@ impl workflows::Tools for Own {
         name: &'a str,
         arguments: Value,
     ) -> Boxed<'a, Result<Value, Error>> {
-        Box::pin(Self::call(self, caller, name, arguments, None))
+        match contract::registry_tool(name) {
+            Some((server, tool)) => Box::pin(self.registry.call(caller, server, tool, arguments)),
+            None => Box::pin(Self::call(self, caller, name, arguments, None)),
+        }
     }
 }

@@ -29,6 +29,7 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
         skills: Skills::start("t", &[], Arc::new(Unheld), &tasks, shutdown.clone()),
         subagents: Subagents::start(store.clone()).await.unwrap(),
         workflows: Workflows::start(setup, &tasks, shutdown.clone()),
+        servers: Arc::new(workflows::NoServers),
     }
 }
 
@@ -135,4 +136,97 @@ async fn the_clock_sleeps_until_shutdown() {
         clock.sleep(Duration::from_secs(3600)).await,
         Woke::ShuttingDown
     );
+}
+
+#[tokio::test]
+async fn a_contract_tool_is_offered_only_when_implemented_and_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (own, _) = own(dir.path(), Grants::default()).await;
+    let listed = own.offered(Scope::Root);
+    let named = |name: &str| listed.iter().find(|t| t["name"] == name).cloned();
+    let knowledge = named("knowledge.search").expect("listed, not offered");
+    assert_eq!(knowledge["offered"], false);
+    let reason = knowledge["reason"].as_str().unwrap();
+    assert!(reason.contains("no knowledge.server"), "{reason}");
+    assert!(
+        named("exec").unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exec build feature")
+    );
+    assert!(
+        own.granted(Scope::Root)
+            .all(|t| !contract::is_contract(t.name))
+    );
+    // code.run is not granted to subagents: not listed for them at all.
+    let subagent = own.offered(Scope::Subagent);
+    assert!(subagent.iter().all(|t| t["name"] != "code.run"));
+    assert!(subagent.iter().any(|t| t["name"] == "search.fetch"));
+
+    let caller = Caller::operator(Scope::Root);
+    let called = own.call(
+        &caller,
+        "code.run",
+        json!({"language": "py", "code": "1"}),
+        None,
+    );
+    let e = called.await.unwrap_err();
+    assert_eq!(e.code(), "not_offered");
+    assert!(
+        e.to_string().starts_with("code.run is not offered: "),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_mapped_contract_is_offered_and_called_through_the_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        Limits {
+            max_value_bytes: 1024,
+        },
+    )
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let text = "instance = \"t\"\n[[mcp.servers]]\nname = \"kb\"\nurl = \"http://127.0.0.1:1/mcp\"\n\
+                [knowledge]\nserver = \"kb\"\n[tools.grants]\nsubagent = [\"memory.*\"]\n";
+    let config = crate::config::parse("t.toml", text, &|_| None).unwrap();
+    let parts = parts(&store, &shutdown).await;
+    let own = Own::new(
+        store,
+        &config,
+        shutdown,
+        Arc::default(),
+        Arc::default(),
+        parts,
+    );
+    let offered: Vec<&str> = own.granted(Scope::Root).map(|t| t.name).collect();
+    for name in ["knowledge.search", "knowledge.get", "knowledge.list"] {
+        assert!(offered.contains(&name), "{name}");
+    }
+    assert!(!offered.contains(&"search.query"));
+    let listed = own.offered(Scope::Root);
+    let search = listed
+        .iter()
+        .find(|t| t["name"] == "knowledge.search")
+        .unwrap();
+    assert!(search["inputSchema"].is_object() && search.get("offered").is_none());
+    // Narrowed away from subagents: neither offered nor listed.
+    assert!(
+        own.offered(Scope::Subagent)
+            .iter()
+            .all(|t| t["name"] != "knowledge.get")
+    );
+    let subagent = Caller::subagent("s");
+    let sub = own.call(&subagent, "knowledge.get", json!({"id": "x"}), None);
+    assert_eq!(sub.await.unwrap_err().code(), "not_granted");
+
+    let root = Caller::operator(Scope::Root);
+    let bad = own.call(&root, "knowledge.search", json!({"q": "x"}), None);
+    assert_eq!(bad.await.unwrap_err().code(), "invalid_arguments");
+    // Checked, then called through the registry: these servers hold no kb.
+    let call = own.call(&root, "knowledge.search", json!({"query": "x"}), None);
+    assert_eq!(call.await.unwrap_err().code(), "unknown_server");
 }

@@ -31,7 +31,9 @@
 //! - `mcp.resource` {`server`, and one of `list: true`, `read: URI`, `templates: true`,
 //!   `prompt: {name, arguments}`, `complete: {ref, argument, context}`}: `resources/list`,
 //!   `resources/read`, `resources/templates/list`, `prompts/get`, `completion/complete`;
-//! - `tool` {`name`, `arguments`}: one of agentd's own tools granted to workflows;
+//! - `tool` {`name`, `arguments`}: one of agentd's own tools granted to workflows (a contract
+//!   tool among them), or a tool of the supervisor's registry named `server/tool` (checked
+//!   at each call, `unknown_server` or `unknown_tool` when the catalogue has no such tool);
 //! - `agent` {`prompt`}: a model turn whose answer is the step's output;
 //! - `wait` {`on`: `{resource: {server, uri}}` | `{signal: {name}}` | `{duration: D}`}.
 //!
@@ -747,6 +749,28 @@ struct SignalWait {
 pub const PROMPT_MAX: usize = 16 * 1024;
 
 /// Checks one step, at `at`.
+/// Checks that `name` is an own tool a `tool` step may call: granted to workflows, not an
+/// events tool, built or a contract.
+fn own_tool(name: &str, at: &str) -> Result<(), DefinitionError> {
+    let tool = crate::tool(name)
+        .ok_or_else(|| DefinitionError::new(at, "tool", format!("no tool is named {name:?}")))?;
+    if !tool.granted_to(Scope::Workflow) || name.starts_with("events.") {
+        return Err(DefinitionError::new(
+            at,
+            "tool",
+            format!("{name} is not granted to workflows"),
+        ));
+    }
+    if !tool.built && !crate::contract::is_contract(name) {
+        return Err(DefinitionError::new(
+            at,
+            "tool",
+            format!("{name} is not built yet"),
+        ));
+    }
+    Ok(())
+}
+
 fn step(value: &Value, at: &str, order: Order<'_>) -> Result<Step, DefinitionError> {
     let Value::Object(members) = value else {
         return Err(DefinitionError::new(at, "shape", "a step is an object"));
@@ -869,27 +893,10 @@ fn step(value: &Value, at: &str, order: Order<'_>) -> Result<Step, DefinitionErr
         }
         "tool" => {
             let file: ToolFile = from(&rest, at)?;
-            let name_at = format!("{at}/name");
-            let tool = crate::tool(&file.name).ok_or_else(|| {
-                DefinitionError::new(
-                    &name_at,
-                    "tool",
-                    format!("no tool is named {:?}", file.name),
-                )
-            })?;
-            if !tool.granted_to(Scope::Workflow) || file.name.starts_with("events.") {
-                return Err(DefinitionError::new(
-                    &name_at,
-                    "tool",
-                    format!("{} is not granted to workflows", file.name),
-                ));
-            }
-            if !tool.built {
-                return Err(DefinitionError::new(
-                    &name_at,
-                    "tool",
-                    format!("{} is not built yet", file.name),
-                ));
+            // A tool of the supervisor's registry (`server/tool`) is checked at each call,
+            // against the catalogue of the moment; an own tool here.
+            if crate::contract::registry_tool(&file.name).is_none() {
+                own_tool(&file.name, &format!("{at}/name"))?;
             }
             let arguments = Value::Object(file.arguments);
             templates(&arguments, &format!("{at}/arguments"), order)?;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::definition::{
-    DEFINITION_MAX, Definition, DefinitionError, LABEL_MAX, LABELS_MAX, NAME_MAX, PROMPT_MAX,
+    DEFINITION_MAX, Definition, DefinitionError, Kind, LABEL_MAX, LABELS_MAX, NAME_MAX, PROMPT_MAX,
     RETRIES_MAX, STEPS_MAX,
 };
 use super::run::{Action, Call, Execute, Failure, Limits, Record, Run, SIGNALS_MAX, Status};
@@ -744,6 +744,16 @@ fn steps_are_checked_for_their_shape() {
             "tool",
         ),
         (
+            json!({"steps": [{"id": "a", "type": "tool", "name": "/add"}]}),
+            "/steps/0/name",
+            "tool",
+        ),
+        (
+            json!({"steps": [{"id": "a", "type": "tool", "name": "ref/add", "arguments": {"a": "{{steps.b.output}}"}}]}),
+            "/steps/0/arguments/a",
+            "template",
+        ),
+        (
             json!({"steps": [{"id": "a", "type": "agent", "prompt": ""}]}),
             "/steps/0/prompt",
             "bound",
@@ -864,4 +874,20 @@ fn starts_are_read_and_checked() {
     let mut past = at_bound;
     past.push(json!({"manual": {}}));
     assert_eq!(refused(Value::from(past)).rule, "bound");
+}
+
+#[test]
+fn a_tool_step_names_an_own_tool_a_contract_or_a_registry_tool() {
+    for name in [
+        "memory.get",
+        "knowledge.search",
+        "code.run",
+        "exec",
+        "ref/add",
+        "a/b/c",
+    ] {
+        let body = json!({"steps": [{"id": "a", "type": "tool", "name": name, "arguments": {"x": "{{input.x}}"}}]});
+        let definition = Definition::parse("wf", &body).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(matches!(&definition.steps[0].kind, Kind::Tool { name: n, .. } if n == name));
+    }
 }

@@ -1,0 +1,357 @@
+//! The supervisor's tool registry: a server's tool called over the supervisor's connection
+//! to it (the one the daemon holds, as `mcp.tool` steps reach it), for a workflow `tool`
+//! step naming `server/tool` and for a contract tool mapped to a server's tool.
+//!
+//! A call waits for its server's connection at most the connection timeout
+//! (`mcp.servers[].timeout`, else `mcp.default_timeout`), and the call itself is bounded by
+//! the same timeout, each silence (the connection's own bound). It carries `_meta` built in
+//! one place ([`Registry::meta`]):
+//! - `agent/run_id`: the workflow run of the caller, else a fresh id of 32 hex digits;
+//! - `agent/instance`;
+//! - `traceparent`: the run's trace (its id) and a fresh span, else a fresh trace;
+//! - `agent/idempotency_key`: `<run>:<step>` for a step of a run (stable across the step's
+//!   attempts), else the fresh run id;
+//! - `agent/acting_for` ([`ActingFor`]): `{"principal": ID, "autonomous": false}` for the
+//!   principal who started the work, else the instance's autonomous identity,
+//!   `{"principal": "agent:<instance>", "autonomous": true}`;
+//! - `agent/labels`: an object of strings, the server's `tags` and the workflow's `labels`
+//!   merged (a key in both takes the workflow's value).
+//!
+//! The principal of a caller: the operator (`agentd tool call`, `agentd workflow run`:
+//! `operator`), a conversation (`conversation:<id>`, whoever speaks in it). A run's principal
+//! is the one of whoever started it (its `by`), followed through the runs that started runs
+//! (at most [`RUNS_FOLLOWED`]); a run started by a start (`start:…`), a subagent's call and
+//! anything else acts for the instance's autonomous identity, named after `instance`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentd_tools::workflow::Workflows as _;
+use agentd_tools::{AgentMeta, Caller, Error};
+use serde_json::{Value, json};
+
+use crate::agent::calls::said;
+use crate::agent::meta::{hex, traceparent};
+use crate::config::Config;
+use crate::workflows::{Servers, Workflows};
+
+/// The most runs followed back to the principal who started the first.
+pub(crate) const RUNS_FOLLOWED: usize = 8;
+
+/// Who a registry call acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ActingFor {
+    /// The principal who started the work: `operator` or `conversation:<id>`.
+    Principal(String),
+    /// The instance on its own: `agent:<instance>`.
+    Autonomous(String),
+}
+
+impl ActingFor {
+    /// `agent/acting_for`: `{"principal", "autonomous"}`.
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            Self::Principal(id) => json!({"principal": id, "autonomous": false}),
+            Self::Autonomous(id) => json!({"principal": id, "autonomous": true}),
+        }
+    }
+}
+
+/// What a registry call is part of: the keys of its `_meta` but the server's tags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Work {
+    /// `agent/run_id`.
+    pub(crate) run_id: String,
+    /// `traceparent`.
+    pub(crate) traceparent: String,
+    /// `agent/idempotency_key`.
+    pub(crate) idempotency_key: String,
+    /// `agent/acting_for`.
+    pub(crate) acting_for: ActingFor,
+    /// The workflow's labels (none outside a run).
+    pub(crate) labels: BTreeMap<String, String>,
+}
+
+/// A configured server as the registry calls it.
+#[derive(Debug, Clone)]
+struct Reached {
+    /// The connection timeout.
+    timeout: Duration,
+    /// Its `tags`.
+    tags: BTreeMap<String, String>,
+}
+
+/// The supervisor's tool registry. Random ids come from `random`.
+#[derive(Debug, Clone)]
+pub(crate) struct Registry {
+    instance: String,
+    servers: Arc<dyn Servers>,
+    reached: BTreeMap<String, Reached>,
+    runs: Workflows,
+    random: fn() -> [u8; 16],
+}
+
+impl Registry {
+    /// The registry of `config`'s servers, reached through `servers`; the runs of calls made
+    /// in workflow runs read in `runs`.
+    pub(crate) fn new(
+        config: &Config,
+        servers: Arc<dyn Servers>,
+        runs: Workflows,
+        random: fn() -> [u8; 16],
+    ) -> Self {
+        let reached = config
+            .servers
+            .iter()
+            .map(|s| {
+                let reached = Reached {
+                    timeout: s.timeout,
+                    tags: s.tags.clone(),
+                };
+                (s.name.clone(), reached)
+            })
+            .collect();
+        Self {
+            instance: config.instance.clone(),
+            servers,
+            reached,
+            runs,
+            random,
+        }
+    }
+
+    /// Calls `tool` of `server` for `caller` with `arguments`: the tool's `CallToolResult`.
+    /// Refused `unknown_server` when no server of that name is configured, `not_connected`
+    /// when it is not connected within its timeout, `unknown_tool` (named `server/tool`)
+    /// when its catalogue has no such tool; `server` when the call fails or the result has
+    /// `isError` (its text the detail).
+    pub(crate) async fn call(
+        &self,
+        caller: &Caller,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, Error> {
+        let reached = self
+            .reached
+            .get(server)
+            .ok_or_else(|| Error::UnknownServer {
+                server: server.to_owned(),
+            })?;
+        let not_connected = || Error::NotConnected {
+            server: server.to_owned(),
+        };
+        let connection = tokio::time::timeout(reached.timeout, self.servers.connection(server));
+        let client = connection.await.map_err(|_| not_connected())?;
+        let client = client.ok_or_else(|| Error::UnknownServer {
+            server: server.to_owned(),
+        })?;
+        if !client.catalog().tools().iter().any(|t| t.name == tool) {
+            return Err(Error::UnknownTool {
+                tool: format!("{server}/{tool}"),
+            });
+        }
+        let work = self.work(caller).await;
+        let meta = self.meta(server, &work).to_meta();
+        let failed = |detail: String| Error::Server {
+            server: server.to_owned(),
+            detail,
+        };
+        let arguments = match arguments {
+            Value::Object(arguments) => Some(arguments),
+            _ => None,
+        };
+        let result = client
+            .call_tool_with(tool, arguments, Some(&meta), |_| {})
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        if result.is_error() {
+            return Err(failed(said(&result)));
+        }
+        serde_json::to_value(&result).map_err(|e| failed(format!("an unreadable result: {e}")))
+    }
+
+    /// The `_meta` of a call of `server`'s tool for `work`: the one builder of every
+    /// registry call's keys.
+    pub(crate) fn meta(&self, server: &str, work: &Work) -> AgentMeta {
+        let mut labels = self
+            .reached
+            .get(server)
+            .map(|r| r.tags.clone())
+            .unwrap_or_default();
+        labels.extend(work.labels.clone());
+        let mut meta = AgentMeta::new(&work.run_id, &self.instance);
+        meta.traceparent = Some(work.traceparent.clone());
+        meta.idempotency_key = Some(work.idempotency_key.clone());
+        meta.acting_for = Some(work.acting_for.to_value());
+        meta.labels = Some(labels);
+        meta
+    }
+
+    /// What a call by `caller` is part of: its run (read from the store's runs) when it is
+    /// a step of one, else fresh ids.
+    pub(crate) async fn work(&self, caller: &Caller) -> Work {
+        let span: [u8; 8] = {
+            let random = (self.random)();
+            let mut span = [0; 8];
+            span.copy_from_slice(&random[..8]);
+            span
+        };
+        let Some(run) = &caller.ids.run else {
+            let run_id = hex(&(self.random)());
+            return Work {
+                traceparent: traceparent(&run_id, span),
+                idempotency_key: run_id.clone(),
+                run_id,
+                acting_for: self.acting_for(&caller.unit()).await,
+                labels: BTreeMap::new(),
+            };
+        };
+        let record = self.runs.status(run).await.ok();
+        let labels = record
+            .as_ref()
+            .and_then(|r| serde_json::from_value(r.definition["labels"].clone()).ok())
+            .unwrap_or_default();
+        let by = record.map_or_else(String::new, |r| r.by);
+        let idempotency_key = match &caller.ids.step {
+            Some(step) => format!("{run}:{step}"),
+            None => run.clone(),
+        };
+        // A run's id is its trace's; an id that is not one (32 hex digits) makes a trace.
+        let trace = match run.len() == 32 && run.bytes().all(|b| b.is_ascii_hexdigit()) {
+            true => run.to_ascii_lowercase(),
+            false => hex(&(self.random)()),
+        };
+        Work {
+            run_id: run.clone(),
+            traceparent: traceparent(&trace, span),
+            idempotency_key,
+            acting_for: self.acting_for(&by).await,
+            labels,
+        }
+    }
+
+    /// Who the work of unit `by` acts for, the runs that started runs followed back.
+    async fn acting_for(&self, by: &str) -> ActingFor {
+        let mut by = by.to_owned();
+        for _ in 0..=RUNS_FOLLOWED {
+            if by == "operator" || by.starts_with("conversation:") {
+                return ActingFor::Principal(by);
+            }
+            let Some(run) = by.strip_prefix("run:") else {
+                break;
+            };
+            match self.runs.status(run).await {
+                Ok(record) => by = record.by,
+                Err(_) => break,
+            }
+        }
+        ActingFor::Autonomous(format!("agent:{}", self.instance))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentd_tools::Scope;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::store::{Limits, Store};
+    use crate::workflows::{NoServers, Subagent};
+
+    /// A registry of server `kb` (tagged `team = "ops"`, `env = "prod"`) over no connection,
+    /// its random ids all `0xab`.
+    async fn registry(dir: &std::path::Path) -> Registry {
+        let text = "instance = \"t\"\n[[mcp.servers]]\nname = \"kb\"\n\
+                    url = \"http://127.0.0.1:1/mcp\"\ntimeout = \"1s\"\n\
+                    tags = { team = \"ops\", env = \"prod\" }\n";
+        let config = crate::config::parse("t.toml", text, &|_| None).unwrap();
+        let limits = Limits {
+            max_value_bytes: 1024,
+        };
+        let store = Store::open(dir, limits).await.unwrap();
+        let setup = crate::workflows::Setup {
+            instance: "t".into(),
+            store,
+            servers: Arc::new(NoServers),
+            agent: Arc::new(Subagent),
+            limits: agentd_tools::workflow::run::Limits::default(),
+            configured: Vec::new(),
+        };
+        let tasks = tokio_util::task::TaskTracker::new();
+        let runs = Workflows::start(setup, &tasks, CancellationToken::new());
+        Registry::new(&config, Arc::new(NoServers), runs, || [0xab; 16])
+    }
+
+    #[tokio::test]
+    async fn the_meta_says_who_the_work_is_for_and_its_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let work = Work {
+            run_id: "r".into(),
+            traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+            idempotency_key: "r:s".into(),
+            acting_for: ActingFor::Principal("operator".into()),
+            labels: BTreeMap::from([("team".to_owned(), "search".to_owned())]),
+        };
+        assert_eq!(
+            Value::Object(registry.meta("kb", &work).to_meta()),
+            json!({
+                "agent/run_id": "r",
+                "agent/instance": "t",
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                "agent/idempotency_key": "r:s",
+                "agent/acting_for": {"principal": "operator", "autonomous": false},
+                // Every tag of the server, a label of the workflow winning on its key.
+                "agent/labels": {"env": "prod", "team": "search"},
+            })
+        );
+        let mut autonomous = work.clone();
+        autonomous.acting_for = ActingFor::Autonomous("agent:t".into());
+        autonomous.labels.clear();
+        let meta = registry.meta("kb", &autonomous).to_meta();
+        assert_eq!(
+            meta["agent/acting_for"],
+            json!({"principal": "agent:t", "autonomous": true})
+        );
+        assert_eq!(meta["agent/labels"], json!({"env": "prod", "team": "ops"}));
+    }
+
+    #[tokio::test]
+    async fn work_outside_a_run_has_fresh_ids_and_its_principal() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let operator = registry.work(&Caller::operator(Scope::Root)).await;
+        let fresh = "ab".repeat(16);
+        assert_eq!(operator.run_id, fresh);
+        assert_eq!(operator.idempotency_key, fresh);
+        assert_eq!(
+            operator.traceparent,
+            format!("00-{fresh}-{}-01", "ab".repeat(8))
+        );
+        assert_eq!(operator.acting_for, ActingFor::Principal("operator".into()));
+        assert!(operator.labels.is_empty());
+        let root = registry.work(&Caller::root("root")).await;
+        let principal = ActingFor::Principal("conversation:root".into());
+        assert_eq!(root.acting_for, principal);
+        let subagent = registry.work(&Caller::subagent("s1")).await;
+        assert_eq!(subagent.acting_for, ActingFor::Autonomous("agent:t".into()));
+        // A run the store does not hold: its key still the step's, for the instance.
+        let unknown = registry.work(&Caller::workflow("gone", "add")).await;
+        assert_eq!(unknown.idempotency_key, "gone:add");
+        assert_eq!(unknown.acting_for, ActingFor::Autonomous("agent:t".into()));
+    }
+
+    #[tokio::test]
+    async fn a_server_not_configured_or_not_held_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let caller = Caller::operator(Scope::Root);
+        let unknown = registry.call(&caller, "nope", "t", json!({})).await;
+        assert_eq!(unknown.unwrap_err().code(), "unknown_server");
+        // Configured, but the servers hold none of that name.
+        let unheld = registry.call(&caller, "kb", "t", json!({})).await;
+        assert_eq!(unheld.unwrap_err().code(), "unknown_server");
+    }
+}
