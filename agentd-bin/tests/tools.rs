@@ -404,7 +404,8 @@ fn a_call_is_logged_without_its_values_and_counted() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("JSON object"), "{stderr}");
 
-    // The plain list: a line per tool offered, its name then its description.
+    // The plain list: a line per tool offered, its name then its description; then a line
+    // per contract tool not offered, its name then why.
     let (_, offered, _) = tool(&file, &["list", "--json"]);
     let offered = offered.as_array().unwrap();
     let out = agentd(&file, &["tool", "list"]);
@@ -414,7 +415,11 @@ fn a_call_is_logged_without_its_values_and_counted() {
     assert_eq!(lines.len(), offered.len(), "{text}");
     for (line, tool) in lines.iter().zip(offered) {
         let name = tool["name"].as_str().unwrap();
-        let description = tool["description"].as_str().unwrap();
+        let description = match tool["reason"].as_str() {
+            Some(reason) => format!("not offered: {reason}"),
+            None => tool["description"].as_str().unwrap().to_owned(),
+        };
+        let description = description.as_str();
         let between = line
             .strip_prefix(name)
             .and_then(|rest| rest.strip_suffix(description));

@@ -1,0 +1,294 @@
+//! Contract tools and the supervisor's tool registry in `agentd run`, as a process: a
+//! contract implemented by `[knowledge] server`, called by an operator and by a workflow
+//! `tool` step, and a workflow step naming a server's tool (`ref/add`), each call carrying
+//! `agent/acting_for` and `agent/labels` as the reference server received them, in both
+//! eras; a registry name no server or catalogue has fails its run with a typed error; the
+//! contract tools nothing implements are not offered and `agentd tool list` says why; a
+//! contract mapped to the Python SDK server's tool, whose answer is the `_meta` it received,
+//! in each era.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentd_tests::peers;
+use common::{Daemon, TempFile};
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::{Value, json};
+
+/// `agentd ARGS --config F REST`: its exit status, its stdout as JSON, its stderr.
+fn agentd(file: &TempFile, args: &[&str], rest: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(args)
+        .args(["--config", file.to_str().unwrap()])
+        .args(rest)
+        .output()
+        .expect("agentd runs");
+    let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().expect("an exit status"), result, stderr)
+}
+
+/// Waits, at most 15 s, until the daemon answers.
+fn until_up(file: &TempFile) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while agentd(file, &["tool", "call"], &["status"]).0 != 0 {
+        assert!(Instant::now() < deadline, "the daemon did not answer");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `agentd tool call NAME ARGUMENTS`, asked again while the server is not connected yet (at
+/// most 20 s): its exit status, result and stderr.
+fn call(file: &TempFile, name: &str, arguments: Value) -> (i32, Value, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let called = agentd(file, &["tool", "call"], &[name, &arguments.to_string()]);
+        if !called.2.contains("not_connected") || Instant::now() > deadline {
+            return called;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `agentd workflow status RUN`, once it ended (at most 20 s).
+fn ended(file: &TempFile, run: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (code, status, stderr) = agentd(file, &["workflow", "status"], &[run]);
+        if code == 0 && status["ended_ms"].is_i64() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "not ended: {status} {stderr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `agentd workflow run NAME INPUT`: the run's id.
+fn start(file: &TempFile, name: &str, input: Value) -> String {
+    let (code, run, stderr) = agentd(file, &["workflow", "run"], &[name, &input.to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    run["run"].as_str().expect("a run id").to_owned()
+}
+
+/// The `_meta` of every `tools/call` the server received, oldest first.
+fn calls(server: &ReferenceServer) -> Vec<Value> {
+    let log = server.log();
+    let called = log
+        .iter()
+        .filter(|l| l.method.as_deref() == Some("tools/call"));
+    called.map(|l| l.body["params"]["_meta"].clone()).collect()
+}
+
+/// Whether `id` is 32 lowercase hex digits.
+fn is_hex_id(id: &Value) -> bool {
+    id.as_str().is_some_and(|id| {
+        id.len() == 32
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+const LOOKUP: &str = r#"
+[knowledge]
+server = "ref"
+
+[[workflows]]
+name = "lookup"
+labels = { team = "search", flow = "lookup" }
+[[workflows.steps]]
+id = "sum"
+type = "tool"
+name = "ref/add"
+arguments = { a = "{{input.a}}", b = 2 }
+[[workflows.steps]]
+id = "find"
+type = "tool"
+name = "knowledge.search"
+arguments = { query = "{{input.q}}" }
+
+[[workflows]]
+name = "typo"
+[[workflows.steps]]
+id = "t"
+type = "tool"
+name = "ref/nope"
+
+[[workflows]]
+name = "elsewhere"
+[[workflows.steps]]
+id = "t"
+type = "tool"
+name = "other/add"
+"#;
+
+/// A configuration of server `ref` at `url` (tagged `team = "ops"`, `tier = "gold"`), its
+/// store in `dir`, with `rest` after.
+fn config(dir: &Path, url: &str, rest: &str) -> TempFile {
+    TempFile::new(&format!(
+        "instance = \"kb-agent\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+         [[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\ntimeout = \"10s\"\n\
+         tags = {{ team = \"ops\", tier = \"gold\" }}\n{rest}",
+        dir.display()
+    ))
+}
+
+async fn registry(options: Options) {
+    let server = ReferenceServer::start(options).await;
+    for name in ["knowledge.search", "knowledge.get", "knowledge.list"] {
+        server.add_tool(name).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), LOOKUP);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+
+    // An operator's call of the contract: the server's tool of its name, for the operator,
+    // labelled with the server's tags.
+    let (code, found, stderr) = call(&file, "knowledge.search", json!({"query": "ducks"}));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(found["content"][0]["text"], r#"{"query":"ducks"}"#);
+    let metas = calls(&server);
+    assert_eq!(metas.len(), 1, "{metas:?}");
+    let meta = &metas[0];
+    assert_eq!(
+        meta["agent/acting_for"],
+        json!({"principal": "operator", "autonomous": false})
+    );
+    assert_eq!(meta["agent/labels"], json!({"team": "ops", "tier": "gold"}));
+    assert_eq!(meta["agent/instance"], "kb-agent");
+    assert!(is_hex_id(&meta["agent/run_id"]), "{meta}");
+    assert_eq!(meta["agent/idempotency_key"], meta["agent/run_id"]);
+    let run_id = meta["agent/run_id"].as_str().unwrap();
+    let parent = meta["traceparent"].as_str().unwrap();
+    assert!(parent.starts_with(&format!("00-{run_id}-")), "{parent}");
+    // Its arguments are the contract's: checked before anything is sent.
+    let (code, _, stderr) = call(&file, "knowledge.get", json!({"key": "x"}));
+    assert_eq!(code, 6, "{stderr}");
+
+    // A run's registry calls, a server's tool and a contract: the run's ids and principal,
+    // the server's tags and the workflow's labels (the workflow's winning on `team`).
+    let run = start(&file, "lookup", json!({"a": 1, "q": "geese"}));
+    let done = ended(&file, &run);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["steps"][0]["output"]["structuredContent"]["result"], 3);
+    assert_eq!(done["output"]["content"][0]["text"], r#"{"query":"geese"}"#);
+    let metas = calls(&server);
+    assert_eq!(metas.len(), 3, "{metas:?}");
+    for (meta, step) in metas[1..].iter().zip(["sum", "find"]) {
+        assert_eq!(meta["agent/run_id"], run.as_str());
+        assert_eq!(meta["agent/idempotency_key"], format!("{run}:{step}"));
+        assert_eq!(
+            meta["agent/acting_for"],
+            json!({"principal": "operator", "autonomous": false})
+        );
+        assert_eq!(
+            meta["agent/labels"],
+            json!({"team": "search", "tier": "gold", "flow": "lookup"})
+        );
+        let parent = meta["traceparent"].as_str().unwrap();
+        assert!(parent.starts_with(&format!("00-{run}-")), "{parent}");
+    }
+
+    // A registry name the catalogue or the servers do not have fails its run, typed.
+    let typo = ended(&file, &start(&file, "typo", json!({})));
+    assert_eq!(typo["error"]["code"], "unknown_tool", "{typo}");
+    assert!(
+        typo["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ref/nope")
+    );
+    let elsewhere = ended(&file, &start(&file, "elsewhere", json!({})));
+    assert_eq!(elsewhere["error"]["code"], "unknown_server", "{elsewhere}");
+    assert_eq!(calls(&server).len(), 3, "nothing more was sent");
+    assert!(daemon.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_calls_say_who_and_what_for_at_2026_07_28() {
+    let mut options = Options::default();
+    options.legacy = false;
+    registry(options).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_calls_say_who_and_what_for_at_2025_11_25() {
+    let mut options = Options::default();
+    options.modern = false;
+    registry(options).await;
+}
+
+/// The contract tools nothing implements are not offered: `agentd tool list` says why,
+/// a call is refused `not_offered` (exit 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), "[knowledge]\nserver = \"ref\"\n");
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let (code, listed, stderr) = agentd(&file, &["tool", "list"], &["--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let listed = listed.as_array().unwrap();
+    let named = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap();
+    assert!(named("knowledge.search").get("offered").is_none());
+    for (name, why) in [
+        ("search.query", "no search.server"),
+        ("code.run", "only a mapping"),
+        ("exec", "security.exec.enabled"),
+    ] {
+        let tool = named(name);
+        assert_eq!(tool["offered"], false, "{tool}");
+        assert!(tool["reason"].as_str().unwrap().contains(why), "{tool}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["tool", "list", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.starts_with("code.run")).unwrap();
+    assert!(line.contains("not offered: only a mapping"), "{line}");
+    let (code, _, stderr) = call(&file, "code.run", json!({"language": "sh", "code": "ls"}));
+    assert_eq!(code, 5, "{stderr}");
+    assert!(stderr.contains("not_offered"), "{stderr}");
+    assert!(calls(&server).is_empty());
+    assert!(daemon.terminate().success());
+}
+
+/// A contract mapped to the Python SDK server's `echo_meta`, which answers the `agent/`
+/// keys it received.
+fn python_mapped(peer: &peers::Peer) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = TempFile::new(&format!(
+        "instance = \"py-agent\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
+         [[mcp.servers]]\nname = \"py\"\nurl = \"{}\"\ntags = {{ zone = \"eu\" }}\n\
+         [contracts.map.\"search.query\"]\nserver = \"py\"\ntool = \"echo_meta\"\n",
+        dir.path().display(),
+        peer.url
+    ));
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let (code, answer, stderr) = call(&file, "search.query", json!({"query": "q", "limit": 3}));
+    assert_eq!(code, 0, "{stderr} {}", peer.output_tail());
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    let meta: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        meta["agent/acting_for"],
+        json!({"principal": "operator", "autonomous": false})
+    );
+    assert_eq!(meta["agent/labels"], json!({"zone": "eu"}));
+    assert_eq!(meta["agent/instance"], "py-agent");
+    assert_eq!(meta["agent/idempotency_key"], meta["agent/run_id"]);
+    assert!(daemon.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_mapped_to_the_python_sdk_server_in_each_era() {
+    let (modern, legacy) = (peers::python(false), peers::python_legacy());
+    python_mapped(&modern);
+    python_mapped(&legacy);
+}
