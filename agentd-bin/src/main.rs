@@ -41,7 +41,8 @@ use crate::telemetry::log::LogLevel;
 #[command(name = "agentd", version)]
 struct Cli {
     /// Print, as JSON, the MCP revisions agentd speaks and its own tools with their default
-    /// grants and schemas (`internal_tools`: `inputSchema`, and `outputSchema` once built).
+    /// grants and schemas (`internal_tools`: `inputSchema`, and `outputSchema` once built; a
+    /// contract tool has `"contract": true`, its answer the implementing tool's result).
     #[arg(long)]
     capabilities: bool,
     /// The least severe log line written on stderr: error, warn, info (agentd's events), or
@@ -573,15 +574,25 @@ fn capabilities() -> serde_json::Value {
         .iter()
         .map(|t| {
             let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
+            // A contract tool is built here: the registry calls its implementation.
+            let contract = agentd_tools::contract::is_contract(t.name);
+            let output = match (&t.output_schema, contract) {
+                (Some(schema), _) => Some(schema.clone()),
+                (None, true) => Some(agentd_tools::contract::output_schema()),
+                (None, false) => None,
+            };
             let mut tool = serde_json::json!({
                 "name": t.name,
                 "grants": grants,
                 "does": t.does,
                 "inputSchema": t.input_schema,
-                "built": t.built,
+                "built": output.is_some(),
             });
-            if let Some(schema) = &t.output_schema {
-                tool["outputSchema"] = schema.clone();
+            if let Some(schema) = output {
+                tool["outputSchema"] = schema;
+            }
+            if contract {
+                tool["contract"] = true.into();
             }
             tool
         })

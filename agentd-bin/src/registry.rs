@@ -261,7 +261,8 @@ mod tests {
     use crate::workflows::{NoServers, Subagent};
 
     /// A registry of server `kb` (tagged `team = "ops"`, `env = "prod"`) over no connection,
-    /// its random ids all `0xab`.
+    /// its random ids all `0xab`; its runs have workflow `w` (labelled `team = "search"`),
+    /// whose run waits for a signal.
     async fn registry(dir: &std::path::Path) -> Registry {
         let text = "instance = \"t\"\n[[mcp.servers]]\nname = \"kb\"\n\
                     url = \"http://127.0.0.1:1/mcp\"\ntimeout = \"1s\"\n\
@@ -281,6 +282,10 @@ mod tests {
         };
         let tasks = tokio_util::task::TaskTracker::new();
         let runs = Workflows::start(setup, &tasks, CancellationToken::new());
+        let body = json!({"labels": {"team": "search"},
+                          "steps": [{"id": "s", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+        let w = agentd_tools::workflow::Definition::parse("w", &body).unwrap();
+        runs.configure(vec![w], agentd_tools::workflow::run::Limits::default());
         Registry::new(&config, Arc::new(NoServers), runs, || [0xab; 16])
     }
 
@@ -353,5 +358,34 @@ mod tests {
         // Configured, but the servers hold none of that name.
         let unheld = registry.call(&caller, "kb", "t", json!({})).await;
         assert_eq!(unheld.unwrap_err().code(), "unknown_server");
+    }
+
+    #[tokio::test]
+    async fn a_run_acts_for_whoever_started_the_runs_before_it_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        // Run 0 started by the operator; run i by run i - 1.
+        let mut runs = Vec::new();
+        let mut by = "operator".to_owned();
+        for _ in 0..=RUNS_FOLLOWED + 1 {
+            let run = registry.runs.run("w", json!({}), &by).await.unwrap();
+            by = format!("run:{}", run.id);
+            runs.push(run.id);
+        }
+        let work = async |i: usize| registry.work(&Caller::workflow(&runs[i], "s")).await;
+        let operator = ActingFor::Principal("operator".into());
+        let first = work(0).await;
+        assert_eq!(first.acting_for, operator);
+        assert_eq!(first.run_id, runs[0]);
+        assert_eq!(first.idempotency_key, format!("{}:s", runs[0]));
+        assert!(first.traceparent.starts_with(&format!("00-{}-", runs[0])));
+        let labels = BTreeMap::from([("team".to_owned(), "search".to_owned())]);
+        assert_eq!(first.labels, labels);
+        // At the bound, RUNS_FOLLOWED runs followed back; one past it, the instance's own.
+        assert_eq!(work(RUNS_FOLLOWED).await.acting_for, operator);
+        assert_eq!(
+            work(RUNS_FOLLOWED + 1).await.acting_for,
+            ActingFor::Autonomous("agent:t".into())
+        );
     }
 }

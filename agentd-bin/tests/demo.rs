@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[test]
 fn the_demo_connects_in_both_eras_calls_and_sees_a_change() {
@@ -111,9 +111,14 @@ fn capabilities_list_the_revisions_and_the_internal_tools() {
     );
     assert_eq!(ask["built"], true);
     assert_eq!(ask["outputSchema"]["oneOf"].as_array().unwrap().len(), 2);
+    // A contract: built here, its answer the implementing tool's result.
     let run = tools.iter().find(|t| t["name"] == "code.run").unwrap();
-    assert_eq!(run["built"], false);
-    assert!(run.get("outputSchema").is_none());
+    assert_eq!(
+        (&run["built"], &run["contract"]),
+        (&json!(true), &json!(true))
+    );
+    assert_eq!(run["outputSchema"]["required"], json!(["content"]));
+    assert_eq!(tools.iter().filter(|t| t["contract"] == true).count(), 7);
     let workflow = tools.iter().find(|t| t["name"] == "workflow.run").unwrap();
     assert_eq!(workflow["built"], true);
     let required = workflow["outputSchema"]["required"].as_array().unwrap();
