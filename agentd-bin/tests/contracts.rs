@@ -5,7 +5,7 @@
 //! eras; a registry name no server or catalogue has fails its run with a typed error; the
 //! contract tools nothing implements are not offered and `agentd tool list` says why; a
 //! contract mapped to the Python SDK server's tool, whose answer is the `_meta` it received,
-//! in each era.
+//! in each era; a conversation's model calling a contract, for its conversation.
 
 mod common;
 
@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use agentd_tests::model::{Call, Reply, ScriptedModel};
 use agentd_tests::peers;
 use common::{Daemon, TempFile};
 use mcp_reference_server::{Options, ReferenceServer};
@@ -291,4 +292,48 @@ async fn a_contract_mapped_to_the_python_sdk_server_in_each_era() {
     let (modern, legacy) = (peers::python(false), peers::python_legacy());
     python_mapped(&modern);
     python_mapped(&legacy);
+}
+
+/// A conversation's model calls a contract tool (`knowledge_search`, as models read the
+/// name): the call acts for the conversation, labelled with the server's tags, and the
+/// model reads the mapped tool's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_calls_a_contract_for_its_conversation() {
+    let server = ReferenceServer::start(Options::default()).await;
+    server.add_tool("lookup").await;
+    let model = ScriptedModel::start([
+        Reply::tool_calls([Call::new("c1", "knowledge_search", r#"{"query": "owls"}"#)]),
+        Reply::text("found"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let rest = format!(
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
+         [contracts.map.\"knowledge.search\"]\nserver = \"ref\"\ntool = \"lookup\"\n",
+        model.base_url()
+    );
+    let file = config(dir.path(), &server.url(), &rest);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    // Once the server is connected, the contract reaches it.
+    let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "warm-up"}));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, said, stderr) = agentd(&file, &["say"], &["--conversation", "c1", "find owls"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(said, Value::Null, "plain text, not JSON");
+    let asked = model.requests();
+    let shown = asked[1].body["messages"].as_array().unwrap();
+    let result = shown.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["content"], r#"{"query":"owls"}"#);
+    let metas = calls(&server);
+    assert_eq!(metas.len(), 2, "{metas:?}");
+    assert_eq!(
+        metas[1]["agent/acting_for"],
+        json!({"principal": "conversation:c1", "autonomous": false})
+    );
+    assert_eq!(
+        metas[1]["agent/labels"],
+        json!({"team": "ops", "tier": "gold"})
+    );
+    assert!(daemon.terminate().success());
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use agentd_tools::reasoning::Reasoning;
 use agentd_tools::{AgentMeta, Caller, Scope, Tool};
-use mcp_wire::CallToolResult;
+use mcp_wire::{CallToolResult, Outcome};
 use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
 
@@ -197,7 +197,7 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                     .own
                     .call_in(self.caller, &tool, arguments, Some(reasoning));
                 match timeout_at(self.deadline, called).await {
-                    Ok(Ok(answer)) => (answer.to_string(), finishing),
+                    Ok(Ok(answer)) => (own_said(&tool, answer), finishing),
                     Ok(Err(e)) => {
                         let finished = finishing && e.code() == "already_finished";
                         (format!("error: {}: {e}", e.code()), finished)
@@ -237,6 +237,18 @@ fn capped() -> String {
         "error: the call was cut after {} s, the longest one call may take; the turn goes on",
         CALL_MAX.as_secs()
     )
+}
+
+/// What the model reads of an own tool's answer: its JSON, but a contract tool's answer (a
+/// server tool's result) as a server tool's.
+fn own_said(tool: &str, answer: Value) -> String {
+    if !agentd_tools::contract::is_contract(tool) {
+        return answer.to_string();
+    }
+    match serde_json::from_value::<Outcome<CallToolResult>>(answer.clone()) {
+        Ok(Outcome::Complete(result)) => said(&result),
+        _ => answer.to_string(),
+    }
 }
 
 /// What the model reads of a server tool's result.
@@ -354,6 +366,11 @@ mod tests {
         let mut structured = CallToolResult::new(Vec::new());
         structured.structured_content = Some(json!({"result": 5}));
         assert_eq!(said(&structured), r#"{"result":5}"#);
+        // A contract tool's answer is a server tool's result; any other own tool's, JSON.
+        let answer = json!({"content": [{"type": "text", "text": "owls"}]});
+        assert_eq!(own_said("knowledge.search", answer.clone()), "owls");
+        assert_eq!(own_said("memory.get", answer.clone()), answer.to_string());
+        assert_eq!(own_said("code.run", json!({"x": 1})), r#"{"x":1}"#);
     }
 
     #[test]
