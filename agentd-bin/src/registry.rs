@@ -6,11 +6,14 @@
 //! (`mcp.servers[].timeout`, else `mcp.default_timeout`), and the call itself is bounded by
 //! the same timeout, each silence (the connection's own bound). It carries `_meta` built in
 //! one place ([`Registry::meta`]):
-//! - `agent/run_id`: the workflow run of the caller, else a fresh id of 32 hex digits;
+//! - `agent/run_id`: the workflow run of the caller, the turn of a call made in a model's
+//!   turn, else a fresh id of 32 hex digits;
 //! - `agent/instance`;
-//! - `traceparent`: the run's trace (its id) and a fresh span, else a fresh trace;
+//! - `traceparent`: the run's trace (its id) and a fresh span, the turn's call's, else a
+//!   fresh trace;
+//! - `agent/ctx`: in a turn, the turn's (its conversation and number);
 //! - `agent/idempotency_key`: `<run>:<step>` for a step of a run (stable across the step's
-//!   attempts), else the fresh run id;
+//!   attempts), the turn's call's, else the fresh run id;
 //! - `agent/acting_for` ([`ActingFor`]): `{"principal": ID, "autonomous": false}` for the
 //!   principal who started the work, else the instance's autonomous identity,
 //!   `{"principal": "agent:<instance>", "autonomous": true}`;
@@ -71,6 +74,8 @@ pub(crate) struct Work {
     pub(crate) acting_for: ActingFor,
     /// The workflow's labels (none outside a run).
     pub(crate) labels: BTreeMap<String, String>,
+    /// `agent/ctx`, in a conversation's turn.
+    pub(crate) ctx: Option<Value>,
 }
 
 /// A configured server as the registry calls it.
@@ -121,7 +126,8 @@ impl Registry {
         }
     }
 
-    /// Calls `tool` of `server` for `caller` with `arguments`: the tool's `CallToolResult`.
+    /// Calls `tool` of `server` for `caller` with `arguments`, in the turn whose call's
+    /// `_meta` is `turn` when given: the tool's `CallToolResult`.
     /// Refused `unknown_server` when no server of that name is configured, `not_connected`
     /// when it is not connected within its timeout, `unknown_tool` (named `server/tool`)
     /// when its catalogue has no such tool; `server` when the call fails or the result has
@@ -129,6 +135,7 @@ impl Registry {
     pub(crate) async fn call(
         &self,
         caller: &Caller,
+        turn: Option<&AgentMeta>,
         server: &str,
         tool: &str,
         arguments: Value,
@@ -152,7 +159,10 @@ impl Registry {
                 tool: format!("{server}/{tool}"),
             });
         }
-        let work = self.work(caller).await;
+        let work = match turn {
+            Some(turn) => self.in_turn(caller, turn).await,
+            None => self.work(caller).await,
+        };
         let meta = self.meta(server, &work).to_meta();
         let failed = |detail: String| Error::Server {
             server: server.to_owned(),
@@ -184,6 +194,7 @@ impl Registry {
         let mut meta = AgentMeta::new(&work.run_id, &self.instance);
         meta.traceparent = Some(work.traceparent.clone());
         meta.idempotency_key = Some(work.idempotency_key.clone());
+        meta.ctx.clone_from(&work.ctx);
         meta.acting_for = Some(work.acting_for.to_value());
         meta.labels = Some(labels);
         meta
@@ -206,6 +217,7 @@ impl Registry {
                 run_id,
                 acting_for: self.acting_for(&caller.unit()).await,
                 labels: BTreeMap::new(),
+                ctx: None,
             };
         };
         let record = self.runs.status(run).await.ok();
@@ -229,6 +241,23 @@ impl Registry {
             idempotency_key,
             acting_for: self.acting_for(&by).await,
             labels,
+            ctx: None,
+        }
+    }
+
+    /// What a call by `caller` in a model's turn is part of: the turn, whose call's `_meta`
+    /// is `turn` (its run id, trace, context and the call's idempotency key).
+    async fn in_turn(&self, caller: &Caller, turn: &AgentMeta) -> Work {
+        let fresh = self.work(caller).await;
+        Work {
+            run_id: turn.run_id.clone(),
+            traceparent: turn.traceparent.clone().unwrap_or(fresh.traceparent),
+            idempotency_key: turn
+                .idempotency_key
+                .clone()
+                .unwrap_or(fresh.idempotency_key),
+            ctx: turn.ctx.clone(),
+            ..fresh
         }
     }
 
@@ -299,6 +328,7 @@ mod tests {
             idempotency_key: "r:s".into(),
             acting_for: ActingFor::Principal("operator".into()),
             labels: BTreeMap::from([("team".to_owned(), "search".to_owned())]),
+            ctx: None,
         };
         assert_eq!(
             Value::Object(registry.meta("kb", &work).to_meta()),
@@ -346,6 +376,26 @@ mod tests {
         let unknown = registry.work(&Caller::workflow("gone", "add")).await;
         assert_eq!(unknown.idempotency_key, "gone:add");
         assert_eq!(unknown.acting_for, ActingFor::Autonomous("agent:t".into()));
+
+        // In a turn: the turn's ids and context, for the conversation.
+        let mut turn = AgentMeta::new("turn-run", "t");
+        turn.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+        turn.idempotency_key = Some("turn-run:1:0".into());
+        turn.ctx = Some(json!({"conversation": "c1", "turn": 2}));
+        let work = registry.in_turn(&Caller::root("c1"), &turn).await;
+        let meta = registry.meta("kb", &work).to_meta();
+        assert_eq!(
+            Value::Object(meta),
+            json!({
+                "agent/run_id": "turn-run",
+                "agent/instance": "t",
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                "agent/ctx": {"conversation": "c1", "turn": 2},
+                "agent/idempotency_key": "turn-run:1:0",
+                "agent/acting_for": {"principal": "conversation:c1", "autonomous": false},
+                "agent/labels": {"env": "prod", "team": "ops"},
+            })
+        );
     }
 
     #[tokio::test]
@@ -353,10 +403,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = registry(dir.path()).await;
         let caller = Caller::operator(Scope::Root);
-        let unknown = registry.call(&caller, "nope", "t", json!({})).await;
+        let unknown = registry.call(&caller, None, "nope", "t", json!({})).await;
         assert_eq!(unknown.unwrap_err().code(), "unknown_server");
         // Configured, but the servers hold none of that name.
-        let unheld = registry.call(&caller, "kb", "t", json!({})).await;
+        let unheld = registry.call(&caller, None, "kb", "t", json!({})).await;
         assert_eq!(unheld.unwrap_err().code(), "unknown_server");
     }
 

@@ -295,8 +295,8 @@ async fn a_contract_mapped_to_the_python_sdk_server_in_each_era() {
 }
 
 /// A conversation's model calls a contract tool (`knowledge_search`, as models read the
-/// name): the call acts for the conversation, labelled with the server's tags, and the
-/// model reads the mapped tool's answer.
+/// name): the call carries the turn's ids and context, acts for the conversation, labelled
+/// with the server's tags, and the model reads the mapped tool's answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_calls_a_contract_for_its_conversation() {
     let server = ReferenceServer::start(Options::default()).await;
@@ -335,5 +335,11 @@ async fn a_turn_calls_a_contract_for_its_conversation() {
         metas[1]["agent/labels"],
         json!({"team": "ops", "tier": "gold"})
     );
+    // The turn's ids and context, not fresh ones.
+    let run_id = metas[1]["agent/run_id"].as_str().unwrap();
+    assert_ne!(metas[0]["agent/run_id"], run_id);
+    assert_eq!(metas[1]["agent/ctx"]["conversation"], "c1");
+    assert_eq!(metas[1]["agent/idempotency_key"], format!("{run_id}:1:0"));
+    assert!(metas[0].get("agent/ctx").is_none());
     assert!(daemon.terminate().success());
 }

@@ -43,14 +43,14 @@ pub(crate) type Called<'a> =
 
 /// agentd's own tools, as a turn calls them.
 pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
-    /// Calls `name` for `caller` with `arguments`, in a turn whose model and context the
-    /// model-only tools reason over when `reasoning` is given.
+    /// Calls `name` for `caller` with `arguments`, in `turn` when given (its model and
+    /// context the model-only tools reason over, its `_meta` a registry call carries).
     fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-        reasoning: Option<&'a dyn Reasoning>,
+        turn: Option<Turn<'a>>,
     ) -> Called<'a>;
 
     /// Calls `name` for `caller` with `arguments`, outside a turn.
@@ -79,14 +79,25 @@ impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Too
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-        reasoning: Option<&'a dyn Reasoning>,
+        turn: Option<Turn<'a>>,
     ) -> Called<'a> {
+        let reasoning = turn.map(|t| t.reasoning);
         Box::pin(Self::call_in(self, caller, name, arguments, reasoning))
     }
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
         self.offered(scope).collect()
     }
+}
+
+/// An own tool's call made in a model's turn.
+#[derive(Clone, Copy)]
+pub(crate) struct Turn<'a> {
+    /// The turn's model and context, which the model-only tools reason over.
+    pub(crate) reasoning: &'a dyn Reasoning,
+    /// The `_meta` of the call (the turn's ids and context, the call's idempotency key),
+    /// which a call through the supervisor's tool registry carries.
+    pub(crate) meta: &'a AgentMeta,
 }
 
 /// A tool call of the model, resolved.
@@ -193,9 +204,11 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
         let (text, finished) = match planned {
             Planned::Refused(text) => (text, false),
             Planned::Own { tool, arguments } => {
-                let called = self
-                    .own
-                    .call_in(self.caller, &tool, arguments, Some(reasoning));
+                let turn = Turn {
+                    reasoning,
+                    meta: &meta,
+                };
+                let called = self.own.call_in(self.caller, &tool, arguments, Some(turn));
                 match timeout_at(self.deadline, called).await {
                     Ok(Ok(answer)) => (own_said(&tool, answer), finishing),
                     Ok(Err(e)) => {

@@ -27,14 +27,13 @@ use agentd_tools::finish::{Outcome, Units};
 use agentd_tools::memory::{End, Entry, Memory, Page, Taken, Versioned};
 use agentd_tools::message::{Message, Messages};
 use agentd_tools::plan::{Plan, Plans, Step, Update};
-use agentd_tools::reasoning::Reasoning;
 use agentd_tools::status::{Budget, Inbox, Report, Status};
 use agentd_tools::wait::{Record, Streams};
-use agentd_tools::{Caller, Error, Scope, Services, Tool, Tools, contract};
+use agentd_tools::{AgentMeta, Caller, Error, Scope, Services, Tool, Tools, contract};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::calls::{Called, OwnTools};
+use crate::agent::calls::{Called, OwnTools, Turn};
 use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
 use crate::agent::subagents::Subagents;
@@ -137,7 +136,7 @@ impl Own {
                 let who = agentd_tools::events::Caller::new(caller.scope.into(), owner);
                 agentd_tools::events::call(control, who, name, arguments).await
             }
-            None => match self.contract(caller, name, arguments).await {
+            None => match self.contract(caller, name, arguments, None).await {
                 Ok(answer) => answer,
                 Err(arguments) => self.tools.call(caller, name, arguments).await,
             },
@@ -145,18 +144,23 @@ impl Own {
         self.told(caller, name, answer)
     }
 
-    /// Calls `name` for `caller` with `arguments` in a model's turn, the model-only tools
-    /// reasoning over `reasoning`; logs the call (`tool.call`) and counts it.
+    /// Calls `name` for `caller` with `arguments` in a model's `turn`, the model-only tools
+    /// reasoning over its model, a contract's registry call carrying its `_meta`; logs the
+    /// call (`tool.call`) and counts it.
     pub(crate) async fn call_in(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
-        reasoning: Option<&dyn Reasoning>,
+        turn: Option<Turn<'_>>,
     ) -> Result<Value, Error> {
-        let answer = match self.contract(caller, name, arguments).await {
+        let meta = turn.map(|t| t.meta);
+        let answer = match self.contract(caller, name, arguments, meta).await {
             Ok(answer) => answer,
-            Err(arguments) => self.tools.call_in(caller, name, arguments, reasoning).await,
+            Err(arguments) => {
+                let reasoning = turn.map(|t| t.reasoning);
+                self.tools.call_in(caller, name, arguments, reasoning).await
+            }
         };
         self.told(caller, name, answer)
     }
@@ -164,13 +168,15 @@ impl Own {
     /// The answer of contract tool `name` called by `caller`: `not_granted` when it is not
     /// granted to the caller's scope, `not_offered` (with the reason) when nothing
     /// implements it, `invalid_arguments` when the arguments do not fit its schema, else the
-    /// mapped tool's result through the registry. `Err(arguments)`, given back, for a tool
-    /// that is no contract or one the local runner implements: the own tools run it.
+    /// mapped tool's result through the registry (in the turn whose call's `_meta` is
+    /// `turn`, when given). `Err(arguments)`, given back, for a tool that is no contract or
+    /// one the local runner implements: the own tools run it.
     async fn contract(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
+        turn: Option<&AgentMeta>,
     ) -> Result<Result<Value, Error>, Value> {
         let Some(tool) = agentd_tools::tool(name).filter(|t| contract::is_contract(t.name)) else {
             return Err(arguments);
@@ -193,7 +199,10 @@ impl Own {
             return Ok(Err(e));
         }
         let (server, tool) = (&mapping.server, &mapping.tool);
-        Ok(self.registry.call(caller, server, tool, arguments).await)
+        Ok(self
+            .registry
+            .call(caller, turn, server, tool, arguments)
+            .await)
     }
 
     /// `answer`, the call of `name` by `caller` logged and counted.
@@ -595,9 +604,9 @@ impl OwnTools for Own {
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-        reasoning: Option<&'a dyn Reasoning>,
+        turn: Option<Turn<'a>>,
     ) -> Called<'a> {
-        Box::pin(Self::call_in(self, caller, name, arguments, reasoning))
+        Box::pin(Self::call_in(self, caller, name, arguments, turn))
     }
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
@@ -619,7 +628,9 @@ impl workflows::Tools for Own {
         arguments: Value,
     ) -> Boxed<'a, Result<Value, Error>> {
         match contract::registry_tool(name) {
-            Some((server, tool)) => Box::pin(self.registry.call(caller, server, tool, arguments)),
+            Some((server, tool)) => {
+                Box::pin(self.registry.call(caller, None, server, tool, arguments))
+            }
             None => Box::pin(Self::call(self, caller, name, arguments, None)),
         }
     }

@@ -5,13 +5,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use agentd_tools::Tool;
-use agentd_tools::reasoning::Reasoning;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::*;
-use crate::agent::calls::Called;
+use crate::agent::calls::{Called, Turn};
 use crate::agent::instruction::Instruction;
 use crate::agent::model::ModelError;
 use crate::agent::scripted::{Asked, Scene, Scripted, USED, said, text};
@@ -37,7 +36,7 @@ impl OwnTools for Inboxes {
         _: &'a Caller,
         name: &'a str,
         arguments: Value,
-        _: Option<&'a dyn Reasoning>,
+        _: Option<Turn<'a>>,
     ) -> Called<'a> {
         assert_eq!(name, "message.send");
         let conversation = arguments["conversation"].as_str().unwrap_or_default();

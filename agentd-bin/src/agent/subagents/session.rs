@@ -24,7 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
-use agentd_tools::reasoning::Reasoning;
 use agentd_tools::resource::{self, Resources};
 use agentd_tools::{Caller, Error, Grants, Scope, Tool};
 use futures_util::future::join_all;
@@ -34,7 +33,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::calls::{CALL_MAX, Called, OwnTools};
+use crate::agent::calls::{CALL_MAX, Called, OwnTools, Turn};
 use crate::agent::conversations::Setup;
 use crate::agent::names::{Collision, Offer};
 use crate::agent::workers::{Elicitors, Followed, Workers};
@@ -284,7 +283,7 @@ impl OwnTools for Session {
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
-        reasoning: Option<&'a dyn Reasoning>,
+        turn: Option<Turn<'a>>,
     ) -> Called<'a> {
         match name {
             resource::NAME => Box::pin(async move {
@@ -292,7 +291,7 @@ impl OwnTools for Session {
                 self.own.told(caller, resource::tool(), &answer);
                 answer
             }),
-            _ => self.own.call_in(caller, name, arguments, reasoning),
+            _ => self.own.call_in(caller, name, arguments, turn),
         }
     }
 
