@@ -287,11 +287,43 @@ mod tests {
 
     use super::*;
     use crate::store::{Limits, Store};
-    use crate::workflows::{NoServers, Subagent};
+    use crate::workflows::{Boxed, NoServers, Subagent, Unsubscribed};
 
-    /// A registry of server `kb` (tagged `team = "ops"`, `env = "prod"`) over no connection,
-    /// its random ids all `0xab`; its runs have workflow `w` (labelled `team = "search"`),
-    /// whose run waits for a signal.
+    /// Servers that are configured and never connect.
+    #[derive(Debug)]
+    struct NeverConnected;
+
+    impl Servers for NeverConnected {
+        fn connection<'a>(&'a self, _: &'a str) -> Boxed<'a, Option<Arc<mcp_negotiate::Client>>> {
+            Box::pin(std::future::pending())
+        }
+
+        fn state(&self, _: &str) -> (bool, bool) {
+            (true, false)
+        }
+
+        fn subscribe<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a str,
+        ) -> Boxed<'a, Result<(), Unsubscribed>> {
+            Box::pin(std::future::pending())
+        }
+
+        fn release<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a str,
+        ) -> Boxed<'a, Result<(), Unsubscribed>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// A registry of server `kb` (tagged `team = "ops"`, `env = "prod"`, timeout 1 s) over
+    /// no connection, its random ids all `0xab`; its runs have workflow `w` (labelled
+    /// `team = "search"`), whose run waits for a signal.
     async fn registry(dir: &std::path::Path) -> Registry {
         let text = "instance = \"t\"\n[[mcp.servers]]\nname = \"kb\"\n\
                     url = \"http://127.0.0.1:1/mcp\"\ntimeout = \"1s\"\n\
@@ -408,6 +440,15 @@ mod tests {
         // Configured, but the servers hold none of that name.
         let unheld = registry.call(&caller, None, "kb", "t", json!({})).await;
         assert_eq!(unheld.unwrap_err().code(), "unknown_server");
+
+        // Held, never connected: given up at its connection timeout (virtual time).
+        let mut waiting = registry.clone();
+        waiting.servers = Arc::new(NeverConnected);
+        tokio::time::pause();
+        let waited = waiting.call(&caller, None, "kb", "t", json!({})).await;
+        let e = waited.unwrap_err();
+        assert_eq!(e.code(), "not_connected");
+        assert_eq!(e.to_string(), "server \"kb\" is not connected");
     }
 
     #[tokio::test]
