@@ -35,7 +35,7 @@ use agentd_tools::{AgentMeta, Caller, Error};
 use serde_json::{Value, json};
 
 use crate::agent::calls::said;
-use crate::agent::meta::{hex, traceparent};
+use crate::agent::meta::{hex, run_traceparent, traceparent};
 use crate::config::Config;
 use crate::workflows::{Servers, Workflows};
 
@@ -230,14 +230,12 @@ impl Registry {
             Some(step) => format!("{run}:{step}"),
             None => run.clone(),
         };
-        // A run's id is its trace's; an id that is not one (32 hex digits) makes a trace.
-        let trace = match run.len() == 32 && run.bytes().all(|b| b.is_ascii_hexdigit()) {
-            true => run.to_ascii_lowercase(),
-            false => hex(&(self.random)()),
-        };
+        // A run's id is its trace's; an id that is not one makes a trace.
+        let traceparent =
+            run_traceparent(run, span).unwrap_or_else(|| traceparent(&hex(&(self.random)()), span));
         Work {
             run_id: run.clone(),
-            traceparent: traceparent(&trace, span),
+            traceparent,
             idempotency_key,
             acting_for: self.acting_for(&by).await,
             labels,

@@ -396,7 +396,7 @@ async fn the_python_sdk_server_is_held_reloaded_and_drained() {
     let mut agentd = Daemon::run(&file);
     let connect = agentd.wait_for("mcp.connect", Some("py"));
     assert_eq!(connect["protocol"], "2026-07-28", "{connect}");
-    assert_eq!(connect["tools"], 5, "{connect}");
+    assert_eq!(connect["tools"], 6, "{connect}");
     assert!(connect.get("reason").is_none(), "{connect}");
 
     file.write(&config(

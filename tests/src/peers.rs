@@ -5,7 +5,8 @@
 //! - [`python`] / [`python_stateless`]: `tests/peers/py_server.py` on the Python SDK
 //!   (`mcp` 2.3.0, `MCPServer`), 2025-11-25 sessions and the 2026-07-28 stateless wire on
 //!   one endpoint ([`python_legacy`]: the sessions alone). Tools `add`, `slow`, `ask_name`,
-//!   `ask_name_rounds`, `touch`; resource `demo://greeting`.
+//!   `ask_name_rounds`, `touch`, `echo_meta` (the `agent/` keys of its `_meta`); resource
+//!   `demo://greeting`.
 //! - [`everything`]: npm `@modelcontextprotocol/server-everything` 2026.8.31 (TypeScript SDK),
 //!   `streamableHttp` mode, kept on loopback by `tests/peers/loopback.cjs`.
 //!

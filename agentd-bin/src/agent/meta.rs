@@ -78,6 +78,17 @@ pub(crate) fn traceparent(trace: &str, mut span: [u8; 8]) -> String {
     format!("00-{trace}-{}-01", hex(&span))
 }
 
+/// The `traceparent` of span `span` of a workflow run's calls, when the run's id is a trace
+/// id (32 lowercase hex digits, not all zeros): the run is the trace of its calls.
+pub(crate) fn run_traceparent(run: &str, span: [u8; 8]) -> Option<String> {
+    let trace = run.len() == 32
+        && run
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        && run.bytes().any(|b| b != b'0');
+    trace.then(|| traceparent(run, span))
+}
+
 /// `bytes` as lowercase hex digits.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -195,18 +195,9 @@ fn said(result: &CallToolResult) -> String {
     blocks.join("\n")
 }
 
-/// `00-<run>-<span>-01` when the run's id is a trace id (32 hex digits, not all zeros).
+/// `00-<run>-<span>-01` when the run's id is a trace id, a fresh span.
 fn traceparent(run: &str) -> Option<String> {
-    let trace = run.len() == 32
-        && run
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        && run.bytes().any(|b| b != b'0');
-    if !trace {
-        return None;
-    }
-    let span = crate::clock::random_bytes();
-    Some(crate::agent::meta::traceparent(run, span))
+    crate::agent::meta::run_traceparent(run, crate::clock::random_bytes())
 }
 
 #[cfg(test)]
