@@ -5,7 +5,7 @@
 //! eras; a registry name no server or catalogue has fails its run with a typed error; the
 //! contract tools nothing implements are not offered and `agentd tool list` says why; a
 //! contract mapped to the Python SDK server's tool, whose answer is the `_meta` it received,
-//! in each era; a conversation's model calling a contract, for its conversation.
+//! and a workflow step naming it, in each era; a conversation's model calling a contract, for its conversation.
 
 mod common;
 
@@ -261,13 +261,16 @@ async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
 }
 
 /// A contract mapped to the Python SDK server's `echo_meta`, which answers the `agent/`
-/// keys it received.
+/// keys it received, and a workflow step naming `py/echo_meta`.
 fn python_mapped(peer: &peers::Peer) {
     let dir = tempfile::tempdir().unwrap();
     let file = TempFile::new(&format!(
         "instance = \"py-agent\"\n[store]\npath = \"{}\"\n[lifecycle]\ndrain_timeout = \"5s\"\n\
          [[mcp.servers]]\nname = \"py\"\nurl = \"{}\"\ntags = {{ zone = \"eu\" }}\n\
-         [contracts.map.\"search.query\"]\nserver = \"py\"\ntool = \"echo_meta\"\n",
+         [contracts.map.\"search.query\"]\nserver = \"py\"\ntool = \"echo_meta\"\n\
+         [[workflows]]\nname = \"meta\"\nlabels = {{ flow = \"py\" }}\n\
+         [[workflows.steps]]\nid = \"echo\"\ntype = \"tool\"\nname = \"py/echo_meta\"\n\
+         arguments = {{ query = \"w\" }}\n",
         dir.path().display(),
         peer.url
     ));
@@ -284,6 +287,20 @@ fn python_mapped(peer: &peers::Peer) {
     assert_eq!(meta["agent/labels"], json!({"zone": "eu"}));
     assert_eq!(meta["agent/instance"], "py-agent");
     assert_eq!(meta["agent/idempotency_key"], meta["agent/run_id"]);
+
+    // A workflow's step naming the server's tool: the run's ids, its labels too.
+    let run = start(&file, "meta", json!({}));
+    let done = ended(&file, &run);
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["output"]["content"][0]["text"].as_str().unwrap();
+    let meta: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(meta["agent/run_id"], run.as_str());
+    assert_eq!(meta["agent/idempotency_key"], format!("{run}:echo"));
+    assert_eq!(
+        meta["agent/acting_for"],
+        json!({"principal": "operator", "autonomous": false})
+    );
+    assert_eq!(meta["agent/labels"], json!({"zone": "eu", "flow": "py"}));
     assert!(daemon.terminate().success());
 }
 
