@@ -67,9 +67,10 @@ pub(crate) trait Servers: fmt::Debug + Send + Sync + 'static {
     ) -> Boxed<'a, Result<(), Unsubscribed>>;
 }
 
-/// agentd's own tools, as a `tool` step calls them.
+/// agentd's own tools, as a `tool` step calls them, and the supervisor's tool registry.
 pub(crate) trait Tools: fmt::Debug + Send + Sync {
-    /// Calls `name` for `caller` with `arguments`.
+    /// Calls `name` for `caller` with `arguments`: an own tool, or a server's tool named
+    /// `server/tool`.
     fn call<'a>(
         &'a self,
         caller: &'a Caller,

@@ -1,7 +1,8 @@
 //! Executing an attempt of a step ([`Steps::execute`]): an `mcp.tool` or `mcp.resource` step
 //! over the supervisor's connection to its server (waited for while the server joins), a
-//! `tool` step through agentd's own tools as `Caller::workflow(run, step)`, an `agent` step
-//! through [`Agent`]. The whole of an attempt is bounded by its deadline; an `mcp.tool` call
+//! `tool` step through agentd's own tools as `Caller::workflow(run, step)` (one naming
+//! `server/tool` through the supervisor's tool registry, which the daemon's [`Tools`]
+//! reach), an `agent` step through [`Agent`]. The whole of an attempt is bounded by its deadline; an `mcp.tool` call
 //! still running then, or when the run gives it up, is cancelled on the wire.
 //!
 //! An `mcp.tool` call carries `_meta`: `agent/run_id` and `agent/run` (the run's id),
