@@ -2,10 +2,11 @@
 //! contract implemented by `[knowledge] server`, called by an operator and by a workflow
 //! `tool` step, and a workflow step naming a server's tool (`ref/add`), each call carrying
 //! `agent/acting_for` and `agent/labels` as the reference server received them, in both
-//! eras; a registry name no server or catalogue has fails its run with a typed error; the
-//! contract tools nothing implements are not offered and `agentd tool list` says why; a
-//! contract mapped to the Python SDK server's tool, whose answer is the `_meta` it received,
-//! and a workflow step naming it, in each era; a conversation's model calling a contract, for its conversation.
+//! eras, and `exec` mapped to a server's tool; a registry name no server or catalogue has
+//! fails its run with a typed error; the contract tools nothing implements are not offered
+//! and `agentd tool list` says why; a contract mapped to the Python SDK server's tool, whose
+//! answer is the `_meta` it received, and a workflow step naming it, in each era; a
+//! conversation's model calling a contract, for its conversation.
 
 mod common;
 
@@ -96,6 +97,9 @@ fn is_hex_id(id: &Value) -> bool {
 const LOOKUP: &str = r#"
 [knowledge]
 server = "ref"
+[contracts.map.exec]
+server = "ref"
+tool = "run"
 
 [[workflows]]
 name = "lookup"
@@ -139,7 +143,7 @@ fn config(dir: &Path, url: &str, rest: &str) -> TempFile {
 
 async fn registry(options: Options) {
     let server = ReferenceServer::start(options).await;
-    for name in ["knowledge.search", "knowledge.get", "knowledge.list"] {
+    for name in ["knowledge.search", "knowledge.get", "knowledge.list", "run"] {
         server.add_tool(name).await;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -206,6 +210,17 @@ async fn registry(options: Options) {
     let elsewhere = ended(&file, &start(&file, "elsewhere", json!({})));
     assert_eq!(elsewhere["error"]["code"], "unknown_server", "{elsewhere}");
     assert_eq!(calls(&server).len(), 3, "nothing more was sent");
+
+    // exec mapped to a server's tool: the mapping, not a local runner, runs it.
+    let (code, ran, stderr) = call(&file, "exec", json!({"command": ["ls", "-l"]}));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(ran["content"][0]["text"], r#"{"command":["ls","-l"]}"#);
+    let metas = calls(&server);
+    assert_eq!(metas.len(), 4, "{metas:?}");
+    assert_eq!(
+        metas[3]["agent/labels"],
+        json!({"team": "ops", "tier": "gold"})
+    );
     assert!(daemon.terminate().success());
 }
 

@@ -152,7 +152,7 @@ async fn a_contract_tool_is_offered_only_when_implemented_and_says_why_not() {
         named("exec").unwrap()["reason"]
             .as_str()
             .unwrap()
-            .contains("exec build feature")
+            .contains("the exec feature")
     );
     assert!(
         own.granted(Scope::Root)
