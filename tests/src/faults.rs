@@ -259,6 +259,9 @@ struct Shared {
     script: Mutex<Script>,
     stats: Mutex<Stats>,
     live: AtomicUsize,
+    /// Whether the listening socket is open. [`Proxy::refuse`] changes what the accept loop
+    /// is told only while holding this, and the loop says the socket is open or failed only
+    /// while holding it and still told to accept: the two never disagree.
     listening: watch::Sender<Listening>,
 }
 
@@ -340,19 +343,22 @@ impl Proxy {
     /// same address, trying again while the port is taken, at most [`REBIND_TRIES`] times
     /// ([`Proxy::listening`] tells how that went).
     pub fn refuse(&self, refusing: bool) {
-        let now = if refusing {
-            Accept::Refusing
-        } else {
-            self.shared.listening.send_if_modified(|l| {
-                let opening = *l != Listening::Open;
-                if opening {
+        let mut was = Accept::Yes;
+        self.shared.listening.send_if_modified(|l| {
+            let before = l.clone();
+            if refusing {
+                // Closed from now on, as far as [`Proxy::listening`] tells: the loop closes
+                // the socket once it sees the order.
+                *l = Listening::Closed;
+                was = self.accept.send_replace(Accept::Refusing);
+            } else {
+                if *l != Listening::Open {
                     *l = Listening::Opening;
                 }
-                opening
-            });
-            Accept::Yes
-        };
-        let was = self.accept.send_replace(now);
+                was = self.accept.send_replace(Accept::Yes);
+            }
+            *l != before
+        });
         if refusing && was == Accept::Yes {
             self.shared.count(|s| s.refusals += 1);
         }
@@ -360,7 +366,8 @@ impl Proxy {
 
     /// Once the proxy is no longer opening its listening socket again after
     /// [`Proxy::refuse`]`(false)`: whether it listens (or was told to refuse), or the typed
-    /// error of its last try when it gave up.
+    /// error of its last try when it gave up. After `refuse(false)`, `Ok` means a dial is
+    /// accepted.
     pub async fn listening(&self) -> Result<(), RebindError> {
         let mut listening = self.shared.listening.subscribe();
         let settled = listening.wait_for(|l| *l != Listening::Opening).await;
@@ -421,13 +428,24 @@ async fn accept_loop(
     ends: watch::Receiver<End>,
 ) {
     let mut listener = Some(listener);
+    // Says how the socket is, unless a newer order came since the loop read its last one
+    // (that order is the next to act on).
+    let tell = |accepting: &watch::Receiver<Accept>, now: Listening| {
+        shared.listening.send_if_modified(|l| {
+            let current = matches!(accepting.has_changed(), Ok(false));
+            let told = current && *l != now;
+            if told {
+                *l = now;
+            }
+            told
+        });
+    };
     loop {
         let now = *accepting.borrow_and_update();
         match now {
             Accept::Stopped => return,
             Accept::Refusing => {
                 listener = None;
-                shared.listening.send_replace(Listening::Closed);
                 if accepting.changed().await.is_err() {
                     return;
                 }
@@ -435,23 +453,23 @@ async fn accept_loop(
             Accept::Yes => {
                 let Some(bound) = &listener else {
                     tokio::select! {
-                        bound = rebind(addr) => {
-                            let failed = bound.as_ref().err().cloned();
-                            listener = bound.ok();
-                            if let Some(e) = failed {
-                                shared.listening.send_replace(Listening::Failed(e));
+                        bound = rebind(addr) => match bound {
+                            Ok(bound) => listener = Some(bound),
+                            Err(e) => {
+                                tell(&accepting, Listening::Failed(e));
                                 // Refusing until told to accept again.
                                 if accepting.changed().await.is_err() {
                                     return;
                                 }
-                            } else {
-                                shared.listening.send_replace(Listening::Open);
                             }
-                        }
+                        },
                         changed = accepting.changed() => if changed.is_err() { return },
                     }
                     continue;
                 };
+                // Still open (told to refuse and to accept again before this loop saw it),
+                // or open again.
+                tell(&accepting, Listening::Open);
                 tokio::select! {
                     accepted = bound.accept() => {
                         let Ok((client, _)) = accepted else { continue };

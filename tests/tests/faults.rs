@@ -201,6 +201,29 @@ async fn a_refusing_proxy_refuses_dials_then_listens_again() {
     drop(held);
 }
 
+/// Told to refuse and then to accept again, whenever its accept loop sees the orders (both
+/// at once, the refusal alone, or the socket closed in between), the proxy says it listens
+/// only once it does: the dial right after is accepted, each of many rounds. The orders
+/// are given off the runtime, while the loop runs on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listening_again_is_told_only_once_a_dial_is_accepted() {
+    let proxy = proxy().await;
+    for round in 0..500 {
+        tokio::task::block_in_place(|| {
+            proxy.refuse(true);
+            // A pause of its own each round: the loop meets the orders at other points.
+            for _ in 0..round * 50 {
+                std::hint::spin_loop();
+            }
+            proxy.refuse(false);
+        });
+        proxy.listening().await.expect("listening again");
+        let dialed = TcpStream::connect(proxy.addr()).await;
+        assert!(dialed.is_ok(), "round {round}: {dialed:?}");
+    }
+    assert_eq!(proxy.stats().refusals, 500);
+}
+
 /// A proxy told to accept again while its port is taken tries [`REBIND_TRIES`] times, then
 /// gives up with a typed error and refuses; told again once the port is free, it listens.
 #[tokio::test]
