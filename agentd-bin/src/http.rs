@@ -126,18 +126,26 @@ pub(crate) fn serve(
 /// client before it has read the answer. A fresh socket's send buffer takes the answer at
 /// once; the write side is shut down (FIN) before the socket is closed.
 fn turn_away(tcp: tokio::net::TcpStream) {
-    let mut unread = [0; 4096];
-    let mut read = 0;
-    while read < TURNED_AWAY_READ {
-        match tcp.try_read(&mut unread) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => read += n,
-        }
-    }
+    read_away(&tcp);
     let _ = tcp.try_write(TURNED_AWAY);
     if let Ok(tcp) = tcp.into_std() {
         let _ = tcp.shutdown(std::net::Shutdown::Write);
     }
+}
+
+/// Reads and lets go what `tcp` has sent already, without waiting for more: at most
+/// [`TURNED_AWAY_READ`] bytes, never one past. How many were read.
+fn read_away(tcp: &tokio::net::TcpStream) -> usize {
+    let mut unread = [0; 4096];
+    let mut read = 0;
+    while read < TURNED_AWAY_READ {
+        let room = unread.len().min(TURNED_AWAY_READ - read);
+        match tcp.try_read(&mut unread[..room]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    read
 }
 
 fn answer<B>(req: &Request<B>, metrics: &Metrics) -> Response<Full<Bytes>> {
@@ -249,21 +257,27 @@ mod tests {
 
     /// A connection past the bound whose request (head and body) has all come before it
     /// is accepted reads the 503 whole and then the end of the connection, not a reset: the
-    /// listener reads what came before it closes. Connected and written without an await,
-    /// so that the listener (on this thread) accepts only once the bytes are there.
+    /// listener reads what came before it closes, up to [`TURNED_AWAY_READ`] bytes (the
+    /// last request is that long, head and body). Connected and written without an await,
+    /// so that the listener (on this thread) accepts only once the bytes are there; the
+    /// write has a bound of its own, should the socket's buffers not take it.
     #[tokio::test]
     async fn a_turned_away_request_already_sent_reads_its_503() {
         let shutdown = CancellationToken::new();
         let (addr, _deliveries) = listening(&shutdown).await;
         let _held = held(addr).await;
-        for size in [0, 1024, 16 * 1024, TURNED_AWAY_READ - 512] {
+        let head = |size: usize| {
+            format!("POST /hooks/_mcp/bkey HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n")
+        };
+        let whole = TURNED_AWAY_READ - head(TURNED_AWAY_READ).len();
+        for size in [0, 1024, 16 * 1024, whole] {
             let body = vec![b'x'; size];
-            let head = format!(
-                "POST /hooks/_mcp/bkey HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n"
-            );
             let mut tcp = std::net::TcpStream::connect(addr).unwrap();
-            std::io::Write::write_all(&mut tcp, head.as_bytes()).unwrap();
-            std::io::Write::write_all(&mut tcp, &body).unwrap();
+            tcp.set_write_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let request = [head(size).into_bytes(), body].concat();
+            std::io::Write::write_all(&mut tcp, &request)
+                .unwrap_or_else(|e| panic!("{size}: the socket's buffers took no more: {e}"));
             tcp.set_nonblocking(true).unwrap();
             let mut tcp = tokio::net::TcpStream::from_std(tcp).unwrap();
             let mut answer = Vec::new();
@@ -272,6 +286,36 @@ mod tests {
             assert_eq!(answer, TURNED_AWAY, "{size}");
         }
         shutdown.cancel();
+    }
+
+    /// What a turned-away connection sent is read up to [`TURNED_AWAY_READ`] bytes: all of
+    /// them at the bound; one past it, the bound and not the last byte.
+    #[tokio::test]
+    async fn a_turned_away_connection_is_read_up_to_its_bound() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        for sent in [TURNED_AWAY_READ, TURNED_AWAY_READ + 1] {
+            let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (tcp, _) = listener.accept().await.unwrap();
+            client.write_all(&vec![b'x'; sent]).await.unwrap();
+            // Every byte there before it is read.
+            let mut peeked = vec![0; sent + 1];
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while tcp.peek(&mut peeked).await.unwrap() < sent {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{sent}: not all came"
+                );
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(read_away(&tcp), TURNED_AWAY_READ, "{sent}");
+            let left = tcp.try_read(&mut peeked);
+            match sent - TURNED_AWAY_READ {
+                0 => assert!(left.is_err(), "{sent}: {left:?}"),
+                _ => assert_eq!(left.ok(), Some(1), "{sent}"),
+            }
+        }
     }
 
     /// In virtual time: a delivery whose body stops coming (a chunked body never ended,
