@@ -8,10 +8,12 @@
 //! | the listener's connections, with `webhooks.listen` | [`CONNECTIONS`] (256) |
 //!
 //! A soft limit below the budget is raised, to the hard limit but at most [`RAISE_TO`]; a
-//! hard limit below the budget refuses the start (or the reload) with [`Short`]. Turn
+//! hard limit below the budget refuses the start (or the reload) with [`Error::Short`], and so does a raise that fails
+//! ([`Error::NotRaised`]). Turn
 //! workers and subagents dial connections of their own on top of the budget: the room the
 //! raise leaves is theirs.
 
+use nix::errno::Errno;
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
 use crate::config::Config;
@@ -36,51 +38,95 @@ pub(crate) fn budget(config: &Config) -> u64 {
     BASE + PER_SERVER * config.servers.len() as u64 + listener
 }
 
-/// The hard limit on descriptors is below the budget.
+/// Why the descriptor budget cannot be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Short {
-    /// The budget.
-    pub(crate) budget: u64,
-    /// The hard limit (`RLIMIT_NOFILE`).
-    pub(crate) hard: u64,
+pub(crate) enum Error {
+    /// The hard limit is below the budget.
+    Short {
+        /// The budget.
+        budget: u64,
+        /// The hard limit (`RLIMIT_NOFILE`).
+        hard: u64,
+    },
+    /// The soft limit is below the budget, and the hard one holds it, but raising the soft
+    /// limit failed.
+    NotRaised {
+        /// The budget.
+        budget: u64,
+        /// The soft limit, left as it was.
+        soft: u64,
+        /// What it was to be raised to.
+        to: u64,
+        /// Why `setrlimit` failed.
+        errno: Errno,
+    },
 }
 
-impl std::fmt::Display for Short {
+impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} file descriptors are needed ({BASE}, {PER_SERVER} for each of mcp.servers, \
-             {CONNECTIONS} for the listener) but RLIMIT_NOFILE allows {}: raise it \
-             (`ulimit -n`) or configure fewer servers",
-            self.budget, self.hard
-        )
+        match self {
+            Self::Short { budget, hard } => write!(
+                f,
+                "{budget} file descriptors are needed ({BASE}, {PER_SERVER} for each of \
+                 mcp.servers, {CONNECTIONS} for the listener) but RLIMIT_NOFILE allows \
+                 {hard}: raise it (`ulimit -n`) or configure fewer servers"
+            ),
+            Self::NotRaised {
+                budget,
+                soft,
+                to,
+                errno,
+            } => write!(
+                f,
+                "{budget} file descriptors are needed but the soft RLIMIT_NOFILE of {soft} \
+                 could not be raised to {to}: {}: raise it (`ulimit -Sn`) before the start",
+                errno.desc()
+            ),
+        }
     }
 }
 
-impl std::error::Error for Short {}
+impl std::error::Error for Error {}
 
 /// The soft limit to set for `budget` under limits `soft` and `hard`: `None` when `soft`
 /// holds it already.
-pub(crate) fn raise(budget: u64, soft: u64, hard: u64) -> Result<Option<u64>, Short> {
+pub(crate) fn raise(budget: u64, soft: u64, hard: u64) -> Result<Option<u64>, Error> {
     if soft >= budget {
         return Ok(None);
     }
     let to = hard.min(RAISE_TO.max(budget));
     if to < budget {
-        return Err(Short { budget, hard });
+        return Err(Error::Short { budget, hard });
     }
     Ok(Some(to))
 }
 
 /// Makes room for `budget` descriptors: the soft limit raised when it is below it.
-pub(crate) fn reserve(budget: u64) -> Result<(), Short> {
+pub(crate) fn reserve(budget: u64) -> Result<(), Error> {
     // Without the limits (not Linux, or not allowed to read them) there is nothing to hold
     // the budget against.
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return Ok(());
     };
+    reserve_under(budget, soft, hard, |soft, hard| {
+        setrlimit(Resource::RLIMIT_NOFILE, soft, hard)
+    })
+}
+
+/// [`reserve`] under limits `soft` and `hard`, setting them with `set`.
+fn reserve_under(
+    budget: u64,
+    soft: u64,
+    hard: u64,
+    set: impl FnOnce(u64, u64) -> nix::Result<()>,
+) -> Result<(), Error> {
     if let Some(to) = raise(budget, soft, hard)? {
-        setrlimit(Resource::RLIMIT_NOFILE, to, hard).map_err(|_| Short { budget, hard })?;
+        set(to, hard).map_err(|errno| Error::NotRaised {
+            budget,
+            soft,
+            to,
+            errno,
+        })?;
     }
     Ok(())
 }
@@ -109,17 +155,46 @@ mod tests {
         assert_eq!(raise(324, 323, 1 << 20), Ok(Some(RAISE_TO)));
         assert_eq!(
             raise(324, 323, 323),
-            Err(Short {
+            Err(Error::Short {
                 budget: 324,
                 hard: 323
             })
         );
         assert_eq!(
             raise(324, 0, 0),
-            Err(Short {
+            Err(Error::Short {
                 budget: 324,
                 hard: 0
             })
         );
+    }
+
+    /// A raise that fails is told as such, with the limit it left and the one it was to
+    /// set, not as a hard limit below the budget; a limit that holds the budget sets nothing.
+    #[test]
+    fn a_raise_that_fails_is_told_apart_from_a_short_limit() {
+        let refused = |_, _| Err(Errno::EPERM);
+        let e = reserve_under(324, 100, 1 << 20, refused).unwrap_err();
+        assert_eq!(
+            e,
+            Error::NotRaised {
+                budget: 324,
+                soft: 100,
+                to: RAISE_TO,
+                errno: Errno::EPERM
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "324 file descriptors are needed but the soft RLIMIT_NOFILE of 100 could not be \
+             raised to 65536: Operation not permitted: raise it (`ulimit -Sn`) before the start"
+        );
+        assert_eq!(reserve_under(324, 324, 324, refused), Ok(()));
+        let mut set = None;
+        let raised = reserve_under(324, 100, 400, |soft, hard| {
+            set = Some((soft, hard));
+            Ok(())
+        });
+        assert_eq!((raised, set), (Ok(()), Some((400, 400))));
     }
 }

@@ -157,8 +157,8 @@ pub(crate) enum StartError {
     Events(events::Error),
     /// The model's provider could not be made.
     Model(ModelError),
-    /// `RLIMIT_NOFILE` is below the descriptor budget.
-    Descriptors(descriptors::Short),
+    /// `RLIMIT_NOFILE` does not hold the descriptor budget.
+    Descriptors(descriptors::Error),
 }
 
 impl std::fmt::Display for StartError {
