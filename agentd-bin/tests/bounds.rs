@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{Daemon, TempFile, Usage, connections_on, poll, store_dir, tail};
+use common::{Daemon, TempFile, Usage, connections_on, polled, store_dir, tail};
 use mcp_events::webhook::Secret;
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::json;
@@ -312,6 +312,12 @@ impl Peak {
     }
 }
 
+/// `wait` run where blocking holds up none of the runtime's workers (they serve the
+/// reference servers): the daemon's log and exit, `agentd events tail`.
+fn blocking<T>(wait: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(wait)
+}
+
 /// This process's soft descriptor limit raised to its hard one: the servers, their
 /// connections and the senders' are about 800, past a soft limit of 1024 with the rest.
 fn room_for_descriptors() {
@@ -337,27 +343,29 @@ async fn resources_stay_within_their_limits_under_load() {
     let dir = store_dir("bounds");
     let file = TempFile::new(&config(&legacy, &modern, dir.path()));
     let mut agentd = Daemon::run(&file);
-    let addr = agentd.listener();
+    let addr = blocking(|| agentd.listener());
     let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     let pid = agentd.pid();
 
     // Every server connected, every binding armed, every webhook verified.
-    poll(Duration::from_secs(180), || {
+    polled(Duration::from_secs(180), || {
         agentd.drain(Duration::ZERO);
         let armed = agentd.matching("mcp.events.armed", None).count();
         let connected = agentd.matching("mcp.connect", None).count();
-        match (armed, connected) {
+        std::future::ready(match (armed, connected) {
             (BINDINGS, 100) => Ok(()),
             seen => Err(format!("bindings armed, servers connected: {seen:?}")),
-        }
-    });
-    let hooks = poll(Duration::from_secs(60), || {
+        })
+    })
+    .await;
+    let hooks = polled(Duration::from_secs(60), || {
         let hooks: Vec<Hook> = (0..WEBHOOKS).filter_map(|b| hook(&modern[b], b)).collect();
-        match hooks.len() {
+        std::future::ready(match hooks.len() {
             WEBHOOKS => Ok(hooks),
             n => Err(format!("{n} of {WEBHOOKS} webhooks verified")),
-        }
-    });
+        })
+    })
+    .await;
     let before = agentd.usage();
     let connections_before = connections_on(pid, port);
 
@@ -393,19 +401,22 @@ async fn resources_stay_within_their_limits_under_load() {
     let during = sampling.join().unwrap();
 
     // Back to what it was: the listener's connections, descriptors, threads.
-    let after = poll(Duration::from_secs(60), || {
+    let after = polled(Duration::from_secs(60), || {
         let after = agentd.usage();
         let connections = connections_on(pid, port);
-        match connections <= connections_before
-            && after.fds <= before.fds + 4
-            && after.threads <= before.threads + 4
-        {
-            true => Ok(after),
-            false => Err(format!(
-                "not back: {connections} connections, {after:?} of {before:?}"
-            )),
-        }
-    });
+        std::future::ready(
+            match connections <= connections_before
+                && after.fds <= before.fds + 4
+                && after.threads <= before.threads + 4
+            {
+                true => Ok(after),
+                false => Err(format!(
+                    "not back: {connections} connections, {after:?} of {before:?}"
+                )),
+            },
+        )
+    })
+    .await;
 
     let counts = std::mem::take(&mut *counts.lock().unwrap());
     let sent: u64 = counts.answers.values().sum();
@@ -417,7 +428,7 @@ async fn resources_stay_within_their_limits_under_load() {
             .map(|id| format!("mcp/m{}/ticket.created/{id}", &stream[1..]))
             .collect();
         expected.sort();
-        let mut ids: Vec<String> = tail(&file, stream)
+        let mut ids: Vec<String> = blocking(|| tail(&file, stream))
             .iter()
             .map(|r| r["id"].as_str().unwrap_or("").to_owned())
             .collect();
@@ -428,7 +439,7 @@ async fn resources_stay_within_their_limits_under_load() {
         );
         appended += ids.len();
     }
-    assert!(agentd.terminate().success());
+    assert!(blocking(|| agentd.terminate()).success());
 
     println!(
         "bounds: {} servers ({LEGACY} at 2025-11-25, {MODERN} at 2026-07-28), {BINDINGS} \
@@ -482,11 +493,22 @@ async fn resources_stay_within_their_limits_under_load() {
 
 /// The descriptor budget held against `RLIMIT_NOFILE` at start: one server and a listener
 /// need 64 + 4 + 256; a daemon whose limit (soft and hard) is that many starts (and refuses
-/// a reload to a second server), one whose
-/// soft limit is below it and hard limit past it starts with the soft limit raised, one with
-/// one fewer exits 1 naming the budget and the limit.
+/// a reload to a second server), one whose soft limit is below it and hard limit past it
+/// starts with the soft limit raised, one with one fewer exits 1 naming the budget and the
+/// limit. The limits set are at most this process's hard limit (lowering it needs no
+/// privilege); one too low to pass the budget fails the test, naming it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_descriptor_limit_below_the_budget_refuses_the_start() {
+    let budget = 64 + 4 + LISTENER_CONNECTIONS;
+    let (_, ours) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .expect("the descriptor limit");
+    let ours = usize::try_from(ours).unwrap_or(usize::MAX);
+    assert!(
+        ours > budget,
+        "this test sets RLIMIT_NOFILE up to {} (hard), and this process's hard limit is \
+         {ours}: run it where `ulimit -Hn` is past {budget}",
+        budget + 1
+    );
     let server = ReferenceServer::start(server_options(false)).await;
     let dir = store_dir("descriptors");
     let file = TempFile::new(&format!(
@@ -495,31 +517,30 @@ async fn a_descriptor_limit_below_the_budget_refuses_the_start() {
         dir.path().display(),
         server.url()
     ));
-    let budget = 64 + 4 + LISTENER_CONNECTIONS;
     let mut agentd = Daemon::run_after(&file, &format!("ulimit -n {budget} && exec \"$@\""));
-    agentd.wait_for("mcp.connect", Some("m0"));
+    blocking(|| agentd.wait_for("mcp.connect", Some("m0")));
     // A reload to two servers, past the budget the limit holds: refused, the one kept.
     let first = std::fs::read_to_string(file.path()).unwrap();
     file.write(&format!(
         "{first}[[mcp.servers]]\nname = \"m1\"\nurl = \"{}\"\n",
         server.url()
     ));
-    agentd.signal("HUP");
-    let refused = agentd.wait_for("reload.refused", None);
+    blocking(|| agentd.signal("HUP"));
+    let refused = blocking(|| agentd.wait_for("reload.refused", None));
     let err = refused["err"].as_str().unwrap();
     assert!(
         err.starts_with(&format!("{} file descriptors are needed", budget + 4)),
         "{err}"
     );
     file.write(&first);
-    assert!(agentd.terminate().success());
+    assert!(blocking(|| agentd.terminate()).success());
     assert!(agentd.matching("mcp.connect", Some("m1")).next().is_none());
 
     // A soft limit below the budget, the hard one past it: raised, to the hard limit.
-    let hard = budget + 100;
+    let hard = (budget + 100).min(ours);
     let script = format!("ulimit -Sn 100 && ulimit -Hn {hard} && exec \"$@\"");
     let mut agentd = Daemon::run_after(&file, &script);
-    agentd.wait_for("mcp.connect", Some("m0"));
+    blocking(|| agentd.wait_for("mcp.connect", Some("m0")));
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", agentd.pid())).unwrap();
     let open_files = limits.lines().find(|l| l.starts_with("Max open files"));
     let soft_hard: Vec<&str> = open_files
@@ -529,15 +550,16 @@ async fn a_descriptor_limit_below_the_budget_refuses_the_start() {
         .take(2)
         .collect();
     assert_eq!(soft_hard, [hard.to_string(), hard.to_string()], "{limits}");
-    assert!(agentd.terminate().success());
+    assert!(blocking(|| agentd.terminate()).success());
 
     let script = format!("ulimit -n {} && exec \"$@\"", budget - 1);
     let mut agentd = Daemon::run_after(&file, &script);
-    let status = poll(Duration::from_secs(15), || {
-        agentd.exited().ok_or("still running")
-    });
+    let status = polled(Duration::from_secs(15), || {
+        std::future::ready(agentd.exited().ok_or("still running"))
+    })
+    .await;
     assert_eq!(status.code(), Some(1));
-    agentd.drain(Duration::from_millis(500));
+    blocking(|| agentd.drain(Duration::from_millis(500)));
     let said = format!(
         "agentd: cannot start: {budget} file descriptors are needed (64, 4 for each of \
          mcp.servers, 256 for the listener) but RLIMIT_NOFILE allows {}: raise it (`ulimit \
