@@ -10,6 +10,11 @@
 //! a program that is not empty, no NUL byte in any item (`invalid_arguments`, naming the item
 //! and the rule `nul`), `stdin` of at most [`STDIN_MAX`] bytes (`too_large`, what `stdin`).
 //!
+//! The answer is at most [`ANSWER_MAX`] bytes of JSON text: past it the streams are cut (at
+//! a character, each given half of the room the rest of the answer leaves, or what the other
+//! does not use) and say `truncated`, so a caller that bounds what it reads (a turn, a
+//! workflow's output) always gets the answer whole.
+//!
 //! Without a runner the tool is not offered, and a call is `not_offered` ([`NOT_OFFERED`]
 //! says why).
 
@@ -32,6 +37,10 @@ pub const ARGS_MAX: usize = 1024;
 pub const COMMAND_MAX: usize = 128 * 1024;
 /// The most bytes of a command's `stdin`.
 pub const STDIN_MAX: usize = 1024 * 1024;
+
+/// The most bytes of an answer's JSON text: below a turn's bound on what the model reads of a
+/// call (100 KiB) and a workflow's on a step's output (256 KiB unless configured).
+pub const ANSWER_MAX: usize = 64 * 1024;
 
 /// Why `exec` is not offered when the daemon gives no runner.
 pub const NOT_OFFERED: &str = "no local command runner: it runs in an agentd built with the \
@@ -185,24 +194,71 @@ impl Ran {
     }
 
     /// The answer of `exec`: the streams as UTF-8, a byte sequence that is not UTF-8 replaced
-    /// by U+FFFD (so a stream cut inside a character ends with one).
+    /// by U+FFFD (so a stream cut inside a character ends with one), cut to fit
+    /// [`ANSWER_MAX`] as the module says.
     pub fn to_value(&self) -> Value {
+        let text = |c: &Captured| String::from_utf8_lossy(&c.bytes).into_owned();
+        let (mut stdout, mut stderr) = (text(&self.stdout), text(&self.stderr));
+        // The rest of the answer, its flags at their longest (`false`).
+        let rest = self.answer("", "", false, false).to_string().len();
+        let room = ANSWER_MAX.saturating_sub(rest);
+        let (out, err) = (escaped_len(&stdout), escaped_len(&stderr));
+        let err_room = err.min(room - out.min(room / 2));
+        let cut_err = cut(&mut stderr, err_room);
+        let cut_out = cut(&mut stdout, room - err_room);
+        self.answer(
+            &stdout,
+            &stderr,
+            self.stdout.truncated || cut_out,
+            self.stderr.truncated || cut_err,
+        )
+    }
+
+    /// The answer with streams `stdout` and `stderr`, each `truncated` as given.
+    fn answer(&self, stdout: &str, stderr: &str, cut_out: bool, cut_err: bool) -> Value {
         let (code, signal) = match self.exit {
             Exit::Code(code) => (Some(code), None),
             Exit::Signal(signal) => (None, Some(signal)),
             Exit::Unknown => (None, None),
         };
-        let text = |c: &Captured| String::from_utf8_lossy(&c.bytes).into_owned();
         json!({
             "exit_code": code,
             "signal": signal,
             "timed_out": self.timed_out,
             "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
-            "stdout": text(&self.stdout),
-            "stderr": text(&self.stderr),
-            "truncated": {"stdout": self.stdout.truncated, "stderr": self.stderr.truncated},
+            "stdout": stdout,
+            "stderr": stderr,
+            "truncated": {"stdout": cut_out, "stderr": cut_err},
         })
     }
+}
+
+/// The bytes `c` takes inside a JSON string (`serde_json`'s escapes).
+fn escaped(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\u{8}' | '\t' | '\n' | '\u{c}' | '\r' => 2,
+        '\0'..='\u{1f}' => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// The bytes `text` takes inside a JSON string.
+fn escaped_len(text: &str) -> usize {
+    text.chars().map(escaped).sum()
+}
+
+/// Cuts `text` at the last character that keeps it within `room` bytes inside a JSON string;
+/// whether it cut.
+fn cut(text: &mut String, room: usize) -> bool {
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        used += escaped(c);
+        if used > room {
+            text.truncate(at);
+            return true;
+        }
+    }
+    false
 }
 
 /// A future an [`Exec`] runner answers with.
@@ -335,5 +391,56 @@ mod tests {
         );
         ran.exit = Exit::Unknown;
         assert_answer(TOOL, &ran.to_value());
+    }
+
+    /// An answer of streams `stdout` and `stderr`, not truncated by the runner.
+    fn ran(stdout: &str, stderr: &str) -> Ran {
+        let captured = |s: &str| Captured::new(s.as_bytes().to_vec(), false);
+        Ran::new(
+            Exit::Code(0),
+            captured(stdout),
+            captured(stderr),
+            Duration::from_millis(5),
+        )
+    }
+
+    #[test]
+    fn the_answer_is_kept_to_its_bound_and_cut_past_it() {
+        let rest = ran("", "").to_value().to_string().len();
+        let room = ANSWER_MAX - rest;
+        let at = ran(&"x".repeat(room - 2), "\n").to_value();
+        assert_eq!(at.to_string().len(), ANSWER_MAX);
+        assert_eq!(at["truncated"], json!({"stdout": false, "stderr": false}));
+        let past = ran(&"x".repeat(room - 1), "\n").to_value();
+        assert!(past.to_string().len() <= ANSWER_MAX);
+        assert_eq!(past["truncated"], json!({"stdout": true, "stderr": false}));
+        assert_eq!(past["stderr"], "\n");
+        // Escapes count as written: a NUL byte is 6 bytes of JSON.
+        let nul = ran(&"\0".repeat(ANSWER_MAX), &"\0".repeat(ANSWER_MAX)).to_value();
+        let text = nul.to_string();
+        assert!(text.len() <= ANSWER_MAX, "{}", text.len());
+        assert!(
+            text.len() > ANSWER_MAX - 12,
+            "the room is used: {}",
+            text.len()
+        );
+        assert_eq!(nul["truncated"], json!({"stdout": true, "stderr": true}));
+        assert_eq!(nul["stdout"].as_str().unwrap().len(), (room / 2) / 6);
+        // A stream that needs less than half leaves the rest to the other; characters whole.
+        let small = ran(&"é".repeat(ANSWER_MAX), "short").to_value();
+        assert_eq!(small["stderr"], "short");
+        assert_eq!(small["truncated"], json!({"stdout": true, "stderr": false}));
+        assert_eq!(
+            small["stdout"].as_str().unwrap().len(),
+            (room - "short".len()) / 2 * 2
+        );
+    }
+
+    #[test]
+    fn escapes_are_counted_as_serde_json_writes_them() {
+        for c in ('\0'..='\u{80}').chain(['é', '€', '😀', '\u{2028}']) {
+            let written = serde_json::to_string(&c.to_string()).unwrap().len() - 2;
+            assert_eq!(escaped(c), written, "{c:?}");
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! enabled = true       # false when not set: exec is not offered
 //! timeout = "60s"      # a call that names no timeout
 //! timeout_max = "10m"  # the longest a call may name; past it the call is refused
-//! output_max = 1048576 # bytes kept of each of stdout and stderr (at most 64 MiB)
+//! output_max = 32768   # bytes kept of each of stdout and stderr (at most 64 KiB)
+//! concurrency = 4      # calls running at once; one past it is refused (at most 64)
 //! path = "/usr/local/bin:/usr/bin:/bin"  # where a program without a slash is looked for
 //! ```
 //!
@@ -24,10 +25,16 @@ use super::{At, ConfigError};
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 /// `security.exec.timeout_max` when the file says nothing.
 pub(crate) const TIMEOUT_MAX: Duration = Duration::from_secs(600);
-/// `security.exec.output_max` when the file says nothing: 1 MiB a stream.
-pub(crate) const OUTPUT_MAX: usize = 1024 * 1024;
-/// The most `security.exec.output_max` may be: 64 MiB a stream.
-pub(crate) const OUTPUT_LIMIT: usize = 64 * 1024 * 1024;
+/// `security.exec.output_max` when the file says nothing: 32 KiB a stream, the two within
+/// the answer's bound.
+pub(crate) const OUTPUT_MAX: usize = 32 * 1024;
+/// The most `security.exec.output_max` may be: the answer's bound
+/// ([`agentd_tools::exec::ANSWER_MAX`], 64 KiB), past which nothing more would reach it.
+pub(crate) const OUTPUT_LIMIT: usize = agentd_tools::exec::ANSWER_MAX;
+/// `security.exec.concurrency` when the file says nothing.
+pub(crate) const CONCURRENCY: usize = 4;
+/// The most `security.exec.concurrency` may be.
+pub(crate) const CONCURRENCY_LIMIT: usize = 64;
 /// `security.exec.path` when the file says nothing.
 pub(crate) const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -41,6 +48,9 @@ pub(crate) struct Exec {
     /// The bytes kept of each of a command's stdout and stderr (`output_max`,
     /// [`OUTPUT_MAX`]).
     pub(crate) output_max: usize,
+    /// The most calls running at once (`concurrency`, [`CONCURRENCY`]); one past it is
+    /// refused.
+    pub(crate) concurrency: usize,
     /// The command's `PATH`: absolute folders split by `:`, where a program named without a
     /// slash is looked for, in order (`path`, [`PATH`]).
     pub(crate) path: String,
@@ -52,6 +62,7 @@ impl Default for Exec {
             timeout: TIMEOUT,
             timeout_max: TIMEOUT_MAX,
             output_max: OUTPUT_MAX,
+            concurrency: CONCURRENCY,
             path: PATH.to_owned(),
         }
     }
@@ -90,6 +101,15 @@ pub(super) fn exec(
             _ => {
                 let message = format!("must be 1 to {OUTPUT_LIMIT} bytes");
                 return Err(at(Some(max.span()), "security.exec.output_max", message));
+            }
+        };
+    }
+    if let Some(n) = &e.concurrency {
+        policy.concurrency = match usize::try_from(*n.get_ref()) {
+            Ok(n @ 1..=CONCURRENCY_LIMIT) => n,
+            _ => {
+                let message = format!("must be 1 to {CONCURRENCY_LIMIT}");
+                return Err(at(Some(n.span()), "security.exec.concurrency", message));
             }
         };
     }

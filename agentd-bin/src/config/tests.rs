@@ -586,22 +586,33 @@ fn exec_is_off_unless_enabled_and_its_policy_has_defaults() {
     assert_eq!(off.exec, None);
     let policy = security::Exec::default();
     assert_eq!(
-        (policy.timeout, policy.timeout_max, policy.output_max),
+        (
+            policy.timeout,
+            policy.timeout_max,
+            policy.output_max,
+            policy.concurrency
+        ),
         (
             Duration::from_secs(60),
             Duration::from_secs(600),
-            1024 * 1024
+            32 * 1024,
+            4
         )
     );
     assert_eq!(policy.path, "/usr/local/bin:/usr/bin:/bin");
     let on = "[security.exec]\nenabled = true\ntimeout = \"5s\"\ntimeout_max = \"1m\"\n\
-              output_max = 4096\npath = \"/opt/bin:/bin\"\n";
+              output_max = 4096\nconcurrency = 2\npath = \"/opt/bin:/bin\"\n";
     match parse("agentd.toml", on, &env) {
         Ok(c) if cfg!(feature = "exec") => {
             let exec = c.exec.unwrap();
             assert_eq!(
-                (exec.timeout, exec.timeout_max, exec.output_max),
-                (Duration::from_secs(5), Duration::from_secs(60), 4096)
+                (
+                    exec.timeout,
+                    exec.timeout_max,
+                    exec.output_max,
+                    exec.concurrency
+                ),
+                (Duration::from_secs(5), Duration::from_secs(60), 4096, 2)
             );
             assert_eq!(exec.path, "/opt/bin:/bin");
         }
@@ -631,6 +642,20 @@ fn exec_policy_errors_are_named_even_when_disabled() {
     );
     let at_limit = format!("[security.exec]\noutput_max = {limit}\ntimeout = \"10m\"\n");
     assert!(parse("agentd.toml", &at_limit, &env).is_ok());
+    assert_eq!(key("concurrency = 0"), "security.exec.concurrency");
+    let limit = security::CONCURRENCY_LIMIT;
+    assert_eq!(
+        key(&format!("concurrency = {}", limit + 1)),
+        "security.exec.concurrency"
+    );
+    assert!(
+        parse(
+            "agentd.toml",
+            &format!("[security.exec]\nconcurrency = {limit}\n"),
+            &env
+        )
+        .is_ok()
+    );
     for path in ["bin", "/bin:", "/bin:usr/bin", "", "/bin\\u0000"] {
         let body = format!("path = \"{path}\"");
         assert_eq!(key(&body), "security.exec.path", "{path:?}");

@@ -6,6 +6,7 @@
 //! | whatever the daemon serves: stdio, the store (database, WAL, shared memory), its lock and the control socket, the runtimes' pollers and wakers, the listening socket | [`BASE`] (64) |
 //! | each of `mcp.servers` (at most 128): its held connection, a legacy session's GET stream or a modern listen, a pooled request's connection, MCP Events' requests | [`PER_SERVER`] (4) |
 //! | the listener's connections, with `webhooks.listen` | [`CONNECTIONS`] (256) |
+//! | each `exec` call running, with `security.exec.enabled` (at most `concurrency`): its pipes and its wait | [`PER_EXEC`] (4) |
 //!
 //! A soft limit below the budget is raised, to the hard limit but at most [`RAISE_TO`]; a
 //! hard limit below the budget refuses the start (or the reload) with [`Error::Short`], and so does a raise that fails
@@ -25,6 +26,9 @@ pub(crate) const BASE: u64 = 64;
 /// Descriptors each configured server may hold.
 pub(crate) const PER_SERVER: u64 = 4;
 
+/// Descriptors each running `exec` call may hold.
+pub(crate) const PER_EXEC: u64 = 4;
+
 /// The most a soft limit below the budget is raised to.
 pub(crate) const RAISE_TO: u64 = 65_536;
 
@@ -35,7 +39,11 @@ pub(crate) fn budget(config: &Config) -> u64 {
     } else {
         0
     };
-    BASE + PER_SERVER * config.servers.len() as u64 + listener
+    let exec = config
+        .exec
+        .as_ref()
+        .map_or(0, |e| PER_EXEC * e.concurrency as u64);
+    BASE + PER_SERVER * config.servers.len() as u64 + listener + exec
 }
 
 /// Why the descriptor budget cannot be held.
@@ -144,6 +152,11 @@ mod tests {
         assert_eq!(budget(&config), 324);
         let config = crate::config::parse("agentd.toml", "", &|_| None).unwrap();
         assert_eq!(budget(&config), 64);
+        if cfg!(feature = "exec") {
+            let text = "[security.exec]\nenabled = true\nconcurrency = 8\n";
+            let config = crate::config::parse("agentd.toml", text, &|_| None).unwrap();
+            assert_eq!(budget(&config), 64 + 32);
+        }
     }
 
     /// A soft limit at the budget stands; one below is raised when the hard limit is at the

@@ -281,10 +281,12 @@ impl Daemon {
             Ok(None) => return Err(StartError::Held(config.store_path.clone())),
             Err(e) => return Err(StartError::ControlSocket(config.store_path.clone(), e)),
         };
-        // What calls of `exec` left when the last daemon stopped mid-call; a folder that
-        // stays is skipped by the calls' names.
+        // What calls of `exec` left when the last daemon stopped mid-call; what stays is
+        // logged, and taken names are skipped by the calls' random ones.
         #[cfg(feature = "exec")]
-        let _ = crate::exec::sweep(&config.store_path);
+        if let Err(e) = crate::exec::sweep(&config.store_path) {
+            own::exec_sweep_fail(&config.instance, &e.to_string());
+        }
         // Bound first, served once the webhook routes are in place: a delivery that comes
         // early waits in the backlog instead of meeting an empty table.
         let listener = match config.listen {

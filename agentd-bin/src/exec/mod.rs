@@ -4,18 +4,25 @@
 //! - **The program.** `argv[0]` without a slash is looked for in the policy's `PATH`
 //!   folders, in order (the first executable file of that name; none: `not_found`); with a
 //!   slash it must be an absolute path (else `invalid_arguments`, rule `absolute`).
-//! - **Its folder.** Each call runs in a folder of its own, `<store>/exec/<n>` (mode 0700),
-//!   made when the call starts and removed with what is in it when the call ends, however it
-//!   ends (a call dropped with its turn too). What a daemon that stopped mid-call left there is
-//!   removed when the next one starts ([`sweep`]).
+//! - **Its folder.** Each call runs in a folder of its own, `<store>/exec/<random>` (mode
+//!   0700), made when the call starts and removed with what is in it when the call ends,
+//!   however it ends (a call dropped with its turn too: then just after it, on a blocking
+//!   thread); a folder the command made unwritable is opened up (`u+rwx`) and removed. What a
+//!   daemon that stopped mid-call left there is removed when the next one starts ([`sweep`]).
 //! - **Its environment.** Cleared, then `PATH` (the policy's), `HOME` and `TMPDIR` (the
-//!   folder); nothing of the daemon's environment reaches the command.
+//!   folder). A runner makes the daemon not dumpable (`PR_SET_DUMPABLE` 0), so that the
+//!   daemon's `/proc/<pid>/environ`, `mem` and `fd` are closed to its commands, which run as
+//!   the same user: the environment the daemon was started with does not reach them.
+//! - **How many.** At most the policy's `concurrency` calls run at once; one past it is
+//!   refused (`cannot_start`).
 //! - **Its input.** The call's `stdin`, then end of file; none: `/dev/null`.
 //! - **Its time.** The call's `timeout`, else the policy's default; one past the policy's
 //!   maximum is refused (`invalid_arguments`, rule `maximum`). The command leads a process
 //!   group of its own: at its timeout the whole group is killed (`SIGKILL`), children and
 //!   grandchildren too, and the answer says `timed_out`. When the command exits, whatever it
-//!   left running in its group is killed the same way, so a call never outlives its command;
+//!   left running in its group is killed the same way, so a call never outlives its command
+//!   (the command's exit is seen before it is reaped, and the group killed between, so that
+//!   its id cannot have been taken by another group);
 //!   a process that left the group (`setsid`) and holds the output open is cut at the timeout.
 //! - **Its output.** stdout and stderr are each read to their end, the first `output_max`
 //!   bytes kept and the rest dropped (`truncated`), so a command writing more never blocks.
@@ -29,14 +36,16 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_tools::Error;
 use agentd_tools::exec::{Command, Exec, Exit, Ran, Running, TOOL};
 use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
+use tokio::sync::{Semaphore, oneshot};
 use tokio::time::Instant;
 
 use self::capture::Capture;
@@ -46,15 +55,12 @@ use crate::config::security;
 const FOLDER: &str = "exec";
 
 /// How many taken names a call's folder skips before the call gives up.
-const NAMES_TRIED: usize = 64;
+const NAMES_TRIED: usize = 4;
 
 /// Removes the calls' folders a daemon that stopped mid-call left under the store in
 /// `store`; called at start, before any call.
 pub(crate) fn sweep(store: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(store.join(FOLDER)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+    remove(&store.join(FOLDER))
 }
 
 /// Runs `exec`'s commands under a policy, each in a folder of its own under the store.
@@ -63,17 +69,20 @@ pub(crate) struct Runner {
     policy: security::Exec,
     /// `<store>/exec`.
     root: PathBuf,
-    /// The number of the next call's folder.
-    next: AtomicU64,
+    /// A permit for each call that may run now.
+    running: Arc<Semaphore>,
 }
 
 impl Runner {
-    /// The runner of `policy` for the store in `store`.
+    /// The runner of `policy` for the store in `store`; makes the daemon not dumpable, as
+    /// the module says.
     pub(crate) fn new(store: &Path, policy: security::Exec) -> Self {
+        // It fails only for an attribute Linux does not know.
+        let _ = nix::sys::prctl::set_dumpable(false);
         Self {
+            running: Arc::new(Semaphore::new(policy.concurrency)),
             policy,
             root: store.join(FOLDER),
-            next: AtomicU64::new(0),
         }
     }
 
@@ -94,16 +103,24 @@ impl Runner {
         let Some((name, args)) = command.argv.split_first() else {
             return Err(invalid("/command", "minItems", "no program"));
         };
-        let program = self.program(name)?;
-        let folder = self.folder(name)?;
+        let Ok(_permit) = self.running.clone().try_acquire_owned() else {
+            return Err(Error::CannotStart {
+                program: name.clone(),
+                detail: format!(
+                    "security.exec.concurrency ({}) calls are running",
+                    self.policy.concurrency
+                ),
+            });
+        };
+        let (program, folder) = self.prepare(name).await?;
         let mut spawn = tokio::process::Command::new(&program);
         spawn
             .args(args)
-            .current_dir(&folder.0)
+            .current_dir(folder.path())
             .env_clear()
             .env("PATH", &self.policy.path)
-            .env("HOME", &folder.0)
-            .env("TMPDIR", &folder.0)
+            .env("HOME", folder.path())
+            .env("TMPDIR", folder.path())
             .stdin(match command.stdin {
                 Some(_) => Stdio::piped(),
                 None => Stdio::null(),
@@ -113,14 +130,23 @@ impl Runner {
             .process_group(0)
             .kill_on_drop(true);
         let started = Instant::now();
-        let mut child = spawn.spawn().map_err(|e| cannot_start(name, &e))?;
+        let mut child = match spawn.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                folder.remove().await;
+                return Err(cannot_start(name, &e));
+            }
+        };
         // The command leads its group: the group's id is its process id.
-        let mut group = Group(
-            child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .map(Pid::from_raw),
-        );
+        let leader = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        let mut group = Group(leader);
+        let exited = match leader.map(exit_seen).transpose() {
+            Ok(exited) => exited,
+            Err(e) => return Err(cannot_start(name, &e)),
+        };
         let (input, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let mut out = Capture::new(self.policy.output_max);
@@ -133,9 +159,12 @@ impl Runner {
                 }
             };
             let waited = async {
-                let status = child.wait().await;
+                if let Some(exited) = exited {
+                    // Not reaped yet: the group's id is still the leader's, no one else's.
+                    let _ = exited.await;
+                }
                 group.kill();
-                status
+                child.wait().await
             };
             let work = async {
                 let (status, (), (), ()) =
@@ -155,6 +184,7 @@ impl Runner {
                 (child.wait().await, true)
             }
         };
+        folder.remove().await;
         let mut ran = Ran::new(
             exit(status.ok()),
             out.captured(),
@@ -180,44 +210,20 @@ impl Runner {
         }
     }
 
-    /// The file `program` names: an absolute path as it is, a name looked for in the
-    /// policy's folders.
-    fn program(&self, program: &str) -> Result<PathBuf, Error> {
-        if program.contains('/') {
-            if Path::new(program).is_absolute() {
-                return Ok(PathBuf::from(program));
-            }
-            let message = "a program named with a slash is an absolute path";
-            return Err(invalid("/command/0", "absolute", message));
-        }
-        self.policy
-            .path
-            .split(':')
-            .map(|folder| Path::new(folder).join(program))
-            .find(|file| is_executable(file))
-            .ok_or_else(|| Error::NotFound {
-                what: format!("program {program:?} in security.exec.path"),
-            })
-    }
-
-    /// A fresh folder for a call of `program`, under the store.
-    fn folder(&self, program: &str) -> Result<Folder, Error> {
-        let cannot = |e: &io::Error| Error::CannotStart {
-            program: program.to_owned(),
-            detail: format!("its folder under {}: {e}", self.root.display()),
+    /// The file `name` names and a fresh folder for its call, found and made on a blocking
+    /// thread.
+    async fn prepare(&self, name: &str) -> Result<(PathBuf, Folder), Error> {
+        let (path, root, name) = (self.policy.path.clone(), self.root.clone(), name.to_owned());
+        let cannot = |detail: String| Error::CannotStart {
+            program: name.clone(),
+            detail,
         };
-        std::fs::create_dir_all(&self.root).map_err(|e| cannot(&e))?;
-        for _ in 0..NAMES_TRIED {
-            let n = self.next.fetch_add(1, Ordering::Relaxed);
-            let path = self.root.join(n.to_string());
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(Folder(path)),
-                // A folder a call of an earlier runner of this daemon (before a reload) holds.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(cannot(&e)),
-            }
-        }
-        Err(cannot(&io::Error::from(io::ErrorKind::AlreadyExists)))
+        tokio::task::spawn_blocking({
+            let name = name.clone();
+            move || Ok((program(&path, &name)?, folder(&root, &name)?))
+        })
+        .await
+        .map_err(|e| cannot(e.to_string()))?
     }
 }
 
@@ -227,15 +233,113 @@ impl Exec for Runner {
     }
 }
 
-/// A call's folder, removed with what is in it when dropped.
+/// The file `program` names: an absolute path as it is, a name looked for in the folders of
+/// `path`.
+fn program(path: &str, program: &str) -> Result<PathBuf, Error> {
+    if program.contains('/') {
+        if Path::new(program).is_absolute() {
+            return Ok(PathBuf::from(program));
+        }
+        let message = "a program named with a slash is an absolute path";
+        return Err(invalid("/command/0", "absolute", message));
+    }
+    path.split(':')
+        .map(|folder| Path::new(folder).join(program))
+        .find(|file| is_executable(file))
+        .ok_or_else(|| Error::NotFound {
+            what: format!("program {program:?} in security.exec.path"),
+        })
+}
+
+/// A fresh folder under `root` for a call of `program`, of a random name.
+fn folder(root: &Path, program: &str) -> Result<Folder, Error> {
+    let cannot = |e: &io::Error| Error::CannotStart {
+        program: program.to_owned(),
+        detail: format!("its folder under {}: {e}", root.display()),
+    };
+    std::fs::create_dir_all(root).map_err(|e| cannot(&e))?;
+    for _ in 0..NAMES_TRIED {
+        let name = u64::from_ne_bytes(crate::clock::random_bytes());
+        let path = root.join(format!("{name:016x}"));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(Folder(Some(path))),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(cannot(&e)),
+        }
+    }
+    Err(cannot(&io::Error::from(io::ErrorKind::AlreadyExists)))
+}
+
+/// A call's folder, removed with what is in it: when the call ends, or, dropped, on a
+/// blocking thread (at once without a runtime).
 #[derive(Debug)]
-struct Folder(PathBuf);
+struct Folder(Option<PathBuf>);
+
+impl Folder {
+    fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// Removes the folder and waits for it.
+    async fn remove(mut self) {
+        if let Some(path) = self.0.take() {
+            // What cannot be removed now is removed at the next start (`sweep`).
+            let _ = tokio::task::spawn_blocking(move || remove(&path)).await;
+        }
+    }
+}
 
 impl Drop for Folder {
     fn drop(&mut self) {
-        // What cannot be removed now is removed at the next start (`sweep`).
-        let _ = std::fs::remove_dir_all(&self.0);
+        let Some(path) = self.0.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || remove(&path))),
+            Err(_) => drop(remove(&path)),
+        }
     }
+}
+
+/// Removes `folder` and what is in it (nothing there: done); folders in it that refuse are
+/// given `u+rwx` and the removal tried again.
+fn remove(folder: &Path) -> io::Result<()> {
+    let removed = |r: io::Result<()>| match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    };
+    if removed(std::fs::remove_dir_all(folder)).is_ok() {
+        return Ok(());
+    }
+    let mut folders = vec![folder.to_owned()];
+    while let Some(f) = folders.pop() {
+        let _ = std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o700));
+        let Ok(entries) = std::fs::read_dir(&f) else {
+            continue;
+        };
+        // `file_type` does not follow links: only folders in the tree are opened up.
+        folders.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    removed(std::fs::remove_dir_all(folder))
+}
+
+/// Tells when process `leader` (a child of the daemon) has exited, without reaping it: a
+/// thread of its own waits (`waitid`, `WNOWAIT`), and ends when the process does.
+fn exit_seen(leader: Pid) -> io::Result<oneshot::Receiver<()>> {
+    let (seen, exited) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("exec-wait".to_owned())
+        .spawn(move || {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+            while waitid(Id::Pid(leader), flags) == Err(nix::errno::Errno::EINTR) {}
+            let _ = seen.send(());
+        })?;
+    Ok(exited)
 }
 
 /// A command's process group, killed once: when the command exits, at its timeout, or when
@@ -258,7 +362,6 @@ impl Drop for Group {
         self.kill();
     }
 }
-
 /// Whether `file` is a file someone may execute.
 fn is_executable(file: &Path) -> bool {
     std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -1,7 +1,9 @@
 //! The runner against real processes: argv without a shell, the environment, the folder,
 //! the output bound at and past it, the process group killed at the timeout and at the
-//! command's exit, and odd commands as typed errors.
+//! command's exit and when the call is dropped, the calls running at once, the daemon closed
+//! to its commands, folders that refuse removal, and odd commands as typed errors.
 
+use std::fs::Permissions;
 use std::future::pending;
 use std::time::Duration;
 
@@ -12,12 +14,21 @@ use super::*;
 
 /// A runner over a fresh store, keeping `output_max` bytes a stream.
 fn runner(output_max: usize) -> (Runner, tempfile::TempDir) {
-    let store = tempfile::tempdir().unwrap();
-    let policy = security::Exec {
+    policy_runner(security::Exec {
         output_max,
         ..security::Exec::default()
-    };
+    })
+}
+
+/// A runner of `policy` over a fresh store.
+fn policy_runner(policy: security::Exec) -> (Runner, tempfile::TempDir) {
+    let store = tempfile::tempdir().unwrap();
     (Runner::new(store.path(), policy), store)
+}
+
+/// Whether the calls' folders under `store` are all gone.
+fn no_folders(store: &Path) -> bool {
+    std::fs::read_dir(store.join(FOLDER)).map_or(true, |d| d.count() == 0)
 }
 
 fn argv(items: &[&str]) -> Command {
@@ -224,19 +235,96 @@ async fn exec_odd_commands_are_typed_errors() {
     let huge = vec!["x"; agentd_tools::exec::ARGS_MAX + 1];
     assert_eq!(code(run(&huge).await), "too_large");
     // None of them left a folder.
-    let exec = store.path().join("exec");
-    assert!(std::fs::read_dir(&exec).map_or(true, |d| d.count() == 0));
+    assert!(no_folders(store.path()));
 }
 
 #[tokio::test]
 async fn exec_folders_left_by_a_stopped_daemon_are_swept() {
     let (runner, store) = runner(1024);
     let left = store.path().join("exec").join("0");
-    std::fs::create_dir_all(left.join("inside")).unwrap();
-    // The taken name is skipped.
+    std::fs::create_dir_all(left.join("locked").join("inside")).unwrap();
+    std::fs::set_permissions(left.join("locked"), Permissions::from_mode(0o000)).unwrap();
+    // A call's name is its own.
     assert_eq!(ran(&runner, &["true"]).await.exit, Exit::Code(0));
     assert!(left.exists());
     sweep(store.path()).unwrap();
     assert!(!store.path().join("exec").exists());
     sweep(store.path()).unwrap();
+}
+
+#[tokio::test]
+async fn exec_removes_a_folder_the_command_locked() {
+    let (runner, store) = runner(1024);
+    let script = "mkdir -p d/e && touch d/e/f && ln -s / d/root && chmod 000 d/e d";
+    let got = ran(&runner, &["sh", "-c", script]).await;
+    assert_eq!(got.exit, Exit::Code(0), "{got:?}");
+    assert!(no_folders(store.path()));
+    // A link is not followed.
+    assert!(Path::new("/").metadata().unwrap().permissions().mode() & 0o777 != 0o700);
+}
+
+#[tokio::test]
+async fn exec_runs_at_most_concurrency_calls_at_once() {
+    let (runner, _store) = policy_runner(security::Exec {
+        concurrency: 2,
+        ..security::Exec::default()
+    });
+    let (end_a, a) = oneshot::channel::<()>();
+    let (end_b, b) = oneshot::channel::<()>();
+    let call = |end: oneshot::Receiver<()>| {
+        runner.command_until(argv(&["sleep", "1000"]), async {
+            let _ = end.await;
+        })
+    };
+    // Polled in order: the two calls hold the two permits before the third asks.
+    let (a, b, ()) = tokio::join!(call(a), call(b), async {
+        let past = runner
+            .command_until(argv(&["true"]), pending())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&past, Error::CannotStart { detail, .. } if detail.contains("concurrency (2)")),
+            "{past:?}"
+        );
+        end_a.send(()).unwrap();
+        until("a call's end", || runner.running.available_permits() == 1).await;
+        assert_eq!(ran(&runner, &["true"]).await.exit, Exit::Code(0));
+        end_b.send(()).unwrap();
+    });
+    assert!(a.unwrap().timed_out && b.unwrap().timed_out);
+    assert_eq!(runner.running.available_permits(), 2);
+}
+
+#[tokio::test]
+async fn exec_a_dropped_call_kills_its_group_and_removes_its_folder() {
+    let (runner, store) = runner(1024);
+    let marks = tempfile::tempdir().unwrap();
+    let file = marks.path().join("pid");
+    let script = format!("sleep 1000 & echo $! > {}; wait", file.display());
+    tokio::select! {
+        got = runner.command_until(argv(&["sh", "-c", &script]), pending()) => {
+            panic!("{got:?}")
+        }
+        () = until("the grandchild", || {
+            std::fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n'))
+        }) => {}
+    }
+    let grandchild = pid_in(&file);
+    until("the grandchild's end", || ended(grandchild)).await;
+    until("the folder's removal", || no_folders(store.path())).await;
+    assert_eq!(runner.running.available_permits(), security::CONCURRENCY);
+}
+
+#[tokio::test]
+async fn exec_closes_the_daemon_s_process_files_to_its_commands() {
+    let (runner, _store) = runner(1024);
+    assert_eq!(nix::sys::prctl::get_dumpable(), Ok(false));
+    // Root reads any process's files; another user is refused the non-dumpable daemon's.
+    let mine = tempfile::tempfile().unwrap().metadata().unwrap();
+    if std::os::unix::fs::MetadataExt::uid(&mine) == 0 {
+        return;
+    }
+    let got = ran(&runner, &["sh", "-c", "cat /proc/$PPID/environ"]).await;
+    assert_ne!(got.exit, Exit::Code(0), "{got:?}");
+    assert!(got.stdout.bytes.is_empty(), "{got:?}");
 }

@@ -24,6 +24,7 @@ pub(super) const NAMES: &[&str] = &[
     "workflow.ended",
     "workflow.retry",
     "workflow.unsaved",
+    "exec.sweep.fail",
 ];
 
 /// `http.listening` (info): the daemon's HTTP listener is bound at `addr`.
@@ -229,4 +230,11 @@ pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
         run = run,
         err = log_text(err)
     );
+}
+
+/// `exec.sweep.fail` (warn): what calls of `exec` left under the store (`<store>/exec`) when
+/// the last daemon stopped mid-call could not all be removed at start (`err`, why).
+#[cfg_attr(not(feature = "exec"), expect(dead_code))]
+pub(crate) fn exec_sweep_fail(instance: &str, err: &str) {
+    line!(WARN, "exec.sweep.fail", instance, err = err);
 }
