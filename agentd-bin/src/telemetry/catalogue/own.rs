@@ -234,7 +234,7 @@ pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
 
 /// `exec.sweep.fail` (warn): what calls of `exec` left under the store (`<store>/exec`) when
 /// the last daemon stopped mid-call could not all be removed at start (`err`, why).
-#[cfg_attr(not(feature = "exec"), expect(dead_code))]
+#[cfg_attr(not(any(feature = "exec", test)), expect(dead_code))]
 pub(crate) fn exec_sweep_fail(instance: &str, err: &str) {
     line!(WARN, "exec.sweep.fail", instance, err = err);
 }
