@@ -2,7 +2,7 @@
 //! build without the `exec` feature, not offered when not enabled, and, built with the
 //! feature (`cargo test -p agentd-bin --features exec --test exec`) and enabled, a command
 //! run in a folder under the store with a cleared environment, its output kept to the bound
-//! and cut past it, and its timeout.
+//! and cut past it, its timeout, and the calls running at once.
 
 mod common;
 
@@ -134,8 +134,9 @@ mod enabled {
 
     use super::*;
 
-    /// `[security.exec]` enabled, 256 bytes kept of each stream, at most 10 minutes a call.
-    const ENABLED: &str = "[security.exec]\nenabled = true\noutput_max = 256\n";
+    /// `[security.exec]` enabled, 256 bytes kept of each stream, at most 10 minutes a call,
+    /// one call at a time.
+    const ENABLED: &str = "[security.exec]\nenabled = true\noutput_max = 256\nconcurrency = 1\n";
 
     /// The answer of `exec` called with `arguments` as `scope`, which succeeded.
     fn exec(file: &TempFile, scope: &str, arguments: Value) -> Value {
@@ -213,6 +214,32 @@ mod enabled {
             assert_eq!(code, status, "{args}: {stderr}");
             assert!(stderr.contains(word), "{args}: {stderr}");
         }
+        // One call at a time: a second one while the first runs is refused.
+        let marks = tempfile::tempdir().unwrap();
+        let (started, go) = (marks.path().join("started"), marks.path().join("go"));
+        let script = format!(
+            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+            started.display(),
+            go.display()
+        );
+        std::thread::scope(|scope| {
+            let first =
+                scope.spawn(|| exec(&file, "root", json!({"command": ["sh", "-c", script]})));
+            poll(Duration::from_secs(20), || {
+                started.exists().then_some(()).ok_or("not started")
+            });
+            let (code, _, stderr) = tool(&file, &["call", "exec", r#"{"command": ["true"]}"#]);
+            assert_eq!(code, 1, "{stderr}");
+            assert!(stderr.contains("cannot_start"), "{stderr}");
+            assert!(stderr.contains("security.exec.concurrency (1)"), "{stderr}");
+            std::fs::write(&go, "").unwrap();
+            assert_eq!(first.join().unwrap()["exit_code"], 0);
+        });
+        assert_eq!(
+            exec(&file, "root", json!({"command": ["true"]}))["exit_code"],
+            0
+        );
+
         // A workflow's tool step runs it as the workflow scope.
         let run = shell(&file);
         assert_eq!(run["status"], "completed", "{run}");
