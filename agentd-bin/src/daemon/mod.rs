@@ -357,6 +357,9 @@ impl Daemon {
             &listeners,
             shutdown.clone(),
         );
+        // Restored before any occurrence is taken: a start seen for the first time stands
+        // at its stream's end as the store held it at the start, not after what came since.
+        workflows.restored().await;
         let parts = TaskTracker::new();
         let instance = &config.instance;
         let instruction = Instruction::start(
@@ -538,8 +541,8 @@ impl Daemon {
             events::Report::Store { degraded } => {
                 self.events_degraded.store(degraded, Ordering::Relaxed);
             }
-            events::Report::Appended { stream, events } => {
-                self.workflows.appended(&stream, events);
+            events::Report::Appended { stream } => {
+                self.workflows.appended(&stream);
             }
             events::Report::Instruction { server, event_type } => {
                 self.instruction.event(&server, &event_type);

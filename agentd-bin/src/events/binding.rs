@@ -239,14 +239,7 @@ pub(super) async fn commit(
                 ctx.reports.instruction(&c.server, &c.event);
             }
             if appended > 0 {
-                // The records the stream held already are the batch's first: a server
-                // delivers again from an older cursor, never in between.
-                let new = &batch.records[records.saturating_sub(appended)..];
-                let events = new
-                    .iter()
-                    .filter_map(|r| serde_json::from_slice(&r.bytes).ok())
-                    .collect();
-                ctx.reports.appended(&c.into, events);
+                ctx.reports.appended(&c.into);
             }
             if let Some(occurred) = occurred.filter(|_| appended > 0) {
                 let lag = wall_ms().saturating_sub(occurred);

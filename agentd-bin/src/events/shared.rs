@@ -49,12 +49,10 @@ pub(crate) enum Report {
         /// Their type.
         event_type: String,
     },
-    /// Occurrences were appended to `stream`: the workflows' event starts on it fire.
+    /// Occurrences were appended to `stream`: the workflows' event starts on it read it.
     Appended {
         /// The stream.
         stream: String,
-        /// The Stream events appended, oldest first.
-        events: Vec<serde_json::Value>,
     },
 }
 
@@ -85,11 +83,11 @@ impl Reports {
         }
     }
 
-    /// `events` were appended to `stream`.
-    pub(super) fn appended(&self, stream: &str, events: Vec<serde_json::Value>) {
+    /// Occurrences were appended to `stream`.
+    pub(super) fn appended(&self, stream: &str) {
         if let Some(to) = &self.to {
             let stream = stream.to_owned();
-            let _ = to.send(Report::Appended { stream, events });
+            let _ = to.send(Report::Appended { stream });
         }
     }
 

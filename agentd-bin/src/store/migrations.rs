@@ -32,6 +32,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     SUBAGENTS,
     // 8: the workflows made at runtime, and every run with its steps.
     WORKFLOWS,
+    // 9: where each event start of a workflow stands in its stream.
+    STARTS,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -177,6 +179,16 @@ CREATE TABLE workflow_steps (
     error TEXT,
     ended INTEGER,
     PRIMARY KEY (run, idx)
+);";
+
+/// Migration 9: each event start's position in its stream (the `seq` of the last record
+/// it took).
+const STARTS: &str = "CREATE TABLE workflow_starts (
+    workflow TEXT NOT NULL,
+    node TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (workflow, node, stream)
 );";
 
 /// How long a request waits for a file another connection holds.

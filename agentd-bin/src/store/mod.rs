@@ -13,8 +13,9 @@
 //! Each concern has its file: MCP Events' requests ([`events`]), the memory ([`memory`]), the
 //! artifacts ([`artifacts`]), the plans ([`plans`]), the inboxes ([`inbox`]), the
 //! conversations' histories ([`conversations`]), the finished units with the store's numbers
-//! ([`units`]), the questions put to people ([`questions`]), the subagents ([`subagents`])
-//! and the workflows with their runs ([`workflows`]). A request that reads, changes
+//! ([`units`]), the questions put to people ([`questions`]), the subagents ([`subagents`]),
+//! the workflows with their runs ([`workflows`]) and where their event starts stand in their
+//! streams ([`starts`]). A request that reads, changes
 //! and writes runs
 //! in one transaction, and requests are answered one at a time: a compare-and-set, a push, a
 //! shift or a pop is atomic, and a version goes up by one per change.
@@ -30,6 +31,7 @@ pub(crate) mod memory;
 mod migrations;
 pub(crate) mod plans;
 pub(crate) mod questions;
+pub(crate) mod starts;
 pub(crate) mod subagents;
 pub(crate) mod units;
 pub(crate) mod workflows;

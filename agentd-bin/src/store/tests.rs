@@ -21,7 +21,7 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 15] = [
+const LATEST: [&str; 16] = [
     "artifacts",
     "bindings",
     "conversation_messages",
@@ -35,6 +35,7 @@ const LATEST: [&str; 15] = [
     "questions",
     "subagents",
     "workflow_runs",
+    "workflow_starts",
     "workflow_steps",
     "workflows",
 ];

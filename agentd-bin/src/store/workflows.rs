@@ -13,6 +13,7 @@ use agentd_tools::workflow::{Filter, Page, Record, Status};
 use super::db::{Db, from_sql, to_sql};
 use super::error::Error;
 use super::handle::Store;
+use super::starts::{Start, advance};
 
 /// A definition made at runtime: its body and version.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,7 +208,13 @@ impl Db {
         Ok(deleted > 0)
     }
 
-    fn run_save(&mut self, record: &Record) -> Result<(), Error> {
+    /// Keeps `record`; and, when `started` says which start took which occurrence to start
+    /// it, moves that start past it, in the same transaction.
+    pub(super) fn run_save(
+        &mut self,
+        record: &Record,
+        started: Option<(&Start, i64)>,
+    ) -> Result<(), Error> {
         let tx = self
             .sql
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -260,6 +267,9 @@ impl Db {
             ])?;
         }
         drop(write);
+        if let Some((start, position)) = started {
+            advance(&tx, start, position)?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -339,7 +349,7 @@ impl Store {
         &self,
         record: Record,
     ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
-        self.run(move |db| db.run_save(&record))
+        self.run(move |db| db.run_save(&record, None))
     }
 
     /// Run `id` as kept, if there is one.

@@ -12,7 +12,11 @@
 //! Starts ([`super::starts`]): the subscribe starts of the workflows in force are armed by a
 //! task each (owner `start:<workflow>/<node>`) at the engine's start, at each reload or
 //! definition that adds one, and again on a server dialed afresh; a change of the resource
-//! starts a run. An occurrence appended to a stream starts a run of each event start on it.
+//! starts a run. An occurrence appended to a stream starts a run of each event start on it:
+//! each start takes its stream's occurrences from where it stands, the run kept with the
+//! start's new position in one transaction, at the engine's start and whenever its stream is
+//! appended to; so an occurrence appended just before a crash starts its run after it, and
+//! no occurrence starts two.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -34,6 +38,7 @@ use super::starts::{self, Key, Resource};
 use super::steps::Steps;
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::Store;
+use crate::store::starts::Start;
 use crate::telemetry::catalogue::own;
 use crate::telemetry::catalogue::subscriptions::{self, StartOf, Stuck};
 
@@ -53,6 +58,14 @@ pub(crate) struct Setup {
     /// The configuration's workflows.
     pub(crate) configured: Vec<Definition>,
 }
+
+/// How many occurrences an event start reads at a time as it takes them up.
+const TAKE_UP_PAGE: usize = 100;
+
+/// The streams told appended to and not yet taken up, each with one
+/// [`Order::Appended`] on its way: the occurrences a burst of commits appends are taken up
+/// at one order, not one order a commit.
+pub(super) type Appending = Arc<std::sync::Mutex<BTreeSet<String>>>;
 
 /// An order to the engine.
 pub(super) enum Order {
@@ -97,7 +110,9 @@ pub(super) enum Order {
     },
     Appended {
         stream: String,
-        events: Vec<Value>,
+    },
+    Restored {
+        answer: oneshot::Sender<()>,
     },
 }
 
@@ -114,6 +129,7 @@ impl fmt::Debug for Order {
             Self::Connected { .. } => "Connected",
             Self::Unreachable { .. } => "Unreachable",
             Self::Appended { .. } => "Appended",
+            Self::Restored { .. } => "Restored",
         })
     }
 }
@@ -186,6 +202,10 @@ pub(super) struct Engine {
     active: BTreeMap<String, Run>,
     /// The attempts under way, by run, step and attempt.
     executing: BTreeMap<(String, usize, u32), CancellationToken>,
+    /// The streams told appended to, not yet taken up.
+    appending: Appending,
+    /// The streams an event start took a whole page of, and may have more.
+    behind: BTreeSet<String>,
     /// The subscribe of each run's wait under way: given up when the wait lets its resource
     /// go first, so that a release is never overtaken by the subscribe it undoes.
     subscribing: BTreeMap<String, CancellationToken>,
@@ -209,7 +229,7 @@ impl Engine {
     /// Starts the engine of `setup` on `tasks`, taking `orders` until `shutdown`.
     pub(super) fn spawn(
         setup: Setup,
-        orders: mpsc::UnboundedReceiver<Order>,
+        (orders, appending): (mpsc::UnboundedReceiver<Order>, Appending),
         tools: watch::Receiver<Option<Arc<dyn Tools>>>,
         tasks: &TaskTracker,
         shutdown: CancellationToken,
@@ -228,6 +248,8 @@ impl Engine {
             configured: by_name(setup.configured),
             active: BTreeMap::new(),
             executing: BTreeMap::new(),
+            appending,
+            behind: BTreeSet::new(),
             subscribing: BTreeMap::new(),
             actors: BTreeMap::new(),
             defined: BTreeMap::new(),
@@ -257,6 +279,11 @@ impl Engine {
                 Some(outcome) = told.recv() => self.on_outcome(outcome).await,
                 () = sleep_until(at.unwrap_or_else(Instant::now)), if at.is_some() => {
                     self.on_time().await;
+                }
+                () = std::future::ready(()), if !self.behind.is_empty() => {
+                    if let Some(stream) = self.behind.pop_first() {
+                        self.take_up(Some(&stream)).await;
+                    }
                 }
             }
         }
@@ -311,6 +338,7 @@ impl Engine {
             }
             self.drive(&id).await;
         }
+        self.take_up(None).await;
     }
 
     async fn on_order(&mut self, order: Order) {
@@ -319,6 +347,7 @@ impl Engine {
                 self.configured = by_name(configured);
                 self.limits = limits;
                 self.arm("reload");
+                self.take_up(None).await;
             }
             Order::Define {
                 definition,
@@ -348,7 +377,7 @@ impl Engine {
                 by,
                 answer,
             } => {
-                let _ = answer.send(self.start(&workflow, input, &by).await);
+                let _ = answer.send(self.start(&workflow, input, &by, None).await);
             }
             Order::Status { run, answer } => {
                 let record = match self.active.get(&run) {
@@ -408,14 +437,15 @@ impl Engine {
                     }
                 }
             }
-            Order::Appended { stream, events } => {
-                let fired =
-                    starts::events(starts::in_force(&self.configured, &self.defined), &stream);
-                for (workflow, node) in fired {
-                    for event in &events {
-                        self.fire(&workflow, &node, event.clone()).await;
-                    }
-                }
+            Order::Appended { stream } => {
+                // Taken off first: what is appended while it is taken up is told again.
+                let appending = self.appending.lock();
+                appending.unwrap_or_else(|e| e.into_inner()).remove(&stream);
+                self.take_up(Some(&stream)).await;
+            }
+            // Orders are taken once the store's runs and starts are restored.
+            Order::Restored { answer } => {
+                let _ = answer.send(());
             }
         }
     }
@@ -442,6 +472,7 @@ impl Engine {
             Ok(version) => {
                 self.defined.insert(name.clone(), definition);
                 self.arm("defined");
+                self.take_up(None).await;
                 Ok(Defined::new(&name, version, steps))
             }
             Err(crate::store::Error::Exists { .. }) => Err(Error::Exists {
@@ -454,7 +485,15 @@ impl Engine {
 
     /// `workflow.run`: the run kept, started and driven; refused (`store`) when the store
     /// does not take it.
-    async fn start(&mut self, workflow: &str, input: Value, by: &str) -> Result<Record, Error> {
+    /// A run an event start takes an occurrence to start is kept with that start's new
+    /// position (`from`), in one transaction.
+    async fn start(
+        &mut self,
+        workflow: &str,
+        input: Value,
+        by: &str,
+        from: Option<(&Start, i64)>,
+    ) -> Result<Record, Error> {
         let definition = match self.configured.get(workflow) {
             Some(definition) => definition.clone(),
             None => {
@@ -470,7 +509,11 @@ impl Engine {
         let run = Run::start(&id, definition, input, by, self.limits, self.time.now_ms())?;
         // Kept before anything of it is sent or told: a run the store does not take is not
         // started, and its caller hears why.
-        let kept = self.store.run_save(run.record().clone()).await;
+        let record = run.record().clone();
+        let kept = match from {
+            Some((start, position)) => self.store.run_started(record, start, position).await,
+            None => self.store.run_save(record).await,
+        };
         kept.map_err(|e| Error::Store {
             detail: format!("run of workflow {workflow:?} not kept: {e}"),
         })?;
@@ -484,10 +527,65 @@ impl Engine {
     /// input does not fit the workflow's schema, the store failed) is not started; it is
     /// logged `workflow.unsaved` under run `*`.
     async fn fire(&mut self, workflow: &str, node: &str, input: Value) {
-        if let Err(e) = self.start(workflow, input, &starts::by(node)).await {
+        if let Err(e) = self.start(workflow, input, &starts::by(node), None).await {
             let err = format!("start {node:?} of workflow {workflow:?}: {e}");
             own::workflow_unsaved(&self.instance, "*", &err);
         }
+    }
+
+    /// The event starts in force (on `stream`, when given) take the occurrences appended
+    /// after where each stands, each starting a run kept with the start's new position, a
+    /// page at a time: a stream with more is taken up again once no order or outcome waits
+    /// (a burst of occurrences holds up no `workflow.run` or status behind it). An
+    /// occurrence that cannot start one (its input does not fit the workflow's schema) is
+    /// passed over, logged `workflow.unsaved` under run `*`; a start whose store fails
+    /// stays where it stands, logged, and takes up from there at the next occurrence or
+    /// restart.
+    async fn take_up(&mut self, stream: Option<&str>) {
+        let taking = starts::events(starts::in_force(&self.configured, &self.defined));
+        for start in taking {
+            if stream.is_some_and(|s| s != start.stream) {
+                continue;
+            }
+            match self.take_up_one(&start).await {
+                Ok(true) => {
+                    self.behind.insert(start.stream);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    let (node, workflow) = (&start.node, &start.workflow);
+                    let err = format!("start {node:?} of workflow {workflow:?}: {e}");
+                    own::workflow_unsaved(&self.instance, "*", &err);
+                }
+            }
+        }
+    }
+
+    /// [`Engine::take_up`] of one start, a page of its stream: whether more may follow;
+    /// why the store failed it.
+    async fn take_up_one(&mut self, start: &Start) -> Result<bool, String> {
+        let failed = |e: crate::store::Error| e.to_string();
+        let at = self.store.start_position(start).await.map_err(failed)?;
+        let read = self.store.read(&start.stream, at, TAKE_UP_PAGE).await;
+        let entries = read.map_err(failed)?;
+        let more = entries.len() == TAKE_UP_PAGE;
+        for entry in entries {
+            let input = serde_json::from_slice(&entry.bytes).unwrap_or(Value::Null);
+            let by = starts::by(&start.node);
+            let from = Some((start, entry.seq));
+            match self.start(&start.workflow, input, &by, from).await {
+                Ok(_) => {}
+                Err(Error::Store { detail }) => return Err(detail),
+                Err(e) => {
+                    let (node, workflow) = (&start.node, &start.workflow);
+                    let err = format!("start {node:?} of workflow {workflow:?}: {e}");
+                    own::workflow_unsaved(&self.instance, "*", &err);
+                    let passed = self.store.start_passed(start, entry.seq).await;
+                    passed.map_err(failed)?;
+                }
+            }
+        }
+        Ok(more)
     }
 
     /// The subscribe starts in force are made those of the workflows in force: one no

@@ -34,8 +34,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::engine::Order;
 pub(crate) use self::engine::Setup;
+use self::engine::{Appending, Order};
 #[cfg(any(test, feature = "demo"))]
 pub(crate) use self::parts::NoServers;
 pub(crate) use self::parts::{Boxed, Servers, Subagent, Tools, Unsubscribed};
@@ -46,6 +46,8 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 pub(crate) struct Workflows {
     orders: mpsc::UnboundedSender<Order>,
+    /// The streams told appended to and not yet taken up: one order each at a time.
+    appending: Appending,
     /// The own tools `tool` steps call.
     tools: Arc<watch::Sender<Option<Arc<dyn Tools>>>>,
     store: Store,
@@ -58,9 +60,12 @@ impl Workflows {
         let (orders, ordered) = mpsc::unbounded_channel();
         let (tools, served) = watch::channel(None);
         let store = setup.store.clone();
-        engine::Engine::spawn(setup, ordered, served, tasks, shutdown);
+        let appending = Appending::default();
+        let told = (ordered, appending.clone());
+        engine::Engine::spawn(setup, told, served, tasks, shutdown);
         Self {
             orders,
+            appending,
             tools: Arc::new(tools),
             store,
         }
@@ -96,11 +101,23 @@ impl Workflows {
         self.tell(Order::Unreachable { server });
     }
 
-    /// MCP Events occurrences (`events`, their Stream events) were appended to `stream`:
-    /// each starts a run of each event start on it.
-    pub(crate) fn appended(&self, stream: &str, events: Vec<Value>) {
-        let stream = stream.to_owned();
-        self.tell(Order::Appended { stream, events });
+    /// MCP Events occurrences were appended to `stream`: each starts a run of each event
+    /// start on it, from where that start stands.
+    pub(crate) fn appended(&self, stream: &str) {
+        let mut appending = self.appending.lock().unwrap_or_else(|e| e.into_inner());
+        if appending.insert(stream.to_owned()) {
+            let stream = stream.to_owned();
+            self.tell(Order::Appended { stream });
+        }
+    }
+
+    /// Answers once the engine has restored what the store keeps: the runs resumed, the
+    /// starts armed, each event start's occurrences taken up to its stream's end (or its
+    /// position kept at that end, a start not seen before).
+    pub(crate) async fn restored(&self) {
+        let (answer, restored) = oneshot::channel();
+        self.tell(Order::Restored { answer });
+        let _ = restored.await;
     }
 
     fn tell(&self, order: Order) {

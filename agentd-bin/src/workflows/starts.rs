@@ -3,12 +3,15 @@
 //! `workflow.run`.
 //!
 //! A `subscribe` start is a resource subscription held as owner `start:<workflow>/<node>`;
-//! an `event` start is read from the definitions when an occurrence is appended.
+//! an `event` start takes the occurrences of its stream from where it stands (its position
+//! kept in the store with each run it starts).
 
 use std::collections::BTreeMap;
 
 use agentd_tools::workflow::{Definition, StartOn};
 use serde_json::{Value, json};
+
+use crate::store::starts::Start;
 
 /// A start: its workflow and its node.
 pub(super) type Key = (String, String);
@@ -63,15 +66,18 @@ pub(super) fn subscribes<'a>(
         .collect()
 }
 
-/// The event starts of `definitions` on `stream`.
-pub(super) fn events<'a>(
-    definitions: impl Iterator<Item = &'a Definition>,
-    stream: &str,
-) -> Vec<Key> {
+/// The event starts of `definitions`.
+pub(super) fn events<'a>(definitions: impl Iterator<Item = &'a Definition>) -> Vec<Start> {
     definitions
         .flat_map(|d| d.starts.iter().map(move |s| (&d.name, s)))
-        .filter(|(_, s)| matches!(&s.on, StartOn::Event { stream: on } if on == stream))
-        .map(|(workflow, s)| (workflow.clone(), s.node.clone()))
+        .filter_map(|(workflow, s)| match &s.on {
+            StartOn::Event { stream } => Some(Start {
+                workflow: workflow.clone(),
+                node: s.node.clone(),
+                stream: stream.clone(),
+            }),
+            _ => None,
+        })
         .collect()
 }
 
@@ -100,8 +106,12 @@ mod tests {
         assert_eq!(found.keys().collect::<Vec<_>>(), [&key]);
         assert_eq!(found[&key].server, "a");
         assert_eq!(owner(&key), "start:w/#0");
-        let alerts = events(in_force(&configured, &defined), "alerts");
-        assert_eq!(alerts, [("v".to_owned(), "e".to_owned())]);
-        assert!(events(in_force(&configured, &defined), "other").is_empty());
+        let alerts = events(in_force(&configured, &defined));
+        let start = Start {
+            workflow: "v".to_owned(),
+            node: "e".to_owned(),
+            stream: "alerts".to_owned(),
+        };
+        assert_eq!(alerts, [start]);
     }
 }

@@ -56,6 +56,19 @@ mod engine {
     /// The engine over a store in `dir` and `server`, as `ref`.
     async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
         let store = Store::open(dir, StoreLimits::default()).await.unwrap();
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        engine_on(store, server, Vec::new(), &tasks, shutdown).await
+    }
+
+    /// The engine over `store` and `server`, as `ref`, with the `configured` workflows, on
+    /// `tasks` until `shutdown`.
+    async fn engine_on(
+        store: Store,
+        server: &ReferenceServer,
+        configured: Vec<Definition>,
+        tasks: &TaskTracker,
+        shutdown: CancellationToken,
+    ) -> Workflows {
         let client = Client::builder("agentd", "0")
             .connect(&server.url())
             .await
@@ -67,9 +80,22 @@ mod engine {
             servers: Arc::new(servers),
             agent: Arc::new(Subagent),
             limits: Limits::default(),
-            configured: Vec::new(),
+            configured,
         };
-        Workflows::start(setup, &TaskTracker::new(), CancellationToken::new())
+        Workflows::start(setup, tasks, shutdown)
+    }
+
+    /// Appends Stream events of `ids` to `stream`, as MCP Events' commits do.
+    async fn append(store: &Store, stream: &str, ids: &[&str]) {
+        let records = ids
+            .iter()
+            .map(|id| json!({"id": id}).to_string().into_bytes());
+        let records = records.collect();
+        let document = format!("doc-{}", ids.join("-"));
+        store
+            .save_document(&document, "{}", stream, records)
+            .await
+            .unwrap();
     }
 
     /// Run `run` once it ended (20 s at most).
@@ -190,7 +216,11 @@ mod engine {
     async fn starts_start_runs() {
         let server = ReferenceServer::start(Options::default()).await;
         let dir = tempfile::tempdir().unwrap();
-        let workflows = engine(dir.path(), &server).await;
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows = engine_on(store.clone(), &server, Vec::new(), &tasks, shutdown).await;
         let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
         let on_change = json!({"steps": steps, "starts": [
             {"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}
@@ -201,9 +231,11 @@ mod engine {
             workflows.create(definition).await.unwrap();
         }
         workflows.updated("ref", "demo://other");
-        workflows.appended("other", vec![json!({"id": "e0"})]);
+        append(&store, "other", &["e0"]).await;
+        workflows.appended("other");
         workflows.updated("ref", "demo://x");
-        workflows.appended("alerts", vec![json!({"id": "e1"}), json!({"id": "e2"})]);
+        append(&store, "alerts", &["e1", "e2"]).await;
+        workflows.appended("alerts");
 
         let changed = runs_of(&workflows, "changed", 1).await;
         assert_eq!(changed.len(), 1, "{changed:?}");
@@ -217,5 +249,63 @@ mod engine {
         inputs.sort_by_key(|v| v["id"].as_str().map(str::to_owned));
         assert_eq!(inputs, [&json!({"id": "e1"}), &json!({"id": "e2"})]);
         assert!(alerted.iter().all(|r| r.by == "start:#0"));
+    }
+
+    /// The event-started runs of `workflow`, by the occurrence that started each.
+    async fn started_by(workflows: &Workflows, workflow: &str) -> Vec<Value> {
+        let mut filter = Filter::new(10);
+        filter.workflow = Some(workflow.to_owned());
+        let page = workflows.list(filter).await.unwrap();
+        page.runs.iter().map(|r| r.input["id"].clone()).collect()
+    }
+
+    /// An occurrence committed, and the engine gone before it was told (a crash between the
+    /// commit and the run's save), starts its run when the engine starts again, and only
+    /// then: a third start starts none. A start that comes into force later takes only what
+    /// is appended after it.
+    #[tokio::test]
+    async fn an_occurrence_committed_before_a_crash_starts_its_run_after_it_once() {
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
+        let on_event = json!({"steps": steps, "starts": [{"event": {"stream": "alerts"}}]});
+        let configured = vec![Definition::parse("alerted", &on_event).unwrap()];
+        let mut lives = Vec::new();
+        for life in 0..3 {
+            let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+            let workflows = engine_on(
+                store.clone(),
+                &server,
+                configured.clone(),
+                &tasks,
+                shutdown.clone(),
+            )
+            .await;
+            workflows.restored().await;
+            if life == 0 {
+                // Committed, never told: the engine is gone first.
+                append(&store, "alerts", &["e1"]).await;
+            }
+            lives.push(started_by(&workflows, "alerted").await);
+            shutdown.cancel();
+            tasks.close();
+            tasks.wait().await;
+        }
+        assert_eq!(lives, [vec![], vec![json!("e1")], vec![json!("e1")]]);
+
+        // Defined after e1: it takes e2, not e1.
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows = engine_on(store.clone(), &server, configured, &tasks, shutdown).await;
+        let later = Definition::parse("later", &on_event).unwrap();
+        workflows.create(later).await.unwrap();
+        append(&store, "alerts", &["e2"]).await;
+        workflows.appended("alerts");
+        runs_of(&workflows, "later", 1).await;
+        assert_eq!(started_by(&workflows, "later").await, [json!("e2")]);
+        let alerted = runs_of(&workflows, "alerted", 2).await;
+        assert_eq!(alerted.len(), 2, "{alerted:?}");
     }
 }
