@@ -1,0 +1,687 @@
+//! Crash consistency at random points: `agentd run` SIGKILLed, many times, at moments a
+//! seeded generator draws, while it takes MCP Events by poll (the reference server emits
+//! on) and by webhook (signed deliveries sent concurrently, into a stream of their own), durable tool writes
+//! (`memory.set`, `memory.push`, `artifact.create`), and workflow runs (started by the
+//! occurrences of both streams, and by `agentd workflow run`), each with an `mcp.tool`
+//! step. Some rounds kill it again while it restores, before it answers.
+//!
+//! After each restart, nothing acknowledged is lost: every delivery answered 200 is in its
+//! stream, every write answered is read back, every run answered exists, every occurrence
+//! of either stream started its run; and nothing is duplicated: each occurrence is in its
+//! stream once, each push once, each occurrence started one run. Deliveries not answered
+//! 200 are sent again, as a sender does, and must then be taken once. At the end every run
+//! completes, and the idempotency keys the server saw are those of runs that exist, one
+//! each.
+//!
+//! `AGENTD_CRASH_ROUNDS` sets how many rounds (3 by default), `AGENTD_CRASH_SEED` the seed
+//! of every draw (printed; by default taken from the clock). The figures are printed at the
+//! end (`--nocapture`).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use agentd_tests::faults::Rng;
+use common::{Daemon, TempFile, agentd_async, store_dir, tail, until_up};
+use mcp_events::webhook::Secret;
+use mcp_reference_server::{Options, ReferenceServer};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a state is waited for.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// How long the load runs at most before the kill, and how long a restore at most before
+/// an early one.
+const LOAD_MAX: Duration = Duration::from_millis(2500);
+const RESTORE_MAX: Duration = Duration::from_millis(400);
+
+/// In how many rounds of a hundred the daemon is killed while it restores.
+const EARLY_PERCENT: u64 = 20;
+
+/// How many webhook senders deliver at once, and how long each waits between two
+/// deliveries (a pace that leaves the machine to the other writers).
+const SENDERS: usize = 4;
+const PACE: Duration = Duration::from_millis(20);
+
+const WORKFLOWS: &str = r#"
+[[workflows]]
+name = "on_ticket"
+starts = [{ id = "ticket", event = { stream = "tickets" } }]
+[[workflows.steps]]
+id = "add"
+type = "mcp.tool"
+server = "ref"
+tool = "add"
+arguments = { a = 1, b = 2 }
+[[workflows]]
+name = "on_hook"
+starts = [{ id = "hook", event = { stream = "hooks" } }]
+[[workflows.steps]]
+id = "add"
+type = "mcp.tool"
+server = "ref"
+tool = "add"
+arguments = { a = 3, b = 4 }
+[[workflows]]
+name = "manual"
+input = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+[[workflows.steps]]
+id = "add"
+type = "mcp.tool"
+server = "ref"
+tool = "add"
+arguments = { a = "{{input.n}}", b = 1 }
+"#;
+
+fn config(url: &str, store: &std::path::Path) -> TempFile {
+    TempFile::new(&format!(
+        "instance = \"crash\"\n[webhooks]\nlisten = \"127.0.0.1:0\"\n[store]\npath = \"{}\"\n\
+         [lifecycle]\ndrain_timeout = \"5s\"\n[[mcp.servers]]\nname = \"ref\"\nurl = \"{url}\"\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"tickets\"\n\
+         arguments = {{ project = \"ops\" }}\n\
+         [[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\ninto = \"hooks\"\n\
+         arguments = {{ project = \"hooks\" }}\ndelivery = [\"webhook\"]\n{WORKFLOWS}",
+        store.display()
+    ))
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+fn now_secs() -> i64 {
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `agentd tool call TOOL ARGUMENTS`: its result when it answered.
+async fn call(file: &TempFile, tool: &str, arguments: Value) -> Option<Value> {
+    let arguments = arguments.to_string();
+    let out = agentd_async(file, &["tool", "call", tool, &arguments]).await;
+    match out.status.success() {
+        true => Some(serde_json::from_slice(&out.stdout).expect("a JSON result")),
+        false => None,
+    }
+}
+
+/// [`call`] of a daemon that is up: its result.
+async fn ask(file: &TempFile, tool: &str, arguments: Value) -> Value {
+    let what = format!("{tool} {arguments}");
+    call(file, tool, arguments).await.expect(&what)
+}
+
+/// Where the webhook senders deliver, as the daemon now up says.
+#[derive(Clone)]
+struct Route {
+    addr: String,
+    path: String,
+    secret: Arc<Secret>,
+    subscription: String,
+}
+
+impl Route {
+    /// The route of the webhook binding of the daemon up, once it is armed.
+    fn of(daemon: &mut Daemon, server: &ReferenceServer, incarnation: u64) -> Self {
+        let deadline = Instant::now() + WITHIN;
+        while !daemon
+            .matching("mcp.events.armed", Some("ref"))
+            .any(|(_, l)| l["mode"] == "webhook")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the webhook binding not armed ({incarnation}): {:#?}",
+                daemon.of_server("ref").collect::<Vec<_>>()
+            );
+            daemon.drain(Duration::from_millis(100));
+        }
+        let log = server.log();
+        let secret = log
+            .iter()
+            .filter(|l| l.method.as_deref() == Some("events/subscribe"))
+            .filter_map(|l| l.body["params"]["delivery"]["secret"].as_str())
+            .next_back()
+            .expect("a webhook secret");
+        let delivered = server.delivered();
+        let subscription = delivered
+            .iter()
+            .rev()
+            .find_map(|(id, _)| id.strip_prefix("msg_verify_"))
+            .expect("a verified subscription");
+        let arguments = json!({"project": "hooks"});
+        let arguments = arguments.as_object().expect("an object");
+        let key = mcp_events::binding::key_of("ref", "ticket.created", "hooks", arguments);
+        Self {
+            addr: daemon.listener(),
+            path: format!("/hooks/_mcp/{key}"),
+            secret: Arc::new(Secret::parse(secret).expect("a secret")),
+            subscription: subscription.to_owned(),
+        }
+    }
+
+    /// Delivers occurrence `id` once, signed now: the status answered (0 for none).
+    async fn deliver(&self, id: &str, n: u64) -> u16 {
+        let timestamp = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        let body = json!({"eventId": id, "name": "ticket.created", "timestamp": timestamp,
+                          "data": {"ok": true, "n": n}})
+        .to_string();
+        let ts = now_secs();
+        let head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             webhook-id: {id}\r\nwebhook-timestamp: {ts}\r\nwebhook-signature: {}\r\n\
+             X-MCP-Subscription-Id: {}\r\nContent-Length: {}\r\n\r\n",
+            self.path,
+            self.addr,
+            self.secret.sign(id, ts, body.as_bytes()),
+            self.subscription,
+            body.len()
+        );
+        let exchange = async {
+            let mut tcp = TcpStream::connect(&self.addr).await.ok()?;
+            tcp.write_all(head.as_bytes()).await.ok()?;
+            tcp.write_all(body.as_bytes()).await.ok()?;
+            let mut got = Vec::new();
+            let _ = tcp.read_to_end(&mut got).await;
+            let text = String::from_utf8_lossy(&got).into_owned();
+            text.split(' ').nth(1).and_then(|c| c.parse().ok())
+        };
+        let answered = tokio::time::timeout(WITHIN, exchange).await;
+        answered.expect("an answer or a close").unwrap_or(0)
+    }
+}
+
+/// What was acknowledged, and what was sent and not.
+#[derive(Default)]
+struct Acked {
+    /// Webhook deliveries answered 200, by event id; and those that were not, with their
+    /// number, to be sent again.
+    delivered: BTreeSet<String>,
+    undelivered: BTreeMap<String, u64>,
+    /// The statuses of the deliveries not answered 200 (0: none, the daemon gone).
+    turned: BTreeMap<u16, u64>,
+    /// `memory.set` keys with their value, `memory.push` values, `artifact.create` names,
+    /// in the order they were answered.
+    set: Vec<(String, u64)>,
+    pushed: BTreeSet<u64>,
+    artifacts: Vec<String>,
+    /// Runs `agentd workflow run` answered, in that order.
+    runs: Vec<String>,
+    /// The ids of the occurrences the server emitted.
+    emitted: Vec<String>,
+}
+
+/// What the checks have seen: the occurrence of each event-started run, every run by its
+/// workflow, the last run listed, and how far the checks of the writes went.
+#[derive(Default)]
+struct Seen {
+    started: BTreeMap<String, (String, String)>,
+    runs: BTreeMap<String, String>,
+    listed: Option<String>,
+    checked_set: usize,
+    checked_artifacts: usize,
+    checked_runs: usize,
+}
+
+/// What was sent, counted across rounds.
+#[derive(Debug, Default)]
+struct Counts {
+    deliveries_sent: AtomicU64,
+    deliveries_sent_again: AtomicU64,
+    tool_writes: AtomicU64,
+    manual_runs: AtomicU64,
+}
+
+/// The load of one round, until `stop`.
+struct Load {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// What the end found.
+struct Settled {
+    tickets: usize,
+    hooks: usize,
+    runs: usize,
+    completed: usize,
+    calls: usize,
+    keys: usize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
+    let rounds = env_u64("AGENTD_CRASH_ROUNDS").unwrap_or(3);
+    let seed = env_u64("AGENTD_CRASH_SEED").unwrap_or_else(|| {
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+        now.map_or(1, |d| d.as_nanos() as u64)
+    });
+    println!("crash: seed {seed}, {rounds} rounds (AGENTD_CRASH_SEED={seed} draws them again)");
+    let mut rng = Rng::new(seed);
+
+    let mut options = Options::default();
+    options.events = true;
+    options.legacy = false;
+    options.poll_ms = 100;
+    let server = Arc::new(ReferenceServer::start(options).await);
+    let dir = store_dir("crash");
+    let file = Arc::new(config(&server.url(), dir.path()));
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let counts = Arc::new(Counts::default());
+    let made = Arc::new(AtomicU64::new(0));
+    let mut seen = Seen::default();
+    let (mut kills, mut early) = (0, 0);
+
+    for round in 0..rounds {
+        let mut daemon = Daemon::run(&file);
+        if rng.chance(EARLY_PERCENT) {
+            // Killed while it restores: the runs it resumes, the bindings it arms.
+            tokio::time::sleep(rng.between(Duration::ZERO, RESTORE_MAX)).await;
+            daemon.kill();
+            (kills, early) = (kills + 1, early + 1);
+            continue;
+        }
+        until_up(&file);
+        let route = Route::of(&mut daemon, &server, round);
+        check(&file, &route, &acked, &counts, &mut seen).await;
+
+        let draws: Vec<u64> = (0..64).map(|_| rng.next_u64()).collect();
+        let load = load(&file, &server, &route, &acked, &counts, &made, draws);
+        tokio::time::sleep(rng.between(Duration::from_millis(50), LOAD_MAX)).await;
+        daemon.kill();
+        kills += 1;
+        load.stop.store(true, Ordering::SeqCst);
+        for task in load.tasks {
+            task.await.expect("a load task");
+        }
+    }
+
+    // The last restart: everything checked, then everything settled.
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let route = Route::of(&mut daemon, &server, rounds);
+    check(&file, &route, &acked, &counts, &mut seen).await;
+    let settled = settle(&file, &server, &acked, &mut seen).await;
+    assert!(daemon.terminate().success());
+
+    let acked = acked.lock().unwrap();
+    let count = |n: &AtomicU64| n.load(Ordering::SeqCst);
+    println!(
+        "crash: seed {seed}: {rounds} rounds, {kills} kills ({early} while restoring); \
+         webhook: {} deliveries sent, {} not answered 200 (by status: {:?}) and sent again, \
+         {} acknowledged (200), {} in the stream; poll: {} occurrences emitted, {} appended; tools: {} writes sent, {} \
+         acknowledged ({} set, {} pushed, {} artifacts), all found; runs: {} started by \
+         occurrences, {} manual sent, {} acknowledged, {} in all, {} completed; the server saw \
+         {} mcp.tool calls under {} distinct idempotency keys",
+        count(&counts.deliveries_sent),
+        count(&counts.deliveries_sent_again),
+        acked.turned,
+        acked.delivered.len(),
+        settled.hooks,
+        acked.emitted.len(),
+        settled.tickets,
+        count(&counts.tool_writes),
+        acked.set.len() + acked.pushed.len() + acked.artifacts.len(),
+        acked.set.len(),
+        acked.pushed.len(),
+        acked.artifacts.len(),
+        seen.started.len(),
+        count(&counts.manual_runs),
+        acked.runs.len(),
+        settled.runs,
+        settled.completed,
+        settled.calls,
+        settled.keys,
+    );
+    drop(dir);
+}
+
+/// Starts the round's load on the daemon up: the server emitting, the webhook senders, the
+/// tool writes (of the kinds `draws` says) and the manual runs, each until `stop`.
+fn load(
+    file: &Arc<TempFile>,
+    server: &Arc<ReferenceServer>,
+    route: &Route,
+    acked: &Arc<Mutex<Acked>>,
+    counts: &Arc<Counts>,
+    made: &Arc<AtomicU64>,
+    draws: Vec<u64>,
+) -> Load {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    {
+        let (server, stop, acked) = (server.clone(), stop.clone(), acked.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let id = server.emit("ticket.created", json!({"n": n}));
+                acked.lock().unwrap().emitted.push(id);
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }));
+    }
+    for _ in 0..SENDERS {
+        let (route, stop, acked) = (route.clone(), stop.clone(), acked.clone());
+        let (made, counts) = (made.clone(), counts.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let n = made.fetch_add(1, Ordering::SeqCst) + 1;
+                let id = format!("b-{n}");
+                counts.deliveries_sent.fetch_add(1, Ordering::SeqCst);
+                let status = route.deliver(&id, n).await;
+                {
+                    let mut acked = acked.lock().unwrap();
+                    if status == 200 {
+                        acked.delivered.insert(id);
+                    } else {
+                        // Sent again after the restart.
+                        *acked.turned.entry(status).or_default() += 1;
+                        acked.undelivered.insert(id, n);
+                    }
+                }
+                if status == 0 {
+                    // The daemon is gone.
+                    break;
+                }
+                tokio::time::sleep(PACE).await;
+            }
+        }));
+    }
+    {
+        let (file, stop, acked) = (file.clone(), stop.clone(), acked.clone());
+        let (made, counts) = (made.clone(), counts.clone());
+        tasks.push(tokio::spawn(async move {
+            for draw in draws.iter().cycle() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let n = made.fetch_add(1, Ordering::SeqCst) + 1;
+                counts.tool_writes.fetch_add(1, Ordering::SeqCst);
+                let (tool, arguments) = match draw % 3 {
+                    0 => ("memory.set", json!({"key": format!("k-{n}"), "value": n})),
+                    1 => ("memory.push", json!({"key": "pushed", "value": n})),
+                    _ => (
+                        "artifact.create",
+                        json!({"name": format!("a-{n}"), "media_type": "text/plain",
+                               "text": format!("artifact {n}")}),
+                    ),
+                };
+                if call(&file, tool, arguments).await.is_none() {
+                    // The daemon is gone.
+                    break;
+                }
+                let mut acked = acked.lock().unwrap();
+                match draw % 3 {
+                    0 => acked.set.push((format!("k-{n}"), n)),
+                    1 => {
+                        acked.pushed.insert(n);
+                    }
+                    _ => acked.artifacts.push(format!("a-{n}")),
+                }
+            }
+        }));
+    }
+    {
+        let (file, stop, acked) = (file.clone(), stop.clone(), acked.clone());
+        let (made, counts) = (made.clone(), counts.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let n = made.fetch_add(1, Ordering::SeqCst) + 1;
+                counts.manual_runs.fetch_add(1, Ordering::SeqCst);
+                let input = json!({"workflow": "manual", "input": {"n": n}});
+                let Some(run) = call(&file, "workflow.run", input).await else {
+                    // The daemon is gone.
+                    break;
+                };
+                let id = run["run"].as_str().expect("a run id").to_owned();
+                acked.lock().unwrap().runs.push(id);
+            }
+        }));
+    }
+    Load { stop, tasks }
+}
+
+/// The ids of `stream`'s records, in order; each only once.
+fn ids(file: &TempFile, stream: &str) -> Vec<String> {
+    let ids: Vec<String> = tail(file, stream)
+        .iter()
+        .map(|r| r["id"].as_str().expect("a record id").to_owned())
+        .collect();
+    let distinct: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "an occurrence twice in {stream}");
+    ids
+}
+
+/// The record id of the server's occurrence `id`, of a delivery `id`.
+fn ticket(id: &str) -> String {
+    format!("mcp/ref/ticket.created/{id}")
+}
+fn hook(id: &str) -> String {
+    format!("mcp/ref/ticket.created/{id}")
+}
+
+/// Waits, at most [`WITHIN`], until `ask` answers `Ok`; an `Err` says what it saw instead.
+async fn within<T>(what: &str, mut ask: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let seen = match ask().await {
+            Ok(answer) => return answer,
+            Err(seen) => seen,
+        };
+        assert!(
+            Instant::now() < deadline,
+            "not within {WITHIN:?}: {what}: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The checks after a restart, the daemon up: nothing acknowledged lost, nothing twice;
+/// the deliveries not taken sent again, and taken.
+async fn check(
+    file: &TempFile,
+    route: &Route,
+    acked: &Mutex<Acked>,
+    counts: &Counts,
+    seen: &mut Seen,
+) {
+    // Every delivery answered 200 was appended before it was answered.
+    let hooks: BTreeSet<String> = ids(file, "hooks").into_iter().collect();
+    let lost: Vec<String> = {
+        let acked = acked.lock().unwrap();
+        let lost = acked
+            .delivered
+            .iter()
+            .filter(|id| !hooks.contains(&hook(id)));
+        lost.cloned().collect()
+    };
+    assert!(
+        lost.is_empty(),
+        "deliveries answered 200 and lost: {lost:?}"
+    );
+    // Those not answered are sent again, as a sender does; a 200 now, once.
+    let again = std::mem::take(&mut acked.lock().unwrap().undelivered);
+    for (id, n) in again {
+        counts.deliveries_sent_again.fetch_add(1, Ordering::SeqCst);
+        within(&format!("{id} taken"), async || {
+            match route.deliver(&id, n).await {
+                200 => Ok(()),
+                status => Err(format!("answered {status}")),
+            }
+        })
+        .await;
+        acked.lock().unwrap().delivered.insert(id);
+    }
+    let hooks = ids(file, "hooks");
+
+    // Every occurrence the server emitted is appended once, from the cursor kept.
+    let emitted: Vec<String> = acked
+        .lock()
+        .unwrap()
+        .emitted
+        .iter()
+        .map(|i| ticket(i))
+        .collect();
+    let tickets = within("every occurrence emitted appended", async || {
+        let tickets = ids(file, "tickets");
+        let have: BTreeSet<&String> = tickets.iter().collect();
+        let missing: Vec<&String> = emitted.iter().filter(|id| !have.contains(id)).collect();
+        match missing.is_empty() {
+            true => Ok(tickets),
+            false => Err(format!("missing {missing:?}")),
+        }
+    })
+    .await;
+    assert_eq!(tickets.len(), emitted.len(), "only the occurrences emitted");
+
+    // Every write answered is there.
+    let (set, pushed, artifacts, runs) = {
+        let acked = acked.lock().unwrap();
+        (
+            acked.set[seen.checked_set..].to_vec(),
+            acked.pushed.clone(),
+            acked.artifacts[seen.checked_artifacts..].to_vec(),
+            acked.runs[seen.checked_runs..].to_vec(),
+        )
+    };
+    for (key, n) in &set {
+        let got = ask(file, "memory.get", json!({"key": key})).await;
+        assert_eq!(got["value"], json!(n), "memory.set {key} answered and lost");
+    }
+    seen.checked_set += set.len();
+    let list = ask(file, "memory.get", json!({"key": "pushed"})).await;
+    let list: Vec<u64> = serde_json::from_value(list["value"].clone()).unwrap_or_default();
+    let distinct: BTreeSet<u64> = list.iter().copied().collect();
+    assert_eq!(distinct.len(), list.len(), "a push twice: {list:?}");
+    let missing: Vec<&u64> = pushed.difference(&distinct).collect();
+    assert!(missing.is_empty(), "pushes answered and lost: {missing:?}");
+    for name in &artifacts {
+        let got = call(file, "artifact.get", json!({"name": name})).await;
+        assert!(got.is_some(), "artifact {name} answered and lost");
+    }
+    seen.checked_artifacts += artifacts.len();
+    for run in &runs {
+        let got = call(file, "workflow.status", json!({"run": run})).await;
+        assert!(got.is_some(), "run {run} answered and lost");
+    }
+    seen.checked_runs += runs.len();
+
+    // Every occurrence of either stream started one run.
+    let of = |workflow: &str, ids: Vec<String>| {
+        let workflow = workflow.to_owned();
+        ids.into_iter().map(move |id| (workflow.clone(), id))
+    };
+    let occurrences: Vec<(String, String)> = of("on_ticket", tickets)
+        .chain(of("on_hook", hooks))
+        .collect();
+    within("a run of every occurrence", async || {
+        list_runs(file, seen).await;
+        let started: BTreeSet<&(String, String)> = seen.started.values().collect();
+        let missing: Vec<_> = occurrences
+            .iter()
+            .filter(|o| !started.contains(o))
+            .collect();
+        match missing.is_empty() {
+            true => Ok(()),
+            false => Err(format!("no run of {missing:?}")),
+        }
+    })
+    .await;
+}
+
+/// Lists the runs after the last listed, and reads the occurrence of each event-started
+/// one: each occurrence starts one run.
+async fn list_runs(file: &TempFile, seen: &mut Seen) {
+    loop {
+        let mut arguments = json!({"limit": 100});
+        if let Some(after) = &seen.listed {
+            arguments["after"] = json!(after);
+        }
+        let page = ask(file, "workflow.list", arguments).await;
+        let runs = page["runs"].as_array().expect("runs").clone();
+        for run in &runs {
+            let (id, workflow) = (
+                run["run"].as_str().unwrap(),
+                run["workflow"].as_str().unwrap(),
+            );
+            seen.runs.insert(id.to_owned(), workflow.to_owned());
+            if workflow != "manual" {
+                let status = ask(file, "workflow.status", json!({"run": id})).await;
+                let occurrence = status["input"]["id"].as_str().expect("an occurrence");
+                let started = (workflow.to_owned(), occurrence.to_owned());
+                let twice = seen.started.values().any(|o| *o == started);
+                assert!(!twice, "{started:?} started a second run, {id}");
+                seen.started.insert(id.to_owned(), started);
+            }
+            seen.listed = Some(id.to_owned());
+        }
+        if page["next"].is_null() {
+            return;
+        }
+    }
+}
+
+/// The end, the daemon up and checked: every run completes; the server saw the
+/// idempotency key of each and of no other.
+async fn settle(
+    file: &TempFile,
+    server: &ReferenceServer,
+    acked: &Mutex<Acked>,
+    seen: &mut Seen,
+) -> Settled {
+    let unsettled = async || {
+        for status in ["running", "paused"] {
+            let page = ask(file, "workflow.list", json!({"status": status, "limit": 1})).await;
+            if !page["runs"].as_array().unwrap().is_empty() {
+                return Err(format!("runs {status}: {page}"));
+            }
+        }
+        Ok(())
+    };
+    within("every run ended", unsettled).await;
+    list_runs(file, seen).await;
+    for status in ["failed", "cancelled"] {
+        let page = ask(file, "workflow.list", json!({"status": status})).await;
+        assert_eq!(page["runs"], json!([]), "runs {status}");
+    }
+    let log = server.log();
+    let keys: Vec<String> = log
+        .iter()
+        .filter(|l| l.method.as_deref() == Some("tools/call"))
+        .map(|l| {
+            l.body["params"]["_meta"]["agent/idempotency_key"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let distinct: BTreeSet<&String> = keys.iter().collect();
+    let expected: BTreeSet<String> = seen.runs.keys().map(|run| format!("{run}:add")).collect();
+    assert_eq!(
+        distinct,
+        expected.iter().collect(),
+        "the keys the server saw are the runs'"
+    );
+    let acked = acked.lock().unwrap();
+    let manual: BTreeSet<&String> = seen
+        .runs
+        .iter()
+        .filter(|(_, w)| *w == "manual")
+        .map(|(r, _)| r)
+        .collect();
+    assert!(
+        acked.runs.iter().all(|r| manual.contains(r)),
+        "every run answered exists"
+    );
+    Settled {
+        tickets: ids(file, "tickets").len(),
+        hooks: ids(file, "hooks").len(),
+        runs: seen.runs.len(),
+        completed: seen.runs.len(),
+        calls: keys.len(),
+        keys: distinct.len(),
+    }
+}
