@@ -36,6 +36,7 @@ use tokio_util::task::TaskTracker;
 use super::parts::{Agent, Servers, Tools, Unsubscribed};
 use super::starts::{self, Key, Resource};
 use super::steps::Steps;
+use super::unsaved::Unsaved;
 use crate::clock::{random_bytes, wall_ms};
 use crate::store::Store;
 use crate::store::starts::Start;
@@ -206,6 +207,8 @@ pub(super) struct Engine {
     appending: Appending,
     /// The streams an event start took a whole page of, and may have more.
     behind: BTreeSet<String>,
+    /// The runs whose record the store did not take, set back to what it keeps.
+    unsaved: Unsaved,
     /// The subscribe of each run's wait under way: given up when the wait lets its resource
     /// go first, so that a release is never overtaken by the subscribe it undoes.
     subscribing: BTreeMap<String, CancellationToken>,
@@ -250,6 +253,7 @@ impl Engine {
             executing: BTreeMap::new(),
             appending,
             behind: BTreeSet::new(),
+            unsaved: Unsaved::default(),
             subscribing: BTreeMap::new(),
             actors: BTreeMap::new(),
             defined: BTreeMap::new(),
@@ -270,7 +274,8 @@ impl Engine {
     ) {
         self.restore().await;
         loop {
-            let due = self.active.values().filter_map(Run::poll_timeout).min();
+            let timeouts = self.active.values().filter_map(Run::poll_timeout);
+            let due = timeouts.chain(self.unsaved.next_due()).min();
             let at = due.map(|ms| self.time.instant(ms));
             tokio::select! {
                 biased;
@@ -694,6 +699,9 @@ impl Engine {
 
     async fn command(&mut self, id: &str, command: Command) -> Result<Record, Error> {
         let now = self.time.now_ms();
+        if self.unsaved.contains(id) {
+            return Err(not_kept(id));
+        }
         let Some(run) = self.active.get_mut(id) else {
             // Not under way: ended, or never started.
             let kept = self.kept(id).await?;
@@ -711,6 +719,9 @@ impl Engine {
             }),
         }?;
         self.drive(id).await;
+        if self.unsaved.contains(id) {
+            return Err(not_kept(id));
+        }
         self.current(id).await
     }
 
@@ -748,9 +759,12 @@ impl Engine {
         }
     }
 
-    /// The timers that are due go off.
+    /// The timers that are due go off; the runs set back that are due are read back.
     async fn on_time(&mut self) {
         let now = self.time.now_ms();
+        for id in self.unsaved.due(now) {
+            self.read_back(&id, now).await;
+        }
         let due: Vec<String> = self
             .active
             .iter()
@@ -782,7 +796,11 @@ impl Engine {
             let action = run.poll_action(now);
             if run.take_changed() {
                 let record = run.record().clone();
-                self.save(record).await;
+                if let Err(e) = self.store.run_save(record).await {
+                    own::workflow_unsaved(&self.instance, id, &e.to_string());
+                    self.set_back(id, now);
+                    return;
+                }
             }
             match action {
                 None => break,
@@ -815,7 +833,54 @@ impl Engine {
         }
     }
 
-    /// Keeps `record`; a failure is logged, and the run goes on.
+    /// Run `id`, whose record the store did not take, is let go: its attempts under way
+    /// and its wait's subscribe given up, to be read back from the store ([`Unsaved`]).
+    fn set_back(&mut self, id: &str, now: i64) {
+        self.active.remove(id);
+        let mine: Vec<_> = self
+            .executing
+            .keys()
+            .filter(|k| k.0 == id)
+            .cloned()
+            .collect();
+        for key in mine {
+            if let Some(token) = self.executing.remove(&key) {
+                token.cancel();
+            }
+        }
+        if let Some(subscribing) = self.subscribing.remove(id) {
+            subscribing.cancel();
+        }
+        self.unsaved.set_back(id, now);
+    }
+
+    /// Reads run `id`, set back, from the store and resumes it from there, as at a restart;
+    /// set back again when the store does not answer.
+    async fn read_back(&mut self, id: &str, now: i64) {
+        let record = match self.store.run_get(id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                self.unsaved.forget(id);
+                return;
+            }
+            Err(e) => {
+                own::workflow_unsaved(&self.instance, id, &format!("not read back: {e}"));
+                self.unsaved.set_back(id, now);
+                return;
+            }
+        };
+        match Run::restore(record, self.limits.value_max) {
+            Ok(run) => {
+                self.active.insert(id.to_owned(), run);
+                self.drive(id).await;
+            }
+            // Kept as it was: it parsed when it started.
+            Err(e) => own::workflow_unsaved(&self.instance, id, &format!("not resumed: {e}")),
+        }
+        self.unsaved.resumed(id, now);
+    }
+
+    /// Keeps `record`; a failure is logged.
     async fn save(&self, record: Record) {
         let id = record.id.clone();
         if let Err(e) = self.store.run_save(record).await {
@@ -939,6 +1004,16 @@ impl Engine {
         self.tasks.spawn(async move {
             let _ = servers.release(&watched.server, &watched.uri, &owner).await;
         });
+    }
+}
+
+/// A command to run `id`, set back: refused, what it would change not kept.
+fn not_kept(id: &str) -> Error {
+    Error::Store {
+        detail: format!(
+            "run {id}: a change was not kept; it goes on from what the store keeps once the \
+             store reads it back"
+        ),
     }
 }
 

@@ -23,6 +23,7 @@ mod starts;
 mod steps;
 #[cfg(test)]
 pub(crate) mod tests;
+mod unsaved;
 
 use std::sync::Arc;
 

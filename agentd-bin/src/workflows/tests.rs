@@ -308,4 +308,53 @@ mod engine {
         let alerted = runs_of(&workflows, "alerted", 2).await;
         assert_eq!(alerted.len(), 2, "{alerted:?}");
     }
+
+    /// A run whose change the store does not take is set back to what the store keeps: the
+    /// command that changed it is refused (`store`), as is the next while it is set back; it
+    /// is read back once the store takes writes again and goes on from its kept record.
+    #[tokio::test]
+    async fn a_run_the_store_does_not_take_is_set_back_and_read_back() {
+        use agentd_tools::Error;
+        use agentd_tools::workflow::{Command, Status};
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workflows = engine(dir.path(), &server).await;
+        let body =
+            json!({"steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+        let definition = Definition::parse("held", &body).unwrap();
+        workflows.create(definition).await.unwrap();
+        let run = workflows.run("held", json!({}), "operator").await.unwrap();
+        let go = || Command::Signal {
+            name: "go".to_owned(),
+            payload: json!({}),
+        };
+
+        let db = rusqlite::Connection::open(dir.path().join(crate::store::FILE)).unwrap();
+        db.execute_batch(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON workflow_runs
+             BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+        )
+        .unwrap();
+        let refused = workflows.command(&run.id, go()).await;
+        assert!(matches!(refused, Err(Error::Store { .. })), "{refused:?}");
+        let again = workflows.command(&run.id, go()).await;
+        assert!(matches!(again, Err(Error::Store { .. })), "{again:?}");
+        let kept = workflows.status(&run.id).await.unwrap();
+        assert_eq!(kept.status, Status::Running);
+        assert!(kept.signals.is_empty(), "{kept:?}");
+
+        db.execute_batch("DROP TRIGGER refuse").unwrap();
+        let taken = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if workflows.command(&run.id, go()).await.is_ok() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        taken.await.expect("read back and signalled");
+        let done = settled(&workflows, &run.id).await;
+        assert_eq!(done.status, Status::Completed, "{done:?}");
+    }
 }

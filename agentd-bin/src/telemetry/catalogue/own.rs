@@ -220,8 +220,9 @@ pub(crate) fn workflow_retry(
     );
 }
 
-/// `workflow.unsaved` (warn): run `run` could not be kept in the store (`err`); it goes on,
-/// and is kept again at its next change.
+/// `workflow.unsaved` (warn): run `run` could not be kept in the store (`err`); it is set
+/// back to what the store keeps and read back from there (run `*`: a run a start could not
+/// begin, or a definition the store holds that does not parse).
 pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
     line!(
         WARN,
