@@ -4,7 +4,8 @@
 //! appended before a crash starts its run after it, and no occurrence starts two.
 //!
 //! A start not seen before stands at its stream's end: it takes the occurrences appended
-//! after it came into force.
+//! after it came into force. A start no longer in force (its workflow deleted, or gone at a
+//! reload) is forgotten: one that comes back stands at its stream's end again.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -61,6 +62,31 @@ impl Db {
         Ok(end)
     }
 
+    fn starts_keep(&mut self, kept: &[Start]) -> Result<(), Error> {
+        let tx = self
+            .sql
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let held: Vec<Start> = tx
+            .prepare_cached("SELECT workflow, node, stream FROM workflow_starts")?
+            .query_map([], |r| {
+                Ok(Start {
+                    workflow: r.get(0)?,
+                    node: r.get(1)?,
+                    stream: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut forget = tx.prepare_cached(
+            "DELETE FROM workflow_starts WHERE workflow = ?1 AND node = ?2 AND stream = ?3",
+        )?;
+        for gone in held.iter().filter(|s| !kept.contains(s)) {
+            forget.execute(params![gone.workflow, gone.node, gone.stream])?;
+        }
+        drop(forget);
+        tx.commit()?;
+        Ok(())
+    }
+
     fn start_passed(&mut self, start: &Start, position: i64) -> Result<(), Error> {
         let tx = self
             .sql
@@ -80,6 +106,14 @@ impl Store {
     ) -> impl Future<Output = Result<i64, Error>> + Send + use<> {
         let start = start.clone();
         self.run(move |db| db.start_position(&start))
+    }
+
+    /// Forgets the positions of the starts not in `kept` (no longer in force).
+    pub(crate) fn starts_keep(
+        &self,
+        kept: Vec<Start>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
+        self.run(move |db| db.starts_keep(&kept))
     }
 
     /// Moves `start` past the occurrence at `position` without a run (one that cannot
@@ -151,5 +185,13 @@ mod tests {
         assert_eq!(store.start_position(&start("empty")).await.unwrap(), first);
         store.start_passed(&start("empty"), end).await.unwrap();
         assert_eq!(store.start_position(&start("empty")).await.unwrap(), end);
+
+        // Out of force, forgotten: back, it stands at the end.
+        store.start_passed(&late, first).await.unwrap();
+        store.starts_keep(vec![start("empty")]).await.unwrap();
+        assert_eq!(store.start_position(&late).await.unwrap(), end);
+        store.start_passed(&start("empty"), first).await.unwrap();
+        store.starts_keep(vec![start("empty")]).await.unwrap();
+        assert_eq!(store.start_position(&start("empty")).await.unwrap(), first);
     }
 }

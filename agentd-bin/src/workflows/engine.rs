@@ -373,6 +373,7 @@ impl Engine {
                 if deleted.is_ok() {
                     self.defined.remove(&name);
                     self.arm("defined");
+                    self.take_up(None).await;
                 }
                 let _ = answer.send(deleted);
             }
@@ -546,8 +547,17 @@ impl Engine {
     /// passed over, logged `workflow.unsaved` under run `*`; a start whose store fails
     /// stays where it stands, logged, and takes up from there at the next occurrence or
     /// restart.
+    ///
+    /// Without a stream (the starts in force may have changed), the positions of the starts
+    /// no longer in force are forgotten first.
     async fn take_up(&mut self, stream: Option<&str>) {
         let taking = starts::events(starts::in_force(&self.configured, &self.defined));
+        if stream.is_none()
+            && let Err(e) = self.store.starts_keep(taking.clone()).await
+        {
+            let err = format!("the starts' positions not pruned: {e}");
+            own::workflow_unsaved(&self.instance, "*", &err);
+        }
         for start in taking {
             if stream.is_some_and(|s| s != start.stream) {
                 continue;

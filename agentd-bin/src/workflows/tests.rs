@@ -357,4 +357,86 @@ mod engine {
         let done = settled(&workflows, &run.id).await;
         assert_eq!(done.status, Status::Completed, "{done:?}");
     }
+
+    /// Every run, oldest first, as the store lists them.
+    async fn every_run(workflows: &Workflows) -> Vec<Record> {
+        let mut filter = Filter::new(100);
+        let mut runs = Vec::new();
+        loop {
+            let page = workflows.list(filter.clone()).await.unwrap();
+            runs.extend(page.runs.iter().cloned());
+            match (page.more, page.runs.last()) {
+                (true, Some(last)) => filter.after = Some(last.id.clone()),
+                _ => return runs,
+            }
+        }
+    }
+
+    /// The inputs' ids of the runs of `workflow`, once there are `n` (20 s at most).
+    async fn started_of(workflows: &Workflows, workflow: &str, n: usize) -> Vec<Value> {
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let runs = every_run(workflows).await;
+                let of = runs.iter().filter(|r| r.workflow == workflow);
+                let ids: Vec<Value> = of.map(|r| r.input["id"].clone()).collect();
+                if ids.len() >= n {
+                    return ids;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        waited.await.expect("the runs started")
+    }
+
+    /// A burst of occurrences is taken up a page at a time, between other orders: a
+    /// `workflow.run` sent behind it is started after the burst's first page, not its last,
+    /// and the burst still starts one run an occurrence. A workflow deleted and made again
+    /// stands at its stream's end: what was appended meanwhile starts nothing.
+    #[tokio::test]
+    async fn a_burst_of_occurrences_holds_up_no_run_behind_it() {
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
+        let on_event = json!({"steps": steps, "starts": [{"event": {"stream": "alerts"}}]});
+        let manual = Definition::parse("manual", &json!({"steps": steps})).unwrap();
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows = engine_on(store.clone(), &server, vec![manual], &tasks, shutdown).await;
+        let alerted = Definition::parse("alerted", &on_event).unwrap();
+        workflows.create(alerted).await.unwrap();
+        let burst: Vec<String> = (0..300).map(|n| format!("e{n}")).collect();
+        append(
+            &store,
+            "alerts",
+            &burst.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+        .await;
+        for _ in 0..300 {
+            workflows.appended("alerts");
+        }
+        let run = workflows
+            .run("manual", json!({}), "operator")
+            .await
+            .unwrap();
+        let started = started_of(&workflows, "alerted", 300).await;
+        let distinct: std::collections::BTreeSet<String> =
+            started.iter().map(Value::to_string).collect();
+        assert_eq!((started.len(), distinct.len()), (300, 300));
+        let runs = every_run(&workflows).await;
+        let before = runs.iter().position(|r| r.id == run.id).unwrap();
+        assert_eq!(before, 100, "one page of the burst before it");
+
+        workflows.delete("alerted").await.unwrap();
+        append(&store, "alerts", &["meanwhile"]).await;
+        workflows.appended("alerts");
+        let again = Definition::parse("alerted", &on_event).unwrap();
+        workflows.create(again).await.unwrap();
+        append(&store, "alerts", &["late"]).await;
+        workflows.appended("alerts");
+        let started = started_of(&workflows, "alerted", 301).await;
+        assert_eq!(started.len(), 301, "{:?}", &started[300..]);
+        assert_eq!(started[300], json!("late"));
+    }
 }
