@@ -1,9 +1,10 @@
 //! Crash consistency at random points: `agentd run` SIGKILLed, many times, at moments a
 //! seeded generator draws, while it takes MCP Events by poll (the reference server emits
-//! on) and by webhook (signed deliveries sent concurrently, into a stream of their own), durable tool writes
-//! (`memory.set`, `memory.push`, `artifact.create`), and workflow runs (started by the
-//! occurrences of both streams, and by `agentd workflow run`), each with an `mcp.tool`
-//! step. Some rounds kill it again while it restores, before it answers.
+//! on, into `tickets`) and by webhook (signed deliveries sent concurrently, into `hooks`),
+//! durable tool writes (`memory.set`, `memory.push`, `artifact.create`), and workflow runs
+//! (started by the occurrences of both streams, and by `workflow.run`), each with an
+//! `mcp.tool` step. Some rounds kill it again while it restores, before it answers. The
+//! moment of each kill is the point of the test: it is drawn, not waited for.
 //!
 //! After each restart, nothing acknowledged is lost: every delivery answered 200 is in its
 //! stream, every write answered is read back, every run answered exists, every occurrence
@@ -125,8 +126,11 @@ struct Route {
 }
 
 impl Route {
-    /// The route of the webhook binding of the daemon up, once it is armed.
-    fn of(daemon: &mut Daemon, server: &ReferenceServer, incarnation: u64) -> Self {
+    /// The route of the webhook binding of the daemon up, once it is armed. Its secret and
+    /// subscription are the server's: of those the server holds (a restart on another port
+    /// makes another subscription; one on a port used before finds the one made then), the
+    /// pair a probe delivery is taken with.
+    async fn of(daemon: &mut Daemon, server: &ReferenceServer, incarnation: u64) -> Self {
         let deadline = Instant::now() + WITHIN;
         while !daemon
             .matching("mcp.events.armed", Some("ref"))
@@ -139,28 +143,46 @@ impl Route {
             );
             daemon.drain(Duration::from_millis(100));
         }
+        let newest_first = |all: Vec<String>| {
+            let mut seen = BTreeSet::new();
+            let all = all.into_iter().rev();
+            all.filter(|s| seen.insert(s.clone())).collect::<Vec<_>>()
+        };
         let log = server.log();
-        let secret = log
-            .iter()
-            .filter(|l| l.method.as_deref() == Some("events/subscribe"))
-            .filter_map(|l| l.body["params"]["delivery"]["secret"].as_str())
-            .next_back()
-            .expect("a webhook secret");
-        let delivered = server.delivered();
-        let subscription = delivered
-            .iter()
-            .rev()
-            .find_map(|(id, _)| id.strip_prefix("msg_verify_"))
-            .expect("a verified subscription");
+        let secrets = newest_first(
+            log.iter()
+                .filter(|l| l.method.as_deref() == Some("events/subscribe"))
+                .filter_map(|l| l.body["params"]["delivery"]["secret"].as_str())
+                .map(str::to_owned)
+                .collect(),
+        );
+        let subscriptions = newest_first(
+            server
+                .delivered()
+                .iter()
+                .filter_map(|(id, _)| id.strip_prefix("msg_verify_"))
+                .map(str::to_owned)
+                .collect(),
+        );
         let arguments = json!({"project": "hooks"});
         let arguments = arguments.as_object().expect("an object");
         let key = mcp_events::binding::key_of("ref", "ticket.created", "hooks", arguments);
-        Self {
-            addr: daemon.listener(),
-            path: format!("/hooks/_mcp/{key}"),
-            secret: Arc::new(Secret::parse(secret).expect("a secret")),
-            subscription: subscription.to_owned(),
+        let addr = daemon.listener();
+        for (i, secret) in secrets.iter().take(4).enumerate() {
+            for subscription in &subscriptions {
+                let route = Self {
+                    addr: addr.clone(),
+                    path: format!("/hooks/_mcp/{key}"),
+                    secret: Arc::new(Secret::parse(secret).expect("a secret")),
+                    subscription: subscription.clone(),
+                };
+                let probe = format!("probe-{incarnation}-{i}-{subscription}");
+                if route.deliver(&probe, 0).await == 200 {
+                    return route;
+                }
+            }
         }
+        panic!("no secret and subscription the daemon takes ({incarnation})");
     }
 
     /// Delivers occurrence `id` once, signed now: the status answered (0 for none).
@@ -284,7 +306,7 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
             continue;
         }
         until_up(&file);
-        let route = Route::of(&mut daemon, &server, round);
+        let route = Route::of(&mut daemon, &server, round).await;
         check(&file, &route, &acked, &counts, &mut seen).await;
 
         let draws: Vec<u64> = (0..64).map(|_| rng.next_u64()).collect();
@@ -301,7 +323,7 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
     // The last restart: everything checked, then everything settled.
     let mut daemon = Daemon::run(&file);
     until_up(&file);
-    let route = Route::of(&mut daemon, &server, rounds);
+    let route = Route::of(&mut daemon, &server, rounds).await;
     check(&file, &route, &acked, &counts, &mut seen).await;
     let settled = settle(&file, &server, &acked, &mut seen).await;
     assert!(daemon.terminate().success());
