@@ -308,6 +308,7 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
         until_up(&file);
         let route = Route::of(&mut daemon, &server, round).await;
         check(&file, &route, &acked, &counts, &mut seen).await;
+        progress(round, kills, early, &acked.lock().unwrap(), &seen);
 
         let draws: Vec<u64> = (0..64).map(|_| rng.next_u64()).collect();
         let load = load(&file, &server, &route, &acked, &counts, &made, draws);
@@ -358,6 +359,22 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
         settled.keys,
     );
     drop(dir);
+}
+
+/// What the checks found so far, a line a round: the figures of a run cut short.
+fn progress(round: u64, kills: u64, early: u64, acked: &Acked, seen: &Seen) {
+    println!(
+        "crash: round {round} checked: {kills} kills ({early} while restoring); {} deliveries \
+         acknowledged, all found once; {} occurrences emitted, all appended once; {} tool \
+         writes acknowledged, all found; {} runs, {} started by occurrences (one each), {} \
+         manual acknowledged, all there",
+        acked.delivered.len(),
+        acked.emitted.len(),
+        acked.set.len() + acked.pushed.len() + acked.artifacts.len(),
+        seen.runs.len(),
+        seen.started.len(),
+        acked.runs.len(),
+    );
 }
 
 /// Starts the round's load on the daemon up: the server emitting, the webhook senders, the
