@@ -11,6 +11,7 @@ mod cause;
 mod cli;
 mod clock;
 mod config;
+mod content;
 mod control;
 mod daemon;
 #[cfg(feature = "demo")]

@@ -264,20 +264,10 @@ fn own_said(tool: &str, answer: Value) -> String {
     }
 }
 
-/// What the model reads of a server tool's result.
+/// What the model reads of a server tool's result: its text, `error: ` before it when the
+/// result has `isError`.
 pub(crate) fn said(result: &CallToolResult) -> String {
-    let blocks: Vec<String> = result
-        .content
-        .iter()
-        .map(|block| match block.as_text() {
-            Some(text) => text.to_owned(),
-            None => serde_json::to_string(block).unwrap_or_default(),
-        })
-        .collect();
-    let text = match (&result.structured_content, blocks.is_empty()) {
-        (Some(structured), true) => structured.to_string(),
-        _ => blocks.join("\n"),
-    };
+    let text = crate::content::said(result);
     match result.is_error() {
         true => format!("error: {text}"),
         false => text,

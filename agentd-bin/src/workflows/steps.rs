@@ -16,7 +16,7 @@ use std::sync::Arc;
 use agentd_tools::workflow::run::{Call, Execute, Failure, Resolved};
 use agentd_tools::{AgentMeta, Caller};
 use mcp_negotiate::Client;
-use mcp_wire::{CallToolResult, CompleteParams};
+use mcp_wire::CompleteParams;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
@@ -142,7 +142,10 @@ impl Steps {
             .call_tool_until(tool, Some(arguments.clone()), Some(&meta), |_| {}, stop)
             .await;
         match called {
-            Ok(result) if result.is_error() => Err(Failure::retryable("tool_error", said(&result))),
+            Ok(result) if result.is_error() => Err(Failure::retryable(
+                "tool_error",
+                crate::content::said(&result),
+            )),
             Ok(result) => serde_json::to_value(&result)
                 .map_err(|e| Failure::new("server", format!("an unreadable result: {e}"))),
             Err(mcp_negotiate::Error::Cancelled) if cancel.is_cancelled() => Err(given_up()),
@@ -181,19 +184,6 @@ impl Steps {
 fn to_value<T: serde::Serialize>(value: T) -> Result<Value, mcp_negotiate::Error> {
     // What was just read is JSON.
     Ok(serde_json::to_value(value).unwrap_or(Value::Null))
-}
-
-/// The text of a result's content, block after block (another kind of block as its JSON).
-fn said(result: &CallToolResult) -> String {
-    let blocks: Vec<String> = result
-        .content
-        .iter()
-        .map(|block| match block.as_text() {
-            Some(text) => text.to_owned(),
-            None => serde_json::to_string(block).unwrap_or_default(),
-        })
-        .collect();
-    blocks.join("\n")
 }
 
 /// `00-<run>-<span>-01` when the run's id is a trace id, a fresh span.
