@@ -34,9 +34,9 @@ use agentd_tools::workflow::Workflows as _;
 use agentd_tools::{AgentMeta, Caller, Error};
 use serde_json::{Value, json};
 
-use crate::agent::calls::said;
 use crate::agent::meta::{hex, run_traceparent, traceparent};
 use crate::config::Config;
+use crate::store::Store;
 use crate::workflows::{Servers, Workflows};
 
 /// The most runs followed back to the principal who started the first.
@@ -94,16 +94,19 @@ pub(crate) struct Registry {
     servers: Arc<dyn Servers>,
     reached: BTreeMap<String, Reached>,
     runs: Workflows,
+    /// Where the subagents' records are read.
+    store: Store,
     random: fn() -> [u8; 16],
 }
 
 impl Registry {
     /// The registry of `config`'s servers, reached through `servers`; the runs of calls made
-    /// in workflow runs read in `runs`.
+    /// in workflow runs read in `runs`, the subagents' in `store`.
     pub(crate) fn new(
         config: &Config,
         servers: Arc<dyn Servers>,
         runs: Workflows,
+        store: Store,
         random: fn() -> [u8; 16],
     ) -> Self {
         let reached = config
@@ -122,16 +125,18 @@ impl Registry {
             servers,
             reached,
             runs,
+            store,
             random,
         }
     }
 
     /// Calls `tool` of `server` for `caller` with `arguments`, in the turn whose call's
     /// `_meta` is `turn` when given: the tool's `CallToolResult`.
-    /// Refused `unknown_server` when no server of that name is configured, `not_connected`
-    /// when it is not connected within its timeout, `unknown_tool` (named `server/tool`)
-    /// when its catalogue has no such tool; `server` when the call fails or the result has
-    /// `isError` (its text the detail).
+    /// Refused `invalid_arguments` when `arguments` is not an object, `unknown_server`
+    /// when no server of that name is configured, `not_connected` when it is not held or
+    /// not connected within its timeout, `unknown_tool` (named `server/tool`) when its
+    /// catalogue has no such tool; `server` when the call fails, `tool_error` when the
+    /// result has `isError` (its text the detail).
     pub(crate) async fn call(
         &self,
         caller: &Caller,
@@ -140,6 +145,17 @@ impl Registry {
         tool: &str,
         arguments: Value,
     ) -> Result<Value, Error> {
+        let arguments = match arguments {
+            Value::Object(arguments) => arguments,
+            other => {
+                return Err(Error::InvalidArguments {
+                    tool: format!("{server}/{tool}"),
+                    pointer: String::new(),
+                    message: format!("the arguments are not an object: {other}"),
+                    rule: "type".to_owned(),
+                });
+            }
+        };
         let reached = self
             .reached
             .get(server)
@@ -151,33 +167,31 @@ impl Registry {
         };
         let connection = tokio::time::timeout(reached.timeout, self.servers.connection(server));
         let client = connection.await.map_err(|_| not_connected())?;
-        let client = client.ok_or_else(|| Error::UnknownServer {
-            server: server.to_owned(),
-        })?;
+        // Configured, yet not held (its connection was never made): not connected.
+        let client = client.ok_or_else(not_connected)?;
         if !client.catalog().tools().iter().any(|t| t.name == tool) {
             return Err(Error::UnknownTool {
                 tool: format!("{server}/{tool}"),
             });
         }
         let work = match turn {
-            Some(turn) => self.in_turn(caller, turn).await,
-            None => self.work(caller).await,
+            Some(turn) => self.in_turn(caller, turn).await?,
+            None => self.work(caller).await?,
         };
         let meta = self.meta(server, &work).to_meta();
         let failed = |detail: String| Error::Server {
             server: server.to_owned(),
             detail,
         };
-        let arguments = match arguments {
-            Value::Object(arguments) => Some(arguments),
-            _ => None,
-        };
         let result = client
-            .call_tool_with(tool, arguments, Some(&meta), |_| {})
+            .call_tool_with(tool, Some(arguments), Some(&meta), |_| {})
             .await
             .map_err(|e| failed(e.to_string()))?;
         if result.is_error() {
-            return Err(failed(said(&result)));
+            return Err(Error::ToolError {
+                tool: format!("{server}/{tool}"),
+                detail: crate::content::said(&result),
+            });
         }
         serde_json::to_value(&result).map_err(|e| failed(format!("an unreadable result: {e}")))
     }
@@ -201,53 +215,46 @@ impl Registry {
     }
 
     /// What a call by `caller` is part of: its run (read from the store's runs) when it is
-    /// a step of one, else fresh ids.
-    pub(crate) async fn work(&self, caller: &Caller) -> Work {
+    /// a step of one, else fresh ids. An operator's call acts for `operator` with a fresh
+    /// key, whatever unit it names. [`Error::Store`] (or the runs' error) when a run or
+    /// subagent of the chain cannot be read.
+    pub(crate) async fn work(&self, caller: &Caller) -> Result<Work, Error> {
         let span: [u8; 8] = {
             let random = (self.random)();
             let mut span = [0; 8];
             span.copy_from_slice(&random[..8]);
             span
         };
-        let Some(run) = &caller.ids.run else {
-            let run_id = hex(&(self.random)());
-            return Work {
-                traceparent: traceparent(&run_id, span),
-                idempotency_key: run_id.clone(),
-                run_id,
-                acting_for: self.acting_for(&caller.unit()).await,
-                labels: BTreeMap::new(),
-                ctx: None,
-            };
+        let fresh = hex(&(self.random)());
+        let (mut acting_for, labels) = self.principal(&caller.unit()).await?;
+        let idempotency_key = match (&caller.ids.run, &caller.ids.step) {
+            _ if caller.operator => fresh.clone(),
+            (Some(run), Some(step)) => format!("{run}:{step}"),
+            (Some(run), None) => run.clone(),
+            (None, _) => fresh.clone(),
         };
-        let record = self.runs.status(run).await.ok();
-        let labels = record
-            .as_ref()
-            .and_then(|r| serde_json::from_value(r.definition["labels"].clone()).ok())
-            .unwrap_or_default();
-        let by = record.map_or_else(String::new, |r| r.by);
-        let idempotency_key = match &caller.ids.step {
-            Some(step) => format!("{run}:{step}"),
-            None => run.clone(),
-        };
+        if caller.operator {
+            acting_for = ActingFor::Principal("operator".to_owned());
+        }
+        let run_id = caller.ids.run.clone().unwrap_or_else(|| fresh.clone());
         // A run's id is its trace's; an id that is not one makes a trace.
         let traceparent =
-            run_traceparent(run, span).unwrap_or_else(|| traceparent(&hex(&(self.random)()), span));
-        Work {
-            run_id: run.clone(),
+            run_traceparent(&run_id, span).unwrap_or_else(|| traceparent(&fresh, span));
+        Ok(Work {
+            run_id,
             traceparent,
             idempotency_key,
-            acting_for: self.acting_for(&by).await,
+            acting_for,
             labels,
             ctx: None,
-        }
+        })
     }
 
     /// What a call by `caller` in a model's turn is part of: the turn, whose call's `_meta`
     /// is `turn` (its run id, trace, context and the call's idempotency key).
-    async fn in_turn(&self, caller: &Caller, turn: &AgentMeta) -> Work {
-        let fresh = self.work(caller).await;
-        Work {
+    async fn in_turn(&self, caller: &Caller, turn: &AgentMeta) -> Result<Work, Error> {
+        let fresh = self.work(caller).await?;
+        Ok(Work {
             run_id: turn.run_id.clone(),
             traceparent: turn.traceparent.clone().unwrap_or(fresh.traceparent),
             idempotency_key: turn
@@ -256,25 +263,44 @@ impl Registry {
                 .unwrap_or(fresh.idempotency_key),
             ctx: turn.ctx.clone(),
             ..fresh
-        }
+        })
     }
 
-    /// Who the work of unit `by` acts for, the runs that started runs followed back.
-    async fn acting_for(&self, by: &str) -> ActingFor {
-        let mut by = by.to_owned();
-        for _ in 0..=RUNS_FOLLOWED {
+    /// Who the work of `unit` acts for and the labels of the first run on its way: the
+    /// subagents and runs that started it followed back to their parents, the unit and at
+    /// most [`RUNS_FOLLOWED`] more read. Only a unit the store does not hold ends the chain
+    /// for the instance; any other failure to read one is the call's error.
+    async fn principal(&self, unit: &str) -> Result<(ActingFor, BTreeMap<String, String>), Error> {
+        let mut by = unit.to_owned();
+        let mut labels = None;
+        for _ in 0..=RUNS_FOLLOWED + 1 {
             if by == "operator" || by.starts_with("conversation:") {
-                return ActingFor::Principal(by);
+                return Ok((ActingFor::Principal(by), labels.unwrap_or_default()));
             }
-            let Some(run) = by.strip_prefix("run:") else {
+            if let Some(run) = by.strip_prefix("run:") {
+                match self.runs.status(run).await {
+                    Ok(record) => {
+                        labels.get_or_insert_with(|| {
+                            serde_json::from_value(record.definition["labels"].clone())
+                                .unwrap_or_default()
+                        });
+                        by = record.by;
+                    }
+                    Err(Error::UnknownRun { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            } else if let Some(subagent) = by.strip_prefix("subagent:") {
+                match self.store.subagent(subagent).await {
+                    Ok(record) => by = record.status.parent,
+                    Err(crate::store::Error::UnknownSubagent) => break,
+                    Err(e) => return Err(e.into_tool("subagent.status", subagent)),
+                }
+            } else {
                 break;
-            };
-            match self.runs.status(run).await {
-                Ok(record) => by = record.by,
-                Err(_) => break,
             }
         }
-        ActingFor::Autonomous(format!("agent:{}", self.instance))
+        let autonomous = ActingFor::Autonomous(format!("agent:{}", self.instance));
+        Ok((autonomous, labels.unwrap_or_default()))
     }
 }
 
@@ -333,7 +359,7 @@ mod tests {
         let store = Store::open(dir, limits).await.unwrap();
         let setup = crate::workflows::Setup {
             instance: "t".into(),
-            store,
+            store: store.clone(),
             servers: Arc::new(NoServers),
             agent: Arc::new(Subagent),
             limits: agentd_tools::workflow::run::Limits::default(),
@@ -345,7 +371,7 @@ mod tests {
                           "steps": [{"id": "s", "type": "wait", "on": {"signal": {"name": "go"}}}]});
         let w = agentd_tools::workflow::Definition::parse("w", &body).unwrap();
         runs.configure(vec![w], agentd_tools::workflow::run::Limits::default());
-        Registry::new(&config, Arc::new(NoServers), runs, || [0xab; 16])
+        Registry::new(&config, Arc::new(NoServers), runs, store, || [0xab; 16])
     }
 
     #[tokio::test]
@@ -387,7 +413,7 @@ mod tests {
     async fn work_outside_a_run_has_fresh_ids_and_its_principal() {
         let dir = tempfile::tempdir().unwrap();
         let registry = registry(dir.path()).await;
-        let operator = registry.work(&Caller::operator(Scope::Root)).await;
+        let operator = registry.work(&Caller::operator(Scope::Root)).await.unwrap();
         let fresh = "ab".repeat(16);
         assert_eq!(operator.run_id, fresh);
         assert_eq!(operator.idempotency_key, fresh);
@@ -397,13 +423,16 @@ mod tests {
         );
         assert_eq!(operator.acting_for, ActingFor::Principal("operator".into()));
         assert!(operator.labels.is_empty());
-        let root = registry.work(&Caller::root("root")).await;
+        let root = registry.work(&Caller::root("root")).await.unwrap();
         let principal = ActingFor::Principal("conversation:root".into());
         assert_eq!(root.acting_for, principal);
-        let subagent = registry.work(&Caller::subagent("s1")).await;
+        let subagent = registry.work(&Caller::subagent("s1")).await.unwrap();
         assert_eq!(subagent.acting_for, ActingFor::Autonomous("agent:t".into()));
         // A run the store does not hold: its key still the step's, for the instance.
-        let unknown = registry.work(&Caller::workflow("gone", "add")).await;
+        let unknown = registry
+            .work(&Caller::workflow("gone", "add"))
+            .await
+            .unwrap();
         assert_eq!(unknown.idempotency_key, "gone:add");
         assert_eq!(unknown.acting_for, ActingFor::Autonomous("agent:t".into()));
 
@@ -412,7 +441,7 @@ mod tests {
         turn.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
         turn.idempotency_key = Some("turn-run:1:0".into());
         turn.ctx = Some(json!({"conversation": "c1", "turn": 2}));
-        let work = registry.in_turn(&Caller::root("c1"), &turn).await;
+        let work = registry.in_turn(&Caller::root("c1"), &turn).await.unwrap();
         let meta = registry.meta("kb", &work).to_meta();
         assert_eq!(
             Value::Object(meta),
@@ -435,9 +464,16 @@ mod tests {
         let caller = Caller::operator(Scope::Root);
         let unknown = registry.call(&caller, None, "nope", "t", json!({})).await;
         assert_eq!(unknown.unwrap_err().code(), "unknown_server");
-        // Configured, but the servers hold none of that name.
+        // Arguments that are not an object, refused before the server is looked for.
+        for arguments in [json!(null), json!([1]), json!("x")] {
+            let bad = registry.call(&caller, None, "kb", "t", arguments).await;
+            assert_eq!(bad.unwrap_err().code(), "invalid_arguments");
+        }
+        // Configured, but the servers hold none of that name: not connected.
         let unheld = registry.call(&caller, None, "kb", "t", json!({})).await;
-        assert_eq!(unheld.unwrap_err().code(), "unknown_server");
+        let e = unheld.unwrap_err();
+        assert_eq!(e.code(), "not_connected");
+        assert_eq!(e.to_string(), "server \"kb\" is not connected");
 
         // Held, never connected: given up at its connection timeout (virtual time).
         let mut waiting = registry.clone();
@@ -461,7 +497,12 @@ mod tests {
             by = format!("run:{}", run.id);
             runs.push(run.id);
         }
-        let work = async |i: usize| registry.work(&Caller::workflow(&runs[i], "s")).await;
+        let work = async |i: usize| {
+            registry
+                .work(&Caller::workflow(&runs[i], "s"))
+                .await
+                .unwrap()
+        };
         let operator = ActingFor::Principal("operator".into());
         let first = work(0).await;
         assert_eq!(first.acting_for, operator);
@@ -476,5 +517,77 @@ mod tests {
             work(RUNS_FOLLOWED + 1).await.acting_for,
             ActingFor::Autonomous("agent:t".into())
         );
+    }
+
+    /// Runs subagent `parent`'s child in `registry`'s store: its id.
+    async fn subagent_of(registry: &Registry, parent: &str) -> String {
+        let spec = crate::store::subagents::Spec::default();
+        let run = Duration::from_secs(60);
+        registry
+            .store
+            .subagent_run(parent, "g", spec, run, 1)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_subagent_acts_for_whoever_ran_it_with_its_runs_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let run = registry.runs.run("w", json!({}), "operator").await.unwrap();
+        // A workflow's `agent` step: a subagent of the run.
+        let step = subagent_of(&registry, &format!("run:{}", run.id)).await;
+        let work = registry.work(&Caller::subagent(&step)).await.unwrap();
+        assert_eq!(work.acting_for, ActingFor::Principal("operator".into()));
+        let labels = BTreeMap::from([("team".to_owned(), "search".to_owned())]);
+        assert_eq!(work.labels, labels);
+        // A subagent of a subagent of a conversation.
+        let child = subagent_of(&registry, "conversation:c1").await;
+        let grandchild = subagent_of(&registry, &format!("subagent:{child}")).await;
+        let work = registry.work(&Caller::subagent(&grandchild)).await.unwrap();
+        let principal = ActingFor::Principal("conversation:c1".into());
+        assert_eq!(work.acting_for, principal);
+        assert!(work.labels.is_empty());
+        // One the store does not hold: the instance's own.
+        let gone = registry.work(&Caller::subagent("gone")).await.unwrap();
+        assert_eq!(gone.acting_for, ActingFor::Autonomous("agent:t".into()));
+    }
+
+    #[tokio::test]
+    async fn a_store_that_fails_fails_the_call_rather_than_its_principal() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let child = subagent_of(&registry, "conversation:c1").await;
+        registry.store.close().await;
+        let e = registry.work(&Caller::subagent(&child)).await.unwrap_err();
+        assert_eq!(e.code(), "shutting_down");
+    }
+
+    #[tokio::test]
+    async fn an_operator_acts_as_itself_with_a_fresh_key_whatever_unit_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        let run = registry
+            .runs
+            .run("w", json!({}), "start:nightly")
+            .await
+            .unwrap();
+        let mut caller = Caller::workflow(&run.id, "s");
+        caller.operator = true;
+        let work = registry.work(&caller).await.unwrap();
+        assert_eq!(work.acting_for, ActingFor::Principal("operator".into()));
+        assert_eq!(work.idempotency_key, "ab".repeat(16));
+        assert_eq!(work.run_id, run.id);
+        // The same step, not the operator's: the run's start, the step's key.
+        let step = registry
+            .work(&Caller::workflow(&run.id, "s"))
+            .await
+            .unwrap();
+        assert_eq!(step.acting_for, ActingFor::Autonomous("agent:t".into()));
+        assert_eq!(step.idempotency_key, format!("{}:s", run.id));
+        let mut caller = Caller::subagent("s1");
+        caller.operator = true;
+        let work = registry.work(&caller).await.unwrap();
+        assert_eq!(work.acting_for, ActingFor::Principal("operator".into()));
     }
 }

@@ -164,6 +164,13 @@ pub enum Error {
         /// The server.
         server: String,
     },
+    /// A server's tool answered with `isError` (`tool_error`).
+    ToolError {
+        /// The tool, as `server/tool`.
+        tool: String,
+        /// The text it answered.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -197,6 +204,7 @@ impl Error {
             Self::NotOffered { .. } => "not_offered",
             Self::CannotStart { .. } => "cannot_start",
             Self::UnknownServer { .. } => "unknown_server",
+            Self::ToolError { .. } => "tool_error",
         }
     }
 
@@ -291,6 +299,9 @@ impl fmt::Display for Error {
                 write!(f, "{program:?} cannot start: {detail}")
             }
             Self::UnknownServer { server } => write!(f, "no server {server:?} is configured"),
+            Self::ToolError { tool, detail } => {
+                write!(f, "tool {tool:?} answered an error: {detail}")
+            }
         }
     }
 }

@@ -92,6 +92,7 @@ impl Own {
             config,
             parts.servers,
             parts.workflows.clone(),
+            store.clone(),
             crate::clock::random_bytes,
         );
         let durable = Durable {

@@ -228,5 +228,5 @@ async fn a_mapped_contract_is_offered_and_called_through_the_registry() {
     assert_eq!(bad.await.unwrap_err().code(), "invalid_arguments");
     // Checked, then called through the registry: these servers hold no kb.
     let call = own.call(&root, "knowledge.search", json!({"query": "x"}), None);
-    assert_eq!(call.await.unwrap_err().code(), "unknown_server");
+    assert_eq!(call.await.unwrap_err().code(), "not_connected");
 }
