@@ -136,7 +136,8 @@ impl Registry {
     /// when no server of that name is configured, `not_connected` when it is not held or
     /// not connected within its timeout, `unknown_tool` (named `server/tool`) when its
     /// catalogue has no such tool; `server` when the call fails, `tool_error` when the
-    /// result has `isError` (its text the detail).
+    /// result has `isError` (its text the detail). The call is cancelled on the wire when
+    /// `stop` completes first (`server`, "cancelled").
     pub(crate) async fn call(
         &self,
         caller: &Caller,
@@ -144,6 +145,7 @@ impl Registry {
         server: &str,
         tool: &str,
         arguments: Value,
+        stop: impl Future<Output = ()> + Send,
     ) -> Result<Value, Error> {
         let arguments = match arguments {
             Value::Object(arguments) => arguments,
@@ -184,7 +186,7 @@ impl Registry {
             detail,
         };
         let result = client
-            .call_tool_with(tool, Some(arguments), Some(&meta), |_| {})
+            .call_tool_until(tool, Some(arguments), Some(&meta), |_| {}, stop)
             .await
             .map_err(|e| failed(e.to_string()))?;
         if result.is_error() {
@@ -462,15 +464,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = registry(dir.path()).await;
         let caller = Caller::operator(Scope::Root);
-        let unknown = registry.call(&caller, None, "nope", "t", json!({})).await;
+        let unknown = registry
+            .call(
+                &caller,
+                None,
+                "nope",
+                "t",
+                json!({}),
+                std::future::pending(),
+            )
+            .await;
         assert_eq!(unknown.unwrap_err().code(), "unknown_server");
         // Arguments that are not an object, refused before the server is looked for.
         for arguments in [json!(null), json!([1]), json!("x")] {
-            let bad = registry.call(&caller, None, "kb", "t", arguments).await;
+            let bad = registry
+                .call(&caller, None, "kb", "t", arguments, std::future::pending())
+                .await;
             assert_eq!(bad.unwrap_err().code(), "invalid_arguments");
         }
         // Configured, but the servers hold none of that name: not connected.
-        let unheld = registry.call(&caller, None, "kb", "t", json!({})).await;
+        let unheld = registry
+            .call(&caller, None, "kb", "t", json!({}), std::future::pending())
+            .await;
         let e = unheld.unwrap_err();
         assert_eq!(e.code(), "not_connected");
         assert_eq!(e.to_string(), "server \"kb\" is not connected");
@@ -479,7 +494,8 @@ mod tests {
         let mut waiting = registry.clone();
         waiting.servers = Arc::new(NeverConnected);
         tokio::time::pause();
-        let waited = waiting.call(&caller, None, "kb", "t", json!({})).await;
+        let waited = waiting.call(&caller, None, "kb", "t", json!({}), std::future::pending());
+        let waited = waited.await;
         let e = waited.unwrap_err();
         assert_eq!(e.code(), "not_connected");
         assert_eq!(e.to_string(), "server \"kb\" is not connected");

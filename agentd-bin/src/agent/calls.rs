@@ -98,6 +98,9 @@ pub(crate) struct Turn<'a> {
     /// The `_meta` of the call (the turn's ids and context, the call's idempotency key),
     /// which a call through the supervisor's tool registry carries.
     pub(crate) meta: &'a AgentMeta,
+    /// When a call through the supervisor's tool registry is cancelled on the wire: the
+    /// turn's deadline, at most [`CALL_MAX`] after the call starts.
+    pub(crate) bound: Instant,
 }
 
 /// A tool call of the model, resolved.
@@ -207,6 +210,7 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                 let turn = Turn {
                     reasoning,
                     meta: &meta,
+                    bound: self.deadline.min(Instant::now() + CALL_MAX),
                 };
                 let called = self.own.call_in(self.caller, &tool, arguments, Some(turn));
                 match timeout_at(self.deadline, called).await {

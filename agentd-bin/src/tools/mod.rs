@@ -137,7 +137,7 @@ impl Own {
                 let who = agentd_tools::events::Caller::new(caller.scope.into(), owner);
                 agentd_tools::events::call(control, who, name, arguments).await
             }
-            None => match self.contract(caller, name, arguments, None).await {
+            None => match self.contract(caller, name, arguments, None, never()).await {
                 Ok(answer) => answer,
                 Err(arguments) => self.tools.call(caller, name, arguments).await,
             },
@@ -156,7 +156,13 @@ impl Own {
         turn: Option<Turn<'_>>,
     ) -> Result<Value, Error> {
         let meta = turn.map(|t| t.meta);
-        let answer = match self.contract(caller, name, arguments, meta).await {
+        let stop = async {
+            match turn {
+                Some(turn) => tokio::time::sleep_until(turn.bound).await,
+                None => never().await,
+            }
+        };
+        let answer = match self.contract(caller, name, arguments, meta, stop).await {
             Ok(answer) => answer,
             Err(arguments) => {
                 let reasoning = turn.map(|t| t.reasoning);
@@ -170,14 +176,16 @@ impl Own {
     /// granted to the caller's scope, `not_offered` (with the reason) when nothing
     /// implements it, `invalid_arguments` when the arguments do not fit its schema, else the
     /// mapped tool's result through the registry (in the turn whose call's `_meta` is
-    /// `turn`, when given). `Err(arguments)`, given back, for a tool that is no contract or
-    /// one the local runner implements: the own tools run it.
+    /// `turn`, when given), cancelled on the wire when `stop` completes. `Err(arguments)`,
+    /// given back, for a tool that is no contract or one the local runner implements: the
+    /// own tools run it.
     async fn contract(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
         turn: Option<&AgentMeta>,
+        stop: impl Future<Output = ()> + Send,
     ) -> Result<Result<Value, Error>, Value> {
         let Some(tool) = agentd_tools::tool(name).filter(|t| contract::is_contract(t.name)) else {
             return Err(arguments);
@@ -202,7 +210,7 @@ impl Own {
         let (server, tool) = (&mapping.server, &mapping.tool);
         Ok(self
             .registry
-            .call(caller, turn, server, tool, arguments)
+            .call(caller, turn, server, tool, arguments, stop)
             .await)
     }
 
@@ -627,12 +635,25 @@ impl workflows::Tools for Own {
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
+        stop: Boxed<'a, ()>,
     ) -> Boxed<'a, Result<Value, Error>> {
         match contract::registry_tool(name) {
-            Some((server, tool)) => {
-                Box::pin(self.registry.call(caller, None, server, tool, arguments))
-            }
-            None => Box::pin(Self::call(self, caller, name, arguments, None)),
+            Some((server, tool)) => Box::pin(
+                self.registry
+                    .call(caller, None, server, tool, arguments, stop),
+            ),
+            None => Box::pin(async move {
+                tokio::select! {
+                    answer = Self::call(self, caller, name, arguments, None) => answer,
+                    // The step, cut or given up, says why.
+                    () = stop => Err(Error::ShuttingDown),
+                }
+            }),
         }
     }
+}
+
+/// A future that never completes: no bound but the connection's own.
+async fn never() {
+    std::future::pending::<()>().await;
 }

@@ -70,12 +70,13 @@ pub(crate) trait Servers: fmt::Debug + Send + Sync + 'static {
 /// agentd's own tools, as a `tool` step calls them, and the supervisor's tool registry.
 pub(crate) trait Tools: fmt::Debug + Send + Sync {
     /// Calls `name` for `caller` with `arguments`: an own tool, or a server's tool named
-    /// `server/tool`.
+    /// `server/tool`, cancelled on the wire (the own tool dropped) when `stop` completes.
     fn call<'a>(
         &'a self,
         caller: &'a Caller,
         name: &'a str,
         arguments: Value,
+        stop: Boxed<'a, ()>,
     ) -> Boxed<'a, Result<Value, Error>>;
 }
 
@@ -119,13 +120,20 @@ impl Agent for Subagent {
             let deadline = millis(within.min(SUBAGENT_MAX));
             let run = json!({"goal": prompt, "deadline": deadline});
             let ran = tools
-                .call(caller, "subagent.run", run)
+                .call(
+                    caller,
+                    "subagent.run",
+                    run,
+                    Box::pin(std::future::pending()),
+                )
                 .await
                 .map_err(failure)?;
             let id = ran["id"].as_str().unwrap_or_default().to_owned();
             let until = json!({"id": id, "timeout": millis(SUBAGENT_MAX)});
             loop {
-                let status = tools.call(caller, "subagent.await", until.clone()).await;
+                let waiting = Box::pin(std::future::pending());
+                let status = tools.call(caller, "subagent.await", until.clone(), waiting);
+                let status = status.await;
                 let status = status.map_err(failure)?;
                 match status["state"].as_str() {
                     Some("running") => continue,

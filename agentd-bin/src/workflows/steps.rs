@@ -2,8 +2,9 @@
 //! over the supervisor's connection to its server (waited for while the server joins), a
 //! `tool` step through agentd's own tools as `Caller::workflow(run, step)` (one naming
 //! `server/tool` through the supervisor's tool registry, which the daemon's [`Tools`]
-//! reach), an `agent` step through [`Agent`]. The whole of an attempt is bounded by its deadline; an `mcp.tool` call
-//! still running then, or when the run gives it up, is cancelled on the wire.
+//! reach), an `agent` step through [`Agent`]. The whole of an attempt is bounded by its
+//! deadline; an `mcp.tool` call or a registry call still running then, or when the run gives
+//! it up, is cancelled on the wire.
 //!
 //! An `mcp.tool` call carries `_meta`: `agent/run_id` and `agent/run` (the run's id),
 //! `agent/instance`, `traceparent` (the run's id is its trace id, a span per attempt),
@@ -58,15 +59,30 @@ impl Steps {
             return self.mcp_tool(run, execute, deadline, cancel).await;
         }
         let caller = Caller::workflow(run, &execute.id);
+        if let Call::Tool { name, arguments } = &execute.call {
+            // A registry call's cancellation goes on the wire too.
+            let tools = tokio::select! {
+                tools = self.tools() => tools?,
+                () = sleep_until(deadline) => return Err(cut()),
+                () = cancel.cancelled() => return Err(given_up()),
+            };
+            let stop = Box::pin(async move {
+                tokio::select! {
+                    () = sleep_until(deadline) => {}
+                    () = cancel.cancelled() => {}
+                }
+            });
+            let called = tools.call(&caller, name, arguments.clone(), stop).await;
+            return match called {
+                Ok(answer) => Ok(answer),
+                Err(_) if cancel.is_cancelled() => Err(given_up()),
+                Err(_) if Instant::now() >= deadline => Err(cut()),
+                Err(e) => Err(Failure::new(e.code(), e.to_string())),
+            };
+        }
         let executed = async {
             match &execute.call {
                 Call::Resource { server, op } => self.resource(server, op).await,
-                Call::Tool { name, arguments } => self
-                    .tools()
-                    .await?
-                    .call(&caller, name, arguments.clone())
-                    .await
-                    .map_err(|e| Failure::new(e.code(), e.to_string())),
                 Call::Agent { prompt } => {
                     let tools = self.tools().await?;
                     let within = deadline.saturating_duration_since(Instant::now());
