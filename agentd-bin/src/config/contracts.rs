@@ -50,9 +50,9 @@ pub(crate) enum Implementation<'a> {
 pub(crate) struct Contracts {
     /// The mapped tools, by contract tool.
     mapped: BTreeMap<&'static str, Mapping>,
-    /// Whether the local command runner implements `exec` when no mapping does: set when it
-    /// is built and enabled (`security.exec.enabled`; false by default).
-    pub(crate) local_exec: bool,
+    /// Whether the local command runner implements `exec`: when it is built and enabled
+    /// (`security.exec.enabled`; false by default), and so no mapping of `exec` is.
+    pub(super) local_exec: bool,
 }
 
 impl Contracts {
@@ -71,11 +71,14 @@ impl Contracts {
     }
 }
 
-/// Checks `[knowledge]`, `[search]` and `[contracts.map]` against the configured `servers`.
+/// Checks `[knowledge]`, `[search]` and `[contracts.map]` against the configured `servers`,
+/// the local command runner implementing `exec` when `local_exec`: a mapping of `exec` too
+/// is refused.
 pub(super) fn contracts(
     families: [(&str, Option<&FamilyFile>); 2],
     map: &BTreeMap<Spanned<String>, MappingFile>,
     servers: &dyn Fn(&str) -> bool,
+    local_exec: bool,
     at: &At<'_>,
 ) -> Result<Contracts, ConfigError> {
     let server = |name: &Spanned<String>, key: &str| match servers(name.get_ref()) {
@@ -117,6 +120,13 @@ pub(super) fn contracts(
                 ),
             ));
         };
+        if tool == "exec" && local_exec {
+            return Err(at(
+                Some(name.span()),
+                &key,
+                "maps exec while security.exec.enabled = true runs it locally: keep one".to_owned(),
+            ));
+        }
         let server = server(&file.server, &format!("{key}.server"))?;
         if file.tool.get_ref().is_empty() {
             return Err(at(
@@ -134,8 +144,5 @@ pub(super) fn contracts(
             },
         );
     }
-    Ok(Contracts {
-        mapped,
-        local_exec: false,
-    })
+    Ok(Contracts { mapped, local_exec })
 }

@@ -511,17 +511,16 @@ pub(crate) fn parse(
     }
     let workflows = workflows(&raw.workflows, &at)?;
     let exec = security::exec(&raw.security, &duration, &at)?;
-    let mut contracts = contracts::contracts(
+    let contracts = contracts::contracts(
         [
             ("knowledge", raw.knowledge.as_ref()),
             ("search", raw.search.as_ref()),
         ],
         &raw.contracts.map,
         &|name| servers.iter().any(|s| s.name == name),
+        exec.is_some(),
         &at,
     )?;
-    // The local runner implements `exec` when no mapping does.
-    contracts.local_exec = exec.is_some();
     Ok(Config {
         workflows,
         exec,

@@ -721,5 +721,24 @@ fn contracts_are_implemented_by_a_family_server_or_a_mapping() {
     let e = err(&text.replace("tool = \"run\"", "tool = \"\""));
     assert_eq!(e.key, "contracts.map.\"code.run\".tool");
     let e = err(&format!("{servers}[knowledge]\nservers = \"kb\"\n"));
-    assert!(e.message.contains("servers"), "{e}");
+    // An unknown field is named by its line, as every unknown field is.
+    assert_eq!((e.key.as_str(), e.line), ("", 8), "{e}");
+    assert!(e.message.contains("unknown field `servers`"), "{e}");
+
+    // exec mapped while the local runner is enabled: refused, both keys named.
+    let both = format!(
+        "{servers}[contracts.map.exec]\nserver = \"box\"\ntool = \"run\"\n\
+         [security.exec]\nenabled = true\n"
+    );
+    let e = err(&both);
+    match cfg!(feature = "exec") {
+        true => {
+            assert_eq!(e.key, "contracts.map.\"exec\"");
+            assert!(e.message.contains("security.exec.enabled"), "{e}");
+        }
+        false => assert_eq!(e.key, "security.exec.enabled"),
+    }
+    let mapped = parse("agentd.toml", &both.replace("true", "false"), &env).unwrap();
+    let exec = mapped.contracts.implementation("exec").unwrap();
+    assert!(matches!(exec, Implementation::Mapped(_)));
 }
