@@ -302,6 +302,9 @@ fn python_mapped(peer: &peers::Peer) {
     assert_eq!(meta["agent/labels"], json!({"zone": "eu"}));
     assert_eq!(meta["agent/instance"], "py-agent");
     assert_eq!(meta["agent/idempotency_key"], meta["agent/run_id"]);
+    let run_id = meta["agent/run_id"].as_str().unwrap();
+    let parent = meta["traceparent"].as_str().unwrap_or_default();
+    assert!(parent.starts_with(&format!("00-{run_id}-")), "{meta}");
 
     // A workflow's step naming the server's tool: the run's ids, its labels too.
     let run = start(&file, "meta", json!({}));
@@ -316,6 +319,8 @@ fn python_mapped(peer: &peers::Peer) {
         json!({"principal": "operator", "autonomous": false})
     );
     assert_eq!(meta["agent/labels"], json!({"zone": "eu", "flow": "py"}));
+    let parent = meta["traceparent"].as_str().unwrap_or_default();
+    assert!(parent.starts_with(&format!("00-{run}-")), "{meta}");
     assert!(daemon.terminate().success());
 }
 

@@ -15,7 +15,8 @@ killed without running its destructors.
 
 Tools: add(a, b), slow(steps), ask_name(), ask_name_rounds(), touch(),
 echo_meta(query); resource demo://greeting. `echo_meta` answers the `agent/` keys
-of the request's `_meta` as a JSON object, so that a test reads what was sent. `ask_name` elicits mid-call, which the 2026-07-28 wire cannot;
+and `traceparent` of the request's `_meta` as a JSON object, so that a test reads
+what was sent. `ask_name` elicits mid-call, which the 2026-07-28 wire cannot;
 `ask_name_rounds` elicits through a resolver, mid-call at 2025-11-25 and as an
 `input_required` result at 2026-07-28.
 """
@@ -162,9 +163,10 @@ async def ask_name_rounds(answer: Annotated[ElicitationResult[NameForm], Resolve
 
 @mcp.tool()
 def echo_meta(query: str, ctx: Context, limit: int | None = None) -> str:
-    """Answer the `agent/` keys of the request's `_meta` as JSON (`query` is not read)."""
+    """Answer the `agent/` keys and `traceparent` of the request's `_meta` as JSON."""
     meta = dict(ctx.request_context.meta or {})
-    return json.dumps({k: v for k, v in meta.items() if k.startswith("agent/")}, sort_keys=True)
+    sent = {k: v for k, v in meta.items() if k.startswith("agent/") or k == "traceparent"}
+    return json.dumps(sent, sort_keys=True)
 
 
 @mcp.tool()
