@@ -628,7 +628,8 @@ impl OwnTools for Own {
 }
 
 /// A workflow's `tool` steps call the own tools as the operator's calls do: logged and
-/// counted; a step naming `server/tool` calls that tool through the registry.
+/// counted; a step naming `server/tool` calls that tool through the registry, logged and
+/// counted too (under `unknown`, as no own tool's name).
 impl workflows::Tools for Own {
     fn call<'a>(
         &'a self,
@@ -638,10 +639,12 @@ impl workflows::Tools for Own {
         stop: Boxed<'a, ()>,
     ) -> Boxed<'a, Result<Value, Error>> {
         match contract::registry_tool(name) {
-            Some((server, tool)) => Box::pin(
-                self.registry
-                    .call(caller, None, server, tool, arguments, stop),
-            ),
+            Some((server, tool)) => Box::pin(async move {
+                let answer = self
+                    .registry
+                    .call(caller, None, server, tool, arguments, stop);
+                self.told(caller, name, answer.await)
+            }),
             None => Box::pin(async move {
                 tokio::select! {
                     answer = Self::call(self, caller, name, arguments, None) => answer,

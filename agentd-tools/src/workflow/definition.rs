@@ -748,7 +748,6 @@ struct SignalWait {
 /// The most bytes of an agent step's prompt.
 pub const PROMPT_MAX: usize = 16 * 1024;
 
-/// Checks one step, at `at`.
 /// Checks that `name` is an own tool a `tool` step may call: granted to workflows, not an
 /// events tool, built or a contract.
 fn own_tool(name: &str, at: &str) -> Result<(), DefinitionError> {
@@ -771,6 +770,7 @@ fn own_tool(name: &str, at: &str) -> Result<(), DefinitionError> {
     Ok(())
 }
 
+/// Checks one step, at `at`.
 fn step(value: &Value, at: &str, order: Order<'_>) -> Result<Step, DefinitionError> {
     let Value::Object(members) = value else {
         return Err(DefinitionError::new(at, "shape", "a step is an object"));
