@@ -114,10 +114,10 @@ impl Steps {
     /// The connection to `server`, once it is made.
     async fn connection(&self, server: &str) -> Result<Arc<Client>, Failure> {
         self.servers.connection(server).await.ok_or_else(|| {
-            Failure::new(
-                "unknown_server",
-                format!("no server {server:?} is configured"),
-            )
+            let unknown = agentd_tools::Error::UnknownServer {
+                server: server.to_owned(),
+            };
+            Failure::new(unknown.code(), unknown.to_string())
         })
     }
 
