@@ -83,13 +83,14 @@ pub(crate) trait Tools: fmt::Debug + Send + Sync {
 /// An `agent` step's model turn.
 pub(crate) trait Agent: fmt::Debug + Send + Sync {
     /// The answer to `prompt` for `caller` (the step of its run), within `within`, through
-    /// `tools`: the step's output.
+    /// `tools`: the step's output. Given up when `stop` completes: what it started stops too.
     fn answer<'a>(
         &'a self,
         tools: &'a dyn Tools,
         caller: &'a Caller,
         prompt: &'a str,
         within: Duration,
+        stop: Boxed<'a, ()>,
     ) -> Boxed<'a, Result<Value, Failure>>;
 }
 
@@ -100,7 +101,9 @@ const SUBAGENT_MAX: Duration = Duration::from_millis(agentd_tools::DURATION_MAX_
 /// the step's bound as its deadline (at most 1 h), then `subagent.await` until it settles.
 /// Its output is `{"answer", "subagent", "turns", "tokens"}` once it finished; a subagent
 /// that failed, timed out or was killed fails the step with that state as the code and its
-/// error as the message. The subagent tools are called as the step calls any own tool: as
+/// error as the message. A step given up (its timeout, its run cancelled) kills its
+/// subagent (`subagent.kill`), so that a retry's subagent is the only one at work. The
+/// subagent tools are called as the step calls any own tool: as
 /// granted to workflows (`not_granted` when `[tools.grants] workflow` leaves them out, `no_agent`
 /// when no model is configured).
 #[derive(Debug, Clone, Copy, Default)]
@@ -113,6 +116,7 @@ impl Agent for Subagent {
         caller: &'a Caller,
         prompt: &'a str,
         within: Duration,
+        mut stop: Boxed<'a, ()>,
     ) -> Boxed<'a, Result<Value, Failure>> {
         Box::pin(async move {
             let failure = |e: Error| Failure::new(e.code(), e.to_string());
@@ -133,8 +137,19 @@ impl Agent for Subagent {
             loop {
                 let waiting = Box::pin(std::future::pending());
                 let status = tools.call(caller, "subagent.await", until.clone(), waiting);
-                let status = status.await;
-                let status = status.map_err(failure)?;
+                let status = tokio::select! {
+                    biased;
+                    status = status => status.map_err(failure)?,
+                    () = &mut stop => {
+                        let kill = json!({"id": id});
+                        let killed = Box::pin(std::future::pending());
+                        let killed = tools.call(caller, "subagent.kill", kill, killed).await;
+                        if let Err(e) = killed {
+                            tracing::debug!(subagent = %id, error = %e, "a given-up step's subagent was not killed");
+                        }
+                        return Err(Failure::new("cancelled", format!("subagent {id}: given up")));
+                    }
+                };
                 match status["state"].as_str() {
                     Some("running") => continue,
                     Some("finished") => {
@@ -187,5 +202,59 @@ impl Servers for NoServers {
         _: &'a str,
     ) -> Boxed<'a, Result<(), Unsubscribed>> {
         Box::pin(async { Err(Unsubscribed::Unknown) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The subagent tools: `subagent.run` answers `s1`, `subagent.await` never settles,
+    /// every call kept.
+    #[derive(Debug, Default)]
+    struct Unsettled {
+        called: Mutex<Vec<(String, Value)>>,
+    }
+
+    impl Tools for Unsettled {
+        fn call<'a>(
+            &'a self,
+            _: &'a Caller,
+            name: &'a str,
+            arguments: Value,
+            _: Boxed<'a, ()>,
+        ) -> Boxed<'a, Result<Value, Error>> {
+            self.called
+                .lock()
+                .unwrap()
+                .push((name.to_owned(), arguments));
+            Box::pin(async move {
+                match name {
+                    "subagent.run" => Ok(json!({"id": "s1"})),
+                    "subagent.await" => std::future::pending().await,
+                    _ => Ok(json!({"id": "s1", "state": "killed"})),
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_step_given_up_kills_its_subagent() {
+        let tools = Unsettled::default();
+        let caller = Caller::workflow("r1", "think");
+        let (give_up, given_up) = tokio::sync::oneshot::channel::<()>();
+        let stop: Boxed<'_, ()> = Box::pin(async move {
+            let _ = given_up.await;
+        });
+        give_up.send(()).unwrap();
+        let answered = Subagent.answer(&tools, &caller, "Think.", Duration::from_secs(60), stop);
+        let failure = answered.await.unwrap_err();
+        assert_eq!(failure.code, "cancelled");
+        let called = tools.called.lock().unwrap().clone();
+        let names: Vec<&str> = called.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["subagent.run", "subagent.await", "subagent.kill"]);
+        assert_eq!(called[2].1, json!({"id": "s1"}));
     }
 }

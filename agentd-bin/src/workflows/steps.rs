@@ -59,8 +59,9 @@ impl Steps {
             return self.mcp_tool(run, execute, deadline, cancel).await;
         }
         let caller = Caller::workflow(run, &execute.id);
-        if let Call::Tool { name, arguments } = &execute.call {
-            // A registry call's cancellation goes on the wire too.
+        if let Call::Tool { .. } | Call::Agent { .. } = &execute.call {
+            // Given up, a registry call is cancelled on the wire, an agent step's subagent
+            // killed: each is told, rather than dropped.
             let tools = tokio::select! {
                 tools = self.tools() => tools?,
                 () = sleep_until(deadline) => return Err(cut()),
@@ -72,22 +73,32 @@ impl Steps {
                     () = cancel.cancelled() => {}
                 }
             });
-            let called = tools.call(&caller, name, arguments.clone(), stop).await;
-            return match called {
+            let done = match &execute.call {
+                Call::Agent { prompt } => {
+                    let within = deadline.saturating_duration_since(Instant::now());
+                    self.agent
+                        .answer(&*tools, &caller, prompt, within, stop)
+                        .await
+                }
+                Call::Tool { name, arguments } => {
+                    let called = tools.call(&caller, name, arguments.clone(), stop).await;
+                    called.map_err(|e| Failure::new(e.code(), e.to_string()))
+                }
+                _ => Err(Failure::new(
+                    "invalid",
+                    "a step this build does not execute",
+                )),
+            };
+            return match done {
                 Ok(answer) => Ok(answer),
                 Err(_) if cancel.is_cancelled() => Err(given_up()),
                 Err(_) if Instant::now() >= deadline => Err(cut()),
-                Err(e) => Err(Failure::new(e.code(), e.to_string())),
+                Err(failure) => Err(failure),
             };
         }
         let executed = async {
             match &execute.call {
                 Call::Resource { server, op } => self.resource(server, op).await,
-                Call::Agent { prompt } => {
-                    let tools = self.tools().await?;
-                    let within = deadline.saturating_duration_since(Instant::now());
-                    self.agent.answer(&*tools, &caller, prompt, within).await
-                }
                 _ => Err(Failure::new(
                     "invalid",
                     "a step this build does not execute",
