@@ -20,14 +20,25 @@ use common::{Daemon, TempFile};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
 
+/// `f`, run on a worker that hands its tasks (the in-process servers') to another while it
+/// blocks.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+/// Waits 50 ms between two asks, without holding up the in-process servers.
+fn pause() {
+    blocking(|| std::thread::sleep(Duration::from_millis(50)));
+}
+
 /// `agentd ARGS --config F REST`: its exit status, its stdout as JSON, its stderr.
 fn agentd(file: &TempFile, args: &[&str], rest: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command
         .args(args)
         .args(["--config", file.to_str().unwrap()])
-        .args(rest)
-        .output()
-        .expect("agentd runs");
+        .args(rest);
+    let out = blocking(|| command.output()).expect("agentd runs");
     let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), result, stderr)
@@ -38,7 +49,7 @@ fn until_up(file: &TempFile) {
     let deadline = Instant::now() + Duration::from_secs(15);
     while agentd(file, &["tool", "call"], &["status"]).0 != 0 {
         assert!(Instant::now() < deadline, "the daemon did not answer");
-        std::thread::sleep(Duration::from_millis(50));
+        pause();
     }
 }
 
@@ -51,7 +62,7 @@ fn call(file: &TempFile, name: &str, arguments: Value) -> (i32, Value, String) {
         if !called.2.contains("not_connected") || Instant::now() > deadline {
             return called;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        pause();
     }
 }
 
@@ -64,7 +75,7 @@ fn ended(file: &TempFile, run: &str) -> Value {
             return status;
         }
         assert!(Instant::now() < deadline, "not ended: {status} {stderr}");
-        std::thread::sleep(Duration::from_millis(50));
+        pause();
     }
 }
 
