@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use common::{Daemon, TempFile, Usage, connections_on, polled, store_dir, tail};
+use common::{Daemon, TempFile, Usage, blocking, connections_on, polled, store_dir, tail};
 use mcp_events::webhook::Secret;
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::json;
@@ -310,12 +310,6 @@ impl Peak {
         self.rss_kib = self.rss_kib.max(usage.rss_kib);
         self.samples += 1;
     }
-}
-
-/// `wait` run where blocking holds up none of the runtime's workers (they serve the
-/// reference servers): the daemon's log and exit, `agentd events tail`.
-fn blocking<T>(wait: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(wait)
 }
 
 /// This process's soft descriptor limit raised to its hard one: the servers, their

@@ -16,15 +16,9 @@ use std::time::{Duration, Instant};
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
 use agentd_tests::peers;
-use common::{Daemon, TempFile};
+use common::{Daemon, TempFile, blocking};
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
-
-/// `f`, run on a worker that hands its tasks (the in-process servers') to another while it
-/// blocks.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
 
 /// Waits 50 ms between two asks, without holding up the in-process servers.
 fn pause() {

@@ -491,3 +491,9 @@ pub fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `wait` run on a worker that hands its other tasks (in-process servers) to another while it
+/// blocks: the daemon's log and exit, an `agentd` command. Multi-thread runtimes only.
+pub fn blocking<T>(wait: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(wait)
+}
