@@ -34,7 +34,7 @@ use agentd_tools::workflow::Workflows as _;
 use agentd_tools::{AgentMeta, Caller, Error};
 use serde_json::{Value, json};
 
-use crate::agent::meta::{hex, run_traceparent, traceparent};
+use crate::agent::meta::{hex, run_traceparent, traceparent, work_meta};
 use crate::config::Config;
 use crate::store::Store;
 use crate::workflows::{Servers, Workflows};
@@ -199,7 +199,8 @@ impl Registry {
     }
 
     /// The `_meta` of a call of `server`'s tool for `work`: the one builder of every
-    /// registry call's keys.
+    /// registry call's keys, on the keys every unit of work's calls share
+    /// ([`work_meta`]).
     pub(crate) fn meta(&self, server: &str, work: &Work) -> AgentMeta {
         let mut labels = self
             .reached
@@ -207,9 +208,9 @@ impl Registry {
             .map(|r| r.tags.clone())
             .unwrap_or_default();
         labels.extend(work.labels.clone());
-        let mut meta = AgentMeta::new(&work.run_id, &self.instance);
-        meta.traceparent = Some(work.traceparent.clone());
-        meta.idempotency_key = Some(work.idempotency_key.clone());
+        let traceparent = Some(work.traceparent.clone());
+        let key = &work.idempotency_key;
+        let mut meta = work_meta(&self.instance, &work.run_id, traceparent, key);
         meta.ctx.clone_from(&work.ctx);
         meta.acting_for = Some(work.acting_for.to_value());
         meta.labels = Some(labels);
