@@ -226,7 +226,7 @@ async fn registry(options: Options) {
         metas[3]["agent/labels"],
         json!({"team": "ops", "tier": "gold"})
     );
-    assert!(daemon.terminate().success());
+    assert!(blocking(|| daemon.terminate()).success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,10 +266,9 @@ async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
         assert_eq!(tool["offered"], false, "{tool}");
         assert!(tool["reason"].as_str().unwrap().contains(why), "{tool}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["tool", "list", "--config", file.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let mut list = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    list.args(["tool", "list", "--config", file.to_str().unwrap()]);
+    let out = blocking(|| list.output()).unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text.lines().find(|l| l.starts_with("code.run")).unwrap();
     assert!(line.contains("not offered: only a mapping"), "{line}");
@@ -277,7 +276,7 @@ async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
     assert_eq!(code, 5, "{stderr}");
     assert!(stderr.contains("not_offered"), "{stderr}");
     assert!(calls(&server).is_empty());
-    assert!(daemon.terminate().success());
+    assert!(blocking(|| daemon.terminate()).success());
 }
 
 /// A contract mapped to the Python SDK server's `echo_meta`, which answers the `agent/`
@@ -326,7 +325,7 @@ fn python_mapped(peer: &peers::Peer) {
     assert_eq!(meta["agent/labels"], json!({"zone": "eu", "flow": "py"}));
     let parent = meta["traceparent"].as_str().unwrap_or_default();
     assert!(parent.starts_with(&format!("00-{run}-")), "{meta}");
-    assert!(daemon.terminate().success());
+    assert!(blocking(|| daemon.terminate()).success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,5 +382,5 @@ async fn a_turn_calls_a_contract_for_its_conversation() {
     assert_eq!(metas[1]["agent/ctx"]["conversation"], "c1");
     assert_eq!(metas[1]["agent/idempotency_key"], format!("{run_id}:1:0"));
     assert!(metas[0].get("agent/ctx").is_none());
-    assert!(daemon.terminate().success());
+    assert!(blocking(|| daemon.terminate()).success());
 }
