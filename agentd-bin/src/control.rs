@@ -11,8 +11,9 @@
 //!   them, unused by the others), a caller of the grant of `scope`, over the events tools of
 //!   the running MCP Events; every call is logged and counted the same way
 //!   ([`Own::call`]);
-//! - `{"list": SCOPE}`: the own tools offered to that scope, then the contract tools granted
-//!   to it that are not offered (`"offered": false` and the `reason`);
+//! - `{"list": SCOPE}`: `{"tools": […], "not_offered": […]}`, the own tools offered to that
+//!   scope, and apart the contract tools granted to it that nothing implements, each with
+//!   its `reason`;
 //! - `{"catalogue": true}`: the supervisor's tool catalogue, each held server's tools as last
 //!   listed (at its dial, a re-dial or a reload);
 //! - `{"questions": true}`: the open questions put to people (`ask_human`'s and servers'
@@ -301,7 +302,7 @@ impl Served {
             }
             Request::List(List { list }) => {
                 let tools = self.tools.as_ref().ok_or(Refusal::ShuttingDown)?;
-                Ok(Value::from(tools.offered(scope(Some(&list))?)))
+                Ok(tools.listed(scope(Some(&list))?))
             }
             Request::Catalogue(_) => Ok(self.catalogue_value()),
             Request::Questions(_) => {

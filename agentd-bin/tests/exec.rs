@@ -57,15 +57,14 @@ fn tool(file: &TempFile, args: &[&str]) -> (i32, Value, String) {
     (out.status.code().expect("an exit status"), result, stderr)
 }
 
-/// The names of the tools offered to `scope` (the list names those not offered too, with
-/// `"offered": false`).
+/// The names of the tools offered to `scope`.
 fn offered(file: &TempFile, scope: &str) -> Vec<String> {
     let (code, list, stderr) = tool(file, &["list", "--scope", scope, "--json"]);
     assert_eq!(code, 0, "{stderr}");
-    list.as_array()
+    list["tools"]
+        .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["offered"] != false)
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()
 }

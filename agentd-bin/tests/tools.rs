@@ -209,7 +209,7 @@ fn every_tool_is_called_and_its_state_outlives_a_kill() {
     // Subagents are offered what [tools.grants] narrows them to.
     let (code, listed, _) = tool(&file, &["list", "--scope", "subagent", "--json"]);
     assert_eq!(code, 0);
-    let mut names: Vec<&str> = listed
+    let mut names: Vec<&str> = listed["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -229,7 +229,8 @@ fn every_tool_is_called_and_its_state_outlives_a_kill() {
             "status"
         ]
     );
-    assert!(listed[0]["inputSchema"].is_object());
+    assert!(listed["tools"][0]["inputSchema"].is_object());
+    assert_eq!(listed["not_offered"], json!([]));
 
     // Killed: not running; started again on the same store: everything is there.
     agentd.kill();
@@ -406,8 +407,11 @@ fn a_call_is_logged_without_its_values_and_counted() {
 
     // The plain list: a line per tool offered, its name then its description; then a line
     // per contract tool not offered, its name then why.
-    let (_, offered, _) = tool(&file, &["list", "--json"]);
-    let offered = offered.as_array().unwrap();
+    let (_, listed, _) = tool(&file, &["list", "--json"]);
+    let not_offered = listed["not_offered"].as_array().unwrap();
+    assert!(!not_offered.is_empty(), "{listed}");
+    let offered: Vec<&Value> = listed["tools"].as_array().unwrap().iter().collect();
+    let offered: Vec<&Value> = offered.into_iter().chain(not_offered).collect();
     let out = agentd(&file, &["tool", "list"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();

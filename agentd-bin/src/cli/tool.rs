@@ -40,27 +40,27 @@ pub(crate) struct Unit {
 
 /// `agentd tool list`: the tools offered to `scope`, a line each (`name  description`), then
 /// each contract tool granted to it and not offered (`name  not offered: reason`); or the
-/// JSON array of them (a tool not offered has `"offered": false` and its `reason`).
+/// JSON object of them, `{"tools": […], "not_offered": […]}`.
 pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> ExitCode {
     let request = Request::List(List { list: scope });
-    let tools = match ask(config, &request, CODES).await {
-        Ok(tools) => tools,
+    let listed = match ask(config, &request, CODES).await {
+        Ok(listed) => listed,
         Err(code) => return code,
     };
     if json {
-        say_json(&tools);
-    } else {
-        for tool in tools.as_array().into_iter().flatten() {
-            let name = tool["name"].as_str().unwrap_or_default();
-            let description = match tool["offered"] {
-                Value::Bool(false) => format!(
-                    "not offered: {}",
-                    tool["reason"].as_str().unwrap_or_default()
-                ),
-                _ => tool["description"].as_str().unwrap_or_default().to_owned(),
-            };
-            crate::say!("{name:<22}{description}");
-        }
+        say_json(&listed);
+        return ExitCode::SUCCESS;
+    }
+    let text = |tool: &Value, key: &str| tool[key].as_str().unwrap_or_default().to_owned();
+    let tools = listed["tools"].as_array().into_iter().flatten();
+    let offered = tools.map(|t| (text(t, "name"), text(t, "description")));
+    let not_offered = listed["not_offered"].as_array().into_iter().flatten();
+    let not_offered = not_offered.map(|t| {
+        let reason = format!("not offered: {}", text(t, "reason"));
+        (text(t, "name"), reason)
+    });
+    for (name, description) in offered.chain(not_offered) {
+        crate::say!("{name:<22}{description}");
     }
     ExitCode::SUCCESS
 }

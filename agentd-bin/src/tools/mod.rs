@@ -270,25 +270,31 @@ impl Own {
             .map(|tool| (tool, self.contracts.implementation(tool.name)))
     }
 
-    /// The tools offered to `scope`: `{"name", "description", "inputSchema", "grants"}` each
-    /// (`grants`: who the tool is granted to by default); then each contract tool granted to
-    /// `scope` that nothing implements, not offered: `{"name", "description", "offered":
-    /// false, "reason"}`.
-    pub(crate) fn offered(&self, scope: Scope) -> Vec<Value> {
-        let offered = self.granted(scope).map(|t| {
-            let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
-            json!({
-                "name": t.name,
-                "description": t.does,
-                "inputSchema": t.input_schema,
-                "grants": grants,
+    /// The tools of `scope`, as `{"list": SCOPE}` answers: `{"tools": [{"name",
+    /// "description", "inputSchema", "grants"}], "not_offered": [{"name", "description",
+    /// "reason"}]}`, the tools offered (`grants`: who each is granted to by default), then
+    /// the contract tools granted to `scope` that nothing implements, with why.
+    pub(crate) fn listed(&self, scope: Scope) -> Value {
+        let offered: Vec<Value> = self
+            .granted(scope)
+            .map(|t| {
+                let grants: Vec<&str> = t.grants.iter().map(|g| g.as_str()).collect();
+                json!({
+                    "name": t.name,
+                    "description": t.does,
+                    "inputSchema": t.input_schema,
+                    "grants": grants,
+                })
             })
-        });
-        let not_offered = self.contracts(scope).filter_map(|(t, implemented)| {
-            let reason = implemented.err()?;
-            Some(json!({"name": t.name, "description": t.does, "offered": false, "reason": reason}))
-        });
-        offered.chain(not_offered).collect()
+            .collect();
+        let not_offered: Vec<Value> = self
+            .contracts(scope)
+            .filter_map(|(t, implemented)| {
+                let reason = implemented.err()?;
+                Some(json!({"name": t.name, "description": t.does, "reason": reason}))
+            })
+            .collect();
+        json!({"tools": offered, "not_offered": not_offered})
     }
 }
 

@@ -142,10 +142,16 @@ async fn the_clock_sleeps_until_shutdown() {
 async fn a_contract_tool_is_offered_only_when_implemented_and_says_why_not() {
     let dir = tempfile::tempdir().unwrap();
     let (own, _) = own(dir.path(), Grants::default()).await;
-    let listed = own.offered(Scope::Root);
-    let named = |name: &str| listed.iter().find(|t| t["name"] == name).cloned();
+    let listed = own.listed(Scope::Root);
+    let named = |name: &str| {
+        let not_offered = listed["not_offered"].as_array().unwrap();
+        not_offered.iter().find(|t| t["name"] == name).cloned()
+    };
     let knowledge = named("knowledge.search").expect("listed, not offered");
-    assert_eq!(knowledge["offered"], false);
+    let offered = listed["tools"].as_array().unwrap();
+    assert!(offered.iter().all(|t| t["name"] != "knowledge.search"));
+    assert!(offered.iter().any(|t| t["name"] == "memory.get"));
+    assert_eq!(knowledge.as_object().unwrap().len(), 3, "{knowledge}");
     let reason = knowledge["reason"].as_str().unwrap();
     assert!(reason.contains("no knowledge.server"), "{reason}");
     assert!(
@@ -159,9 +165,10 @@ async fn a_contract_tool_is_offered_only_when_implemented_and_says_why_not() {
             .all(|t| !contract::is_contract(t.name))
     );
     // code.run is not granted to subagents: not listed for them at all.
-    let subagent = own.offered(Scope::Subagent);
-    assert!(subagent.iter().all(|t| t["name"] != "code.run"));
-    assert!(subagent.iter().any(|t| t["name"] == "search.fetch"));
+    let subagent = own.listed(Scope::Subagent);
+    let not_offered = subagent["not_offered"].as_array().unwrap();
+    assert!(not_offered.iter().all(|t| t["name"] != "code.run"));
+    assert!(not_offered.iter().any(|t| t["name"] == "search.fetch"));
 
     let caller = Caller::operator(Scope::Root);
     let called = own.call(
@@ -207,18 +214,19 @@ async fn a_mapped_contract_is_offered_and_called_through_the_registry() {
         assert!(offered.contains(&name), "{name}");
     }
     assert!(!offered.contains(&"search.query"));
-    let listed = own.offered(Scope::Root);
-    let search = listed
-        .iter()
-        .find(|t| t["name"] == "knowledge.search")
-        .unwrap();
-    assert!(search["inputSchema"].is_object() && search.get("offered").is_none());
+    let listed = own.listed(Scope::Root);
+    let tools = listed["tools"].as_array().unwrap();
+    let search = tools.iter().find(|t| t["name"] == "knowledge.search");
+    assert!(search.unwrap()["inputSchema"].is_object());
+    let not_offered = listed["not_offered"].as_array().unwrap();
+    assert!(not_offered.iter().all(|t| t["name"] != "knowledge.search"));
+    assert!(not_offered.iter().any(|t| t["name"] == "search.query"));
     // Narrowed away from subagents: neither offered nor listed.
-    assert!(
-        own.offered(Scope::Subagent)
-            .iter()
-            .all(|t| t["name"] != "knowledge.get")
-    );
+    let subagent = own.listed(Scope::Subagent);
+    for part in ["tools", "not_offered"] {
+        let listed = subagent[part].as_array().unwrap();
+        assert!(listed.iter().all(|t| t["name"] != "knowledge.get"));
+    }
     let subagent = Caller::subagent("s");
     let sub = own.call(&subagent, "knowledge.get", json!({"id": "x"}), None);
     assert_eq!(sub.await.unwrap_err().code(), "not_granted");
