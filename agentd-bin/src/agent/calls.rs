@@ -9,8 +9,9 @@
 //!   or its structured content as JSON when it has no content; a result with `isError` as
 //!   `error: ` and that;
 //! - `error: ` and why, when the call could not be made: a name not offered, arguments that
-//!   are no JSON object, a server not connected, a call cut at the turn's deadline, an MCP
-//!   call cut at [`CALL_MAX`] (with its own words: the turn goes on).
+//!   are no JSON object, a server not connected, a call cut at the turn's deadline, a call
+//!   (an MCP call or an own tool's) cut at [`CALL_MAX`] (with its own words: the turn goes
+//!   on).
 //!
 //! A result past [`RESULT_MAX`] bytes is cut there, and says so.
 
@@ -28,7 +29,8 @@ use super::model::ToolCall;
 use super::names::{Offer, Origin};
 use super::workers::{WorkerError, Workers};
 
-/// The longest time one MCP call of a turn takes, whatever is left of the turn.
+/// The longest time one call of a turn takes (an MCP call or an own tool's), whatever is
+/// left of the turn.
 pub(crate) const CALL_MAX: Duration = Duration::from_secs(600);
 
 /// The most bytes of a result the model reads back.
@@ -194,9 +196,10 @@ pub(crate) struct Runner<'a, O: ?Sized> {
 }
 
 impl<O: OwnTools + ?Sized> Runner<'_, O> {
-    /// Runs `planned`; an MCP call carries `meta` and is bounded by what is left of the turn,
-    /// at most [`CALL_MAX`]; an own tool's by what is left of the turn, the model-only ones
-    /// reasoning over `reasoning`.
+    /// Runs `planned`: every call is bounded by what is left of the turn, at most
+    /// [`CALL_MAX`] (the reference's "Turn tool call"); an MCP call carries `meta`, as does
+    /// an own tool's call through the supervisor's tool registry; the model-only own tools
+    /// reason over `reasoning`.
     pub(crate) async fn run(
         &self,
         planned: Planned,
@@ -207,14 +210,21 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
         let (text, finished) = match planned {
             Planned::Refused(text) => (text, false),
             Planned::Own { tool, arguments } => {
+                let capped = Instant::now() + CALL_MAX;
+                let bound = self.deadline.min(capped);
                 let turn = Turn {
                     reasoning,
                     meta: &meta,
-                    bound: self.deadline.min(Instant::now() + CALL_MAX),
+                    bound,
                 };
                 let called = self.own.call_in(self.caller, &tool, arguments, Some(turn));
-                match timeout_at(self.deadline, called).await {
+                match timeout_at(bound, called).await {
                     Ok(Ok(answer)) => (own_said(&tool, answer), finishing),
+                    // A registry call ends at the bound too, cancelled on the wire.
+                    Ok(Err(_)) | Err(_) if Instant::now() >= bound => match bound == capped {
+                        true => (self::capped(), false),
+                        false => (CUT.to_owned(), false),
+                    },
                     Ok(Err(e)) => {
                         let finished = finishing && e.code() == "already_finished";
                         (format!("error: {}: {e}", e.code()), finished)
@@ -248,7 +258,7 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
 /// What the model reads of a call cut at the turn's deadline.
 const CUT: &str = "error: the call was cut at the turn's deadline";
 
-/// What the model reads of an MCP call cut at [`CALL_MAX`], the turn's deadline still ahead.
+/// What the model reads of a call cut at [`CALL_MAX`], the turn's deadline still ahead.
 fn capped() -> String {
     format!(
         "error: the call was cut after {} s, the longest one call may take; the turn goes on",
@@ -378,6 +388,81 @@ mod tests {
         assert_eq!(own_said("knowledge.search", answer.clone()), "owls");
         assert_eq!(own_said("memory.get", answer.clone()), answer.to_string());
         assert_eq!(own_said("code.run", json!({"x": 1})), r#"{"x":1}"#);
+    }
+
+    /// Own tools whose one tool counts `{"secs"}` seconds, then answers them.
+    #[derive(Debug)]
+    struct Counting;
+
+    impl OwnTools for Counting {
+        fn call_in<'a>(
+            &'a self,
+            _: &'a Caller,
+            _: &'a str,
+            arguments: Value,
+            _: Option<Turn<'a>>,
+        ) -> Called<'a> {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_secs(arguments["secs"].as_u64().unwrap())).await;
+                Ok(arguments)
+            })
+        }
+
+        fn granted(&self, _: Scope) -> Vec<&'static Tool> {
+            Vec::new()
+        }
+    }
+
+    /// A model that is never asked.
+    struct Unasked;
+
+    impl Reasoning for Unasked {
+        fn ask<'a>(&'a self, _: &'a str) -> agentd_tools::reasoning::Answer<'a, String> {
+            unreachable!("not asked")
+        }
+
+        fn compact<'a>(
+            &'a self,
+            _: usize,
+            _: &'a str,
+        ) -> agentd_tools::reasoning::Answer<'a, agentd_tools::reasoning::Compacted> {
+            unreachable!("not asked")
+        }
+    }
+
+    /// What the model reads of an own tool counting `secs` seconds in a turn `within` long.
+    async fn counted(secs: u64, within: Duration) -> String {
+        let workers = Workers::new(super::super::workers::cancelling(), Default::default());
+        let caller = Caller::root("root");
+        let runner = Runner {
+            own: &Counting,
+            workers: &workers,
+            caller: &caller,
+            deadline: Instant::now() + within,
+        };
+        let planned = Planned::Own {
+            tool: "memory.get".into(),
+            arguments: json!({"secs": secs}),
+        };
+        let meta = AgentMeta::new("r", "t");
+        runner.run(planned, meta, &Unasked).await.text
+    }
+
+    /// In virtual time: an own tool's call in a turn of an hour comes back whole a second
+    /// before [`CALL_MAX`], and is cut at it a second later, in its own words; in a turn
+    /// shorter than that, at the turn's deadline.
+    #[tokio::test(start_paused = true)]
+    async fn an_own_tool_is_cut_at_the_bound_of_one_call() {
+        let hour = Duration::from_secs(3600);
+        let max = CALL_MAX.as_secs();
+        assert_eq!(
+            counted(max - 1, hour).await,
+            format!(r#"{{"secs":{}}}"#, max - 1)
+        );
+        assert_eq!(counted(max + 1, hour).await, capped());
+        let minute = Duration::from_secs(60);
+        assert_eq!(counted(61, minute).await, CUT);
+        assert_eq!(counted(59, minute).await, r#"{"secs":59}"#);
     }
 
     #[test]
