@@ -8,6 +8,7 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
+use mcp_transport::Error as TransportError;
 use mcp_transport::driver::{Answer, Delivery, Notice, Routing};
 use mcp_wire::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor, ElicitAction,
@@ -401,7 +402,8 @@ impl Client {
 
     /// As [`Client::call_tool_with`], cancelled when `cancel` completes first
     /// ([`Error::Cancelled`]): a 2026-07-28 server sees the call's stream close, a legacy one
-    /// is sent `notifications/cancelled`.
+    /// is sent `notifications/cancelled`. A call given up at the connection's silence bound
+    /// is told the same way.
     pub async fn call_tool_until(
         &self,
         name: &str,
@@ -718,7 +720,19 @@ impl Client {
         // with the cancel is kept.
         let mut call = tokio::select! {
             biased;
-            call = call => call?,
+            call = call => match call {
+                Ok(call) => call,
+                Err(e) => {
+                    // Given up at the silence bound before its answer began: a legacy
+                    // server is told, as of a cancel (a 2026-07-28 one saw the stream close).
+                    if let (Link::Legacy(transport), Error::Transport(TransportError::Silent { .. })) =
+                        (&current.dialed.link, &e)
+                    {
+                        transport.cancel(sent, Some(SILENT.into()));
+                    }
+                    return Err(e);
+                }
+            },
             () = cancel.as_mut() => {
                 // A 2026-07-28 request is abandoned with its connection's stream; a legacy
                 // server is told, on a task of the transport's: the cancel is not held up.
@@ -743,6 +757,11 @@ impl Client {
             () = cancel.as_mut() => None,
         };
         match read {
+            Some(Err(e @ TransportError::Silent { .. })) => {
+                // Given up at the silence bound mid-answer: told as a cancel is.
+                call.cancel(Some(SILENT.into()));
+                Err(e.into())
+            }
             Some(read) => Ok(read?),
             None => {
                 call.cancel(Some(CANCELLED.into()));
@@ -793,6 +812,9 @@ fn never() -> std::future::Pending<()> {
 /// A signal that cancels a request when it completes.
 /// The reason a cancelled request gives its server.
 const CANCELLED: &str = "cancelled by the client";
+
+/// The reason a request given up at the connection's silence bound gives its server.
+const SILENT: &str = "no answer within the client's timeout";
 
 type Cancel<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 

@@ -1817,6 +1817,34 @@ async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
     assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
 }
 
+/// A legacy call given up at the connection's silence bound before its answer began: the
+/// server is told, with the call's id, as of a cancel.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_given_up_silent_notifies_the_server() {
+    let server = server_in(Era::Legacy).await;
+    let connection = connect(&server, Era::Legacy, supervisor_kind()).await;
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let added = connection.call_tool_with("add", Some(add_args(1, 2)), None, |_: Notice| {});
+    let added = tokio::time::timeout(Duration::from_secs(300), added)
+        .await
+        .expect("the call ends");
+    assert!(
+        matches!(
+            added,
+            Err(Error::Transport(mcp_transport::Error::Silent { .. }))
+        ),
+        "{added:?}"
+    );
+    let call = calls_of(&server, "add").pop().expect("the call was sent");
+    let cancelled = told(&server).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
+}
+
 /// A legacy call abandoned while the client answers its server's elicitation: the answer's
 /// task ends with the call, and the person is asked no more.
 #[tokio::test(start_paused = true)]
