@@ -2,11 +2,14 @@
 //! contract implemented by `[knowledge] server`, called by an operator and by a workflow
 //! `tool` step, and a workflow step naming a server's tool (`ref/add`), each call carrying
 //! `agent/acting_for` and `agent/labels` as the reference server received them, in both
-//! eras, and `exec` mapped to a server's tool; a registry name no server or catalogue has
-//! fails its run with a typed error; the contract tools nothing implements are not offered
-//! and `agentd tool list` says why; a contract mapped to the Python SDK server's tool, whose
-//! answer is the `_meta` it received, and a workflow step naming it, in each era; a
-//! conversation's model calling a contract, for its conversation.
+//! eras, a run fired by a subscribe start acting for the instance on its own, and `exec`
+//! mapped to a server's tool; a registry name no server or catalogue has fails its run with
+//! a typed error; the contract tools nothing implements are not offered and `agentd tool
+//! list` says why; a subagent refused a mapped `code.run`, nothing reaching the server; a
+//! silent server ending a registry call at its connection timeout, cancelled on the wire; a
+//! registry step sent again after a SIGKILL with its key; a contract mapped to the Python
+//! SDK server's tool, whose answer is the `_meta` it received, and a workflow step naming
+//! it, in each era; a conversation's model calling a contract, for its conversation.
 
 mod common;
 
@@ -16,9 +19,12 @@ use std::time::{Duration, Instant};
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
 use agentd_tests::peers;
-use common::{Daemon, TempFile, blocking};
-use mcp_reference_server::{Options, ReferenceServer};
+use common::{Daemon, TempFile, blocking, until};
+use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::{Value, json};
+
+/// The resource whose change starts the `watched` workflow.
+const COUNTER: &str = "demo://counter";
 
 /// Waits 50 ms between two asks, without holding up the in-process servers.
 fn pause() {
@@ -119,6 +125,18 @@ id = "find"
 type = "tool"
 name = "knowledge.search"
 arguments = { query = "{{input.q}}" }
+
+[[workflows]]
+name = "watched"
+labels = { flow = "watch" }
+[[workflows.starts]]
+id = "counter"
+subscribe = { server = "ref", uri = "demo://counter" }
+[[workflows.steps]]
+id = "sum"
+type = "tool"
+name = "ref/add"
+arguments = { a = 1, b = 1 }
 
 [[workflows]]
 name = "typo"
@@ -226,6 +244,28 @@ async fn registry(options: Options) {
         metas[3]["agent/labels"],
         json!({"team": "ops", "tier": "gold"})
     );
+
+    // A run fired by a start acts for the instance on its own, with the workflow's labels.
+    until("subscribed", || {
+        server.reaching(COUNTER) + server.listening(COUNTER) > 0
+    })
+    .await;
+    server.touch(COUNTER).await;
+    until("the started run's call", || calls(&server).len() == 5).await;
+    let meta = &calls(&server)[4];
+    assert_eq!(
+        meta["agent/acting_for"],
+        json!({"principal": "agent:kb-agent", "autonomous": true})
+    );
+    assert_eq!(
+        meta["agent/labels"],
+        json!({"team": "ops", "tier": "gold", "flow": "watch"})
+    );
+    let run = meta["agent/run_id"].as_str().unwrap();
+    assert!(is_hex_id(&meta["agent/run_id"]), "{meta}");
+    assert_eq!(meta["agent/idempotency_key"], format!("{run}:sum"));
+    let done = ended(&file, run);
+    assert_eq!(done["by"], "start:counter", "{done}");
     assert!(blocking(|| daemon.terminate()).success());
 }
 
@@ -386,4 +426,195 @@ async fn a_turn_calls_a_contract_for_its_conversation() {
     assert_eq!(metas[1]["agent/idempotency_key"], format!("{run_id}:1:0"));
     assert!(metas[0].get("agent/ctx").is_none());
     assert!(blocking(|| daemon.terminate()).success());
+}
+
+const ASKING: &str = r#"
+[contracts.map."code.run"]
+server = "ref"
+tool = "run"
+[[workflows]]
+name = "asking"
+[[workflows.steps]]
+id = "ask"
+type = "agent"
+prompt = "Run the tests."
+"#;
+
+/// A subagent (a workflow's `agent` step) is not offered `code.run`, mapped though it is: its
+/// model's call of it is refused and reaches no server, and an operator's call as a
+/// subagent is refused `not_granted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_is_refused_a_mapped_code_run() {
+    let server = ReferenceServer::start(Options::default()).await;
+    server.add_tool("run").await;
+    let model = ScriptedModel::start([
+        Reply::tool_calls([Call::new(
+            "c1",
+            "code_run",
+            r#"{"language": "sh", "code": "ls"}"#,
+        )]),
+        Reply::text("done"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let rest = format!(
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n{ASKING}",
+        model.base_url()
+    );
+    let file = config(dir.path(), &server.url(), &rest);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    // Offered to the root scope: mapped, it is implemented.
+    let (code, listed, stderr) = agentd(&file, &["tool", "list"], &["--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let offered = listed["tools"].as_array().unwrap();
+    assert!(offered.iter().any(|t| t["name"] == "code.run"), "{listed}");
+
+    let run = start(&file, "asking", json!({}));
+    let done = ended(&file, &run);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["output"]["answer"], "done", "{done}");
+    let asked = model.requests();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    let functions = asked[0].body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&Value> = functions.iter().map(|t| &t["function"]["name"]).collect();
+    assert!(
+        !names.is_empty() && !names.contains(&&json!("code_run")),
+        "{names:?}"
+    );
+    let shown = asked[1].body["messages"].as_array().unwrap();
+    let result = shown.iter().find(|m| m["role"] == "tool").unwrap();
+    let said = result["content"].as_str().unwrap();
+    assert!(
+        said.starts_with("error: no function is named \"code_run\""),
+        "{said}"
+    );
+
+    // The operator acting as a subagent: refused, typed.
+    let arguments = json!({"language": "sh", "code": "ls"}).to_string();
+    let rest = [
+        "--scope",
+        "subagent",
+        "--subagent",
+        "s1",
+        "code.run",
+        &arguments,
+    ];
+    let (code, _, stderr) = agentd(&file, &["tool", "call"], &rest);
+    assert_eq!(code, 5, "{stderr}");
+    assert!(stderr.contains("not_granted"), "{stderr}");
+    assert!(calls(&server).is_empty(), "nothing reached the server");
+    assert!(blocking(|| daemon.terminate()).success());
+}
+
+/// A registry call to a server that says nothing ends at the server's connection timeout,
+/// typed, and is cancelled on the wire: a 2025-11-25 server is sent
+/// `notifications/cancelled` with the call's id (a 2026-07-28 one sees its stream close);
+/// the next call goes through.
+async fn silent(options: Options) {
+    let legacy = !options.modern;
+    let server = ReferenceServer::start(options).await;
+    server.add_tool("knowledge.search").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), "[knowledge]\nserver = \"ref\"\n");
+    file.write(
+        &std::fs::read_to_string(file.path())
+            .unwrap()
+            .replace("\"10s\"", "\"3s\""),
+    );
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "warm-up"}));
+    assert_eq!(code, 0, "{stderr}");
+
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "hush"}));
+    assert_ne!(code, 0);
+    assert!(stderr.contains("server"), "{stderr}");
+    assert!(stderr.contains("no answer for 3000 ms"), "{stderr}");
+    if legacy {
+        let log = server.log();
+        let mut sent = log
+            .iter()
+            .filter(|l| l.method.as_deref() == Some("tools/call"));
+        let hushed = sent.next_back().expect("the call was sent").body["id"].clone();
+        let told = || {
+            server.log().iter().any(|l| {
+                l.method.as_deref() == Some("notifications/cancelled")
+                    && l.body["params"]["requestId"] == hushed
+            })
+        };
+        until("notifications/cancelled", told).await;
+    }
+    let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "again"}));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(blocking(|| daemon.terminate()).success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_ends_a_registry_call_at_its_timeout_at_2025_11_25() {
+    let mut options = Options::default();
+    options.modern = false;
+    silent(options).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_ends_a_registry_call_at_its_timeout_at_2026_07_28() {
+    let mut options = Options::default();
+    options.legacy = false;
+    silent(options).await;
+}
+
+const KILLED: &str = r#"
+[[workflows]]
+name = "slow"
+[[workflows.steps]]
+id = "sum"
+type = "tool"
+name = "ref/add"
+arguments = { a = 20, b = 22 }
+"#;
+
+/// A workflow step naming a server's tool, its call unanswered when the daemon is
+/// SIGKILLed: sent again after the restart with the same idempotency key, and the run
+/// finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_step_sent_again_after_a_kill_keeps_its_key() {
+    let server = ReferenceServer::start(Options::default()).await;
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = config(dir.path(), &server.url(), KILLED);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let run = start(&file, "slow", json!({}));
+    until("the call sent", || !calls(&server).is_empty()).await;
+    blocking(|| daemon.kill());
+
+    let mut again = Daemon::run(&file);
+    until_up(&file);
+    let done = ended(&file, &run);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["output"]["structuredContent"]["result"], 42);
+    let metas = calls(&server);
+    assert_eq!(metas.len(), 2, "{metas:?}");
+    for meta in &metas {
+        assert_eq!(meta["agent/idempotency_key"], format!("{run}:sum"));
+        assert_eq!(meta["agent/run_id"], run.as_str());
+        assert_eq!(
+            meta["agent/acting_for"],
+            json!({"principal": "operator", "autonomous": false})
+        );
+    }
+    assert!(blocking(|| again.terminate()).success());
 }
