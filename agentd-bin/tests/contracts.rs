@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use agentd_tests::model::{Call, Reply, ScriptedModel};
 use agentd_tests::peers;
-use common::{Daemon, TempFile, blocking, until};
+use common::{Daemon, TempFile, blocking, until, until_up};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use serde_json::{Value, json};
 
@@ -42,15 +42,6 @@ fn agentd(file: &TempFile, args: &[&str], rest: &[&str]) -> (i32, Value, String)
     let result = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().expect("an exit status"), result, stderr)
-}
-
-/// Waits, at most 15 s, until the daemon answers.
-fn until_up(file: &TempFile) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while agentd(file, &["tool", "call"], &["status"]).0 != 0 {
-        assert!(Instant::now() < deadline, "the daemon did not answer");
-        pause();
-    }
 }
 
 /// `agentd tool call NAME ARGUMENTS`, asked again while the server is not connected yet (at
@@ -266,7 +257,7 @@ async fn registry(options: Options) {
     assert_eq!(meta["agent/idempotency_key"], format!("{run}:sum"));
     let done = ended(&file, run);
     assert_eq!(done["by"], "start:counter", "{done}");
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,9 +300,7 @@ async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
         let tool = named("not_offered", name).unwrap();
         assert!(tool["reason"].as_str().unwrap().contains(why), "{tool}");
     }
-    let mut list = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    list.args(["tool", "list", "--config", file.to_str().unwrap()]);
-    let out = blocking(|| list.output()).unwrap();
+    let out = common::agentd(&file, &["tool", "list"]);
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text.lines().find(|l| l.starts_with("code.run")).unwrap();
     assert!(line.contains("not offered: only a mapping"), "{line}");
@@ -319,7 +308,7 @@ async fn a_contract_nothing_implements_is_not_offered_and_says_why() {
     assert_eq!(code, 5, "{stderr}");
     assert!(stderr.contains("not_offered"), "{stderr}");
     assert!(calls(&server).is_empty());
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 /// A contract mapped to the Python SDK server's `echo_meta`, which answers the `agent/`
@@ -368,7 +357,7 @@ fn python_mapped(peer: &peers::Peer) {
     assert_eq!(meta["agent/labels"], json!({"zone": "eu", "flow": "py"}));
     let parent = meta["traceparent"].as_str().unwrap_or_default();
     assert!(parent.starts_with(&format!("00-{run}-")), "{meta}");
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -425,7 +414,7 @@ async fn a_turn_calls_a_contract_for_its_conversation() {
     assert_eq!(metas[1]["agent/ctx"]["conversation"], "c1");
     assert_eq!(metas[1]["agent/idempotency_key"], format!("{run_id}:1:0"));
     assert!(metas[0].get("agent/ctx").is_none());
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 const ASKING: &str = r#"
@@ -507,7 +496,7 @@ async fn a_subagent_is_refused_a_mapped_code_run() {
     assert_eq!(code, 5, "{stderr}");
     assert!(stderr.contains("not_granted"), "{stderr}");
     assert!(calls(&server).is_empty(), "nothing reached the server");
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 /// A registry call to a server that says nothing ends at the server's connection timeout,
@@ -555,7 +544,7 @@ async fn silent(options: Options) {
     }
     let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "again"}));
     assert_eq!(code, 0, "{stderr}");
-    assert!(blocking(|| daemon.terminate()).success());
+    assert!(daemon.terminate().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -599,7 +588,7 @@ async fn a_registry_step_sent_again_after_a_kill_keeps_its_key() {
     until_up(&file);
     let run = start(&file, "slow", json!({}));
     until("the call sent", || !calls(&server).is_empty()).await;
-    blocking(|| daemon.kill());
+    daemon.kill();
 
     let mut again = Daemon::run(&file);
     until_up(&file);
@@ -616,5 +605,5 @@ async fn a_registry_step_sent_again_after_a_kill_keeps_its_key() {
             json!({"principal": "operator", "autonomous": false})
         );
     }
-    assert!(blocking(|| again.terminate()).success());
+    assert!(again.terminate().success());
 }

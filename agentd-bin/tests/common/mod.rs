@@ -119,7 +119,8 @@ impl Daemon {
                 "no {event} #{n} for {server:?}: {:#?}",
                 self.seen.iter().map(|(_, v)| v).collect::<Vec<_>>()
             );
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
+            let lines = &self.lines;
+            if let Ok(line) = blocking(|| lines.recv_timeout(Duration::from_millis(100))) {
                 self.seen.push(line);
             }
         }
@@ -158,7 +159,8 @@ impl Daemon {
     /// Reads every log line written so far into [`Daemon::seen`], waiting at most `quiet`
     /// for the next one.
     pub fn drain(&mut self, quiet: Duration) {
-        while let Ok(line) = self.lines.recv_timeout(quiet) {
+        let lines = &self.lines;
+        while let Ok(line) = blocking(|| lines.recv_timeout(quiet)) {
             self.seen.push(line);
         }
     }
@@ -188,17 +190,16 @@ impl Daemon {
     }
 
     pub fn signal(&self, name: &str) {
-        let sent = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
+        let mut kill = Command::new("kill");
+        kill.args([&format!("-{name}"), &self.child.id().to_string()]);
+        let sent = blocking(|| kill.status()).unwrap();
         assert!(sent.success());
     }
 
     /// SIGKILL: no drain, no goodbye.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = blocking(|| self.child.wait());
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -223,11 +224,9 @@ impl Daemon {
                 started.elapsed() < Duration::from_secs(10),
                 "agentd did not stop"
             );
-            std::thread::sleep(Duration::from_millis(50));
+            blocking(|| std::thread::sleep(Duration::from_millis(50)));
         };
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
-            self.seen.push(line);
-        }
+        self.drain(Duration::from_millis(500));
         status
     }
 }
@@ -363,7 +362,7 @@ pub fn poll<T, E: std::fmt::Display>(within: Duration, mut ask: impl FnMut() -> 
             Ok(answer) => return answer,
             Err(seen) => assert!(Instant::now() < deadline, "not within {within:?}: {seen}"),
         }
-        std::thread::sleep(POLL);
+        blocking(|| std::thread::sleep(POLL));
     }
 }
 
@@ -384,12 +383,9 @@ pub async fn polled<T, E: std::fmt::Display, F: Future<Output = Result<T, E>>>(
 
 /// `agentd ARGS --config F`, run to its end.
 pub fn agentd(file: &TempFile, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(args)
-        .arg("--config")
-        .arg(file.path())
-        .output()
-        .expect("agentd runs")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command.args(args).arg("--config").arg(file.path());
+    blocking(|| command.output()).expect("agentd runs")
 }
 
 /// Waits, at most 15 s, until the daemon of `file` answers `status`.
@@ -460,10 +456,9 @@ pub fn store_dir(name: &str) -> tempfile::TempDir {
 
 /// `agentd events tail`: the stream's records.
 pub fn tail(file: &TempFile, stream: &str) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["events", "tail", "--config", file.to_str().unwrap(), stream])
-        .output()
-        .expect("agentd runs");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    command.args(["events", "tail", "--config", file.to_str().unwrap(), stream]);
+    let out = blocking(|| command.output()).expect("agentd runs");
     assert!(
         out.status.success(),
         "{}",
@@ -488,12 +483,14 @@ pub fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
             "{} of {n}: {records:?}",
             records.len()
         );
-        std::thread::sleep(Duration::from_millis(200));
+        blocking(|| std::thread::sleep(Duration::from_millis(200)));
     }
 }
 
 /// `wait` run on a worker that hands its other tasks (in-process servers) to another while it
-/// blocks: the daemon's log and exit, an `agentd` command. Multi-thread runtimes only.
+/// blocks: the daemon's log and exit, an `agentd` command, a poll's pause. Every wait of this
+/// module goes through it. On a multi-thread runtime, or outside any runtime (a plain
+/// `#[test]`, where it just runs `wait`).
 pub fn blocking<T>(wait: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(wait)
 }
