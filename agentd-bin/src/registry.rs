@@ -4,8 +4,8 @@
 //!
 //! A call waits for its server's connection at most the connection timeout
 //! (`mcp.servers[].timeout`, else `mcp.default_timeout`), and the call itself is bounded by
-//! the same timeout, each silence (the connection's own bound). It carries `_meta` built in
-//! one place ([`Registry::meta`]):
+//! the same timeout, each silence (the connection's own bound, at which the call is
+//! cancelled on the wire). It carries `_meta` built in one place ([`Registry::meta`]):
 //! - `agent/run_id`: the workflow run of the caller, the turn of a call made in a model's
 //!   turn, else a fresh id of 32 hex digits;
 //! - `agent/instance`;
@@ -135,9 +135,10 @@ impl Registry {
     /// Refused `invalid_arguments` when `arguments` is not an object, `unknown_server`
     /// when no server of that name is configured, `not_connected` when it is not held or
     /// not connected within its timeout, `unknown_tool` (named `server/tool`) when its
-    /// catalogue has no such tool; `server` when the call fails, `tool_error` when the
-    /// result has `isError` (its text the detail). The call is cancelled on the wire when
-    /// `stop` completes first (`server`, "cancelled").
+    /// catalogue has no such tool; `server` when the call fails (its server silent for
+    /// the connection timeout among the ways), `tool_error` when the result has `isError`
+    /// (its text the detail). The call is cancelled on the wire when `stop` completes first
+    /// (`server`, "cancelled") or its server stays silent.
     pub(crate) async fn call(
         &self,
         caller: &Caller,
