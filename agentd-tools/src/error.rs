@@ -93,6 +93,12 @@ pub enum Error {
         /// The subagent's id.
         subagent: String,
     },
+    /// As many workflow runs as the bound allows are under way; one more starts once one
+    /// ends (`too_many_runs`).
+    TooManyRuns {
+        /// The bound (`limits.workflow_runs`).
+        max: usize,
+    },
     /// The unit finished already (`already_finished`).
     AlreadyFinished {
         /// The unit.
@@ -191,6 +197,7 @@ impl Error {
             Self::UnknownSubagent { .. } => "unknown_subagent",
             Self::NoAgent => "no_agent",
             Self::Running { .. } => "running",
+            Self::TooManyRuns { .. } => "too_many_runs",
             Self::AlreadyFinished { .. } => "already_finished",
             Self::Store { .. } => "store",
             Self::ShuttingDown => "shutting_down",
@@ -220,7 +227,7 @@ impl Error {
                 answer["rule"] = json!(rule);
             }
             Self::VersionMismatch { current, .. } => answer["current"] = json!(current),
-            Self::TooLarge { max, .. } => answer["max"] = json!(max),
+            Self::TooLarge { max, .. } | Self::TooManyRuns { max } => answer["max"] = json!(max),
             _ => {}
         }
         answer
@@ -277,6 +284,10 @@ impl fmt::Display for Error {
             Self::Running { subagent } => {
                 write!(f, "subagent {subagent:?} is running: kill it first")
             }
+            Self::TooManyRuns { max } => write!(
+                f,
+                "{max} workflow runs are under way, the most allowed: one more starts once one ends"
+            ),
             Self::AlreadyFinished { unit } => write!(f, "{unit} finished already"),
             Self::Store { detail } => write!(f, "store: {detail}"),
             Self::ShuttingDown => f.write_str("shutting down"),

@@ -10,6 +10,7 @@
 //! - `workflow.delete` `{name}`: `{"deleted"}`; a run under way keeps its definition;
 //! - `workflow.run` `{workflow, input?}`: a run started (the input, `{}` when not given,
 //!   checked against the workflow's input schema), answered as `workflow.status`;
+//!   `too_many_runs` (with the bound as `max`) when the service runs as many as it allows;
 //! - `workflow.status` `{run}`: [`Record::to_value`], `unknown_run` when there is none;
 //! - `workflow.list` `{workflow?, status?, after?, limit?}`: runs oldest first, `limit` (50
 //!   unless given, at most 100) after the run `after`: `{"runs": [summary], "next"}`;
