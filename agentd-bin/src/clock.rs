@@ -79,6 +79,15 @@ impl Clock {
             start: tokio::time::Instant::now(),
         }
     }
+
+    /// The instant of Unix millisecond `ms` on tokio's clock (now, when it is past).
+    pub(crate) fn instant(&self, ms: i64) -> tokio::time::Instant {
+        use agentd_tools::wait::Clock as _;
+        // Past a year, a year: a timer that far is looked at again long before.
+        const YEAR_MS: u64 = 365 * 24 * 3600 * 1000;
+        let ahead = u64::try_from(ms.saturating_sub(self.now_ms())).unwrap_or(0);
+        tokio::time::Instant::now() + Duration::from_millis(ahead.min(YEAR_MS))
+    }
 }
 
 impl agentd_tools::wait::Clock for Clock {

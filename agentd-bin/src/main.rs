@@ -225,13 +225,14 @@ enum WorkflowCommand {
         input: Option<String>,
     },
     /// Print a run as it stands, as JSON: its status, its current step, each step's status,
-    /// attempts and output, its output or error.
+    /// attempts and output, its output or error. Without a run, every run the store keeps,
+    /// oldest first, a summary a line.
     Status {
         /// The configuration file (its `store.path` is read).
         #[arg(long, default_value = "agentd.toml")]
         config: PathBuf,
         /// The run's id.
-        run: String,
+        run: Option<String>,
     },
 }
 
@@ -501,7 +502,7 @@ fn main() -> ExitCode {
         Command::Workflow {
             command: WorkflowCommand::Status { config, run },
         } => with_config(&config, level, |c| async move {
-            cli::workflow_status(&c, &run).await
+            cli::workflow_status(&c, run.as_deref()).await
         }),
         #[cfg(feature = "demo")]
         Command::Demo => {

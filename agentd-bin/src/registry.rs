@@ -367,6 +367,7 @@ mod tests {
             servers: Arc::new(NoServers),
             agent: Arc::new(Subagent),
             limits: agentd_tools::workflow::run::Limits::default(),
+            bounds: crate::workflows::Bounds::default(),
             configured: Vec::new(),
         };
         let tasks = tokio_util::task::TaskTracker::new();
@@ -374,7 +375,11 @@ mod tests {
         let body = json!({"labels": {"team": "search"},
                           "steps": [{"id": "s", "type": "wait", "on": {"signal": {"name": "go"}}}]});
         let w = agentd_tools::workflow::Definition::parse("w", &body).unwrap();
-        runs.configure(vec![w], agentd_tools::workflow::run::Limits::default());
+        runs.configure(
+            vec![w],
+            agentd_tools::workflow::run::Limits::default(),
+            crate::workflows::Bounds::default(),
+        );
         Registry::new(&config, Arc::new(NoServers), runs, store, || [0xab; 16])
     }
 

@@ -24,6 +24,16 @@ pub(crate) const MAX_VALUE_BYTES: usize = agentd_tools::memory::VALUE_MAX_DEFAUL
 /// counted in the daemon's descriptor budget.
 pub(crate) const SERVERS_MAX: usize = 128;
 
+/// `limits.workflow_runs` when the file says nothing: workflow runs under way at once.
+pub(crate) const WORKFLOW_RUNS: usize = 256;
+
+/// The most `limits.workflow_runs` may be.
+pub(crate) const WORKFLOW_RUNS_MAX: usize = 4096;
+
+/// `limits.run_retention` when the file says nothing: how long an ended workflow run is
+/// kept, 7 days.
+pub(crate) const RUN_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// The configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -52,6 +62,12 @@ pub(crate) struct Config {
     pub(crate) turn_timeout: Duration,
     /// The tokens the agent may spend, if bounded (`limits.budget_tokens`).
     pub(crate) budget_tokens: Option<u64>,
+    /// Workflow runs under way at once (`limits.workflow_runs`, 1 to [`WORKFLOW_RUNS_MAX`],
+    /// [`WORKFLOW_RUNS`] when not set).
+    pub(crate) workflow_runs: usize,
+    /// How long an ended workflow run is kept (`limits.run_retention`, [`RUN_RETENTION`]
+    /// when not set).
+    pub(crate) run_retention: Duration,
     /// The instruction (`[instruction]`), if configured.
     pub(crate) instruction: Option<Instruction>,
     /// The servers whose prompts are the skills (`skills.sources`), in their order.
@@ -463,6 +479,16 @@ pub(crate) fn parse(
         Some(m) => Some(model(m, env, &at)?),
     };
     let budget_tokens = positive(&raw.limits.budget_tokens, "limits.budget_tokens", &at)?;
+    let workflow_runs = match &raw.limits.workflow_runs {
+        None => WORKFLOW_RUNS,
+        Some(v) => usize::try_from(*v.get_ref())
+            .ok()
+            .filter(|n| (1..=WORKFLOW_RUNS_MAX).contains(n))
+            .ok_or_else(|| {
+                let message = format!("must be 1 to {WORKFLOW_RUNS_MAX}");
+                at(Some(v.span()), "limits.workflow_runs", message)
+            })?,
+    };
     let tool_grants = agentd_tools::Grants::new(scoped.iter().filter_map(|(scope, patterns)| {
         let patterns = patterns.as_ref()?;
         Some((*scope, patterns.iter().map(|p| p.get_ref().as_str())))
@@ -527,6 +553,12 @@ pub(crate) fn parse(
         contracts,
         model,
         budget_tokens,
+        workflow_runs,
+        run_retention: duration(
+            &raw.limits.run_retention,
+            "limits.run_retention",
+            RUN_RETENTION,
+        )?,
         turn_timeout: duration(
             &raw.limits.turn_timeout,
             "limits.turn_timeout",

@@ -86,6 +86,8 @@ fn without_a_model_the_configuration_is_valid_and_limits_have_defaults() {
     assert_eq!(c.model, None);
     assert_eq!(c.turn_timeout, Duration::from_secs(600));
     assert_eq!(c.budget_tokens, None);
+    assert_eq!(c.workflow_runs, WORKFLOW_RUNS);
+    assert_eq!(c.run_retention, Duration::from_secs(7 * 24 * 3600));
     let c = parse(
         "agentd.toml",
         "[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"local\"\n",
@@ -741,4 +743,22 @@ fn contracts_are_implemented_by_a_family_server_or_a_mapping() {
     let mapped = parse("agentd.toml", &both.replace("true", "false"), &env).unwrap();
     let exec = mapped.contracts.implementation("exec").unwrap();
     assert!(matches!(exec, Implementation::Mapped(_)));
+}
+
+/// `limits.workflow_runs` is 1 to 4096: the bound taken, one past it refused naming the key;
+/// `limits.run_retention` is a duration.
+#[test]
+fn the_workflow_runs_bound_is_checked() {
+    let limits = |body: &str| parse("agentd.toml", &format!("[limits]\n{body}\n"), &env);
+    let c = limits("workflow_runs = 4096\nrun_retention = \"1d\"").unwrap();
+    assert_eq!(c.workflow_runs, 4096);
+    assert_eq!(c.run_retention, Duration::from_secs(24 * 3600));
+    assert_eq!(limits("workflow_runs = 1").unwrap().workflow_runs, 1);
+    for past in ["workflow_runs = 4097", "workflow_runs = 0"] {
+        let e = limits(past).unwrap_err();
+        assert_eq!(e.key, "limits.workflow_runs", "{e}");
+        assert!(e.message.contains("1 to 4096"), "{e}");
+    }
+    let e = limits("run_retention = \"31d\"").unwrap_err();
+    assert_eq!(e.key, "limits.run_retention", "{e}");
 }

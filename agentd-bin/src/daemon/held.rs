@@ -112,6 +112,7 @@ impl workflows::Servers for Held {
 fn unsubscribed(e: SubscriptionError) -> Unsubscribed {
     match e {
         SubscriptionError::Gone => Unsubscribed::Gone,
+        SubscriptionError::Pending => Unsubscribed::Pending,
         other => Unsubscribed::MayPass(other.to_string()),
     }
 }

@@ -100,7 +100,16 @@ use crate::telemetry::catalogue::connections::{self, Dial};
 use crate::telemetry::catalogue::own;
 use crate::telemetry::metrics::Metrics;
 use crate::tools::{Own, Parts};
-use crate::workflows::{Setup as Runs, Subagent, Workflows};
+use crate::workflows::{Bounds, Setup as Runs, Subagent, Workflows};
+
+/// The workflow engine's bounds `config` sets: `limits.workflow_runs` and
+/// `limits.run_retention`.
+fn workflow_bounds(config: &Config) -> Bounds {
+    Bounds {
+        running_max: config.workflow_runs,
+        retention: config.run_retention,
+    }
+}
 
 /// Runs the supervisor until SIGINT or SIGTERM, reloading `path` at SIGHUP, then drains.
 pub(crate) async fn run(config: Config, path: PathBuf) -> ExitCode {
@@ -352,6 +361,7 @@ impl Daemon {
                 servers: Arc::new(held.clone()),
                 agent: Arc::new(Subagent),
                 limits: config.run_limits(),
+                bounds: workflow_bounds(&config),
                 configured: config.workflows.clone(),
             },
             &listeners,
@@ -737,8 +747,11 @@ impl Daemon {
             ),
         );
         self.workflows.tools(tools.clone());
-        self.workflows
-            .configure(new.workflows.clone(), new.run_limits());
+        self.workflows.configure(
+            new.workflows.clone(),
+            new.run_limits(),
+            workflow_bounds(&new),
+        );
         self.served.send_modify(|served| served.tools = Some(tools));
         self.config = new;
         // A changed [model] starts the agent afresh (or stops it); else its workers are dialed

@@ -123,6 +123,7 @@ async fn turn(
         servers: Arc::new(workflows::NoServers),
         agent: Arc::new(workflows::Subagent),
         limits: config.run_limits(),
+        bounds: workflows::Bounds::default(),
         configured: Vec::new(),
     };
     let parts = Parts {

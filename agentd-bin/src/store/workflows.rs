@@ -274,6 +274,23 @@ impl Db {
         Ok(())
     }
 
+    /// Deletes the runs that ended before `since` (Unix ms), with their steps: how many.
+    fn runs_prune(&mut self, since: i64) -> Result<usize, Error> {
+        let tx = self
+            .sql
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "DELETE FROM workflow_steps WHERE run IN
+                 (SELECT id FROM workflow_runs WHERE ended IS NOT NULL AND ended < ?1)",
+        )?
+        .execute(params![since])?;
+        let pruned = tx
+            .prepare_cached("DELETE FROM workflow_runs WHERE ended IS NOT NULL AND ended < ?1")?
+            .execute(params![since])?;
+        tx.commit()?;
+        Ok(pruned)
+    }
+
     fn runs_list(&mut self, filter: &Filter) -> Result<Page, Error> {
         let after: i64 = match &filter.after {
             None => 0,
@@ -377,6 +394,14 @@ impl Store {
         })
     }
 
+    /// Prunes the runs that ended before `since` (Unix ms), with their steps: how many.
+    pub(crate) fn runs_prune(
+        &self,
+        since: i64,
+    ) -> impl Future<Output = Result<usize, Error>> + Send + use<> {
+        self.run(move |db| db.runs_prune(since))
+    }
+
     /// The runs `filter` wants, oldest first; [`Error::NotFound`] when its `after` is no run.
     pub(crate) fn runs_list(
         &self,
@@ -473,6 +498,44 @@ mod tests {
         store.run_save(run.record().clone()).await.unwrap();
         assert_eq!(store.runs_unsettled().await.unwrap(), vec![]);
         assert_eq!(store.run_get("r2").await.unwrap(), None);
+    }
+
+    /// A run ended exactly at the bound is kept, one a millisecond before it is pruned with
+    /// its steps; a run under way is kept however old.
+    #[tokio::test]
+    async fn ended_runs_before_the_bound_are_pruned_with_their_steps() {
+        let (_dir, store) = scratch().await;
+        let body =
+            json!({"steps": [{"id": "a", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+        let definition = Definition::parse("w", &body).unwrap();
+        for (id, ended) in [("past", Some(999)), ("at", Some(1000)), ("running", None)] {
+            let mut run =
+                Run::start(id, definition.clone(), json!({}), "u", Limits::default(), 0).unwrap();
+            run.poll_action(0);
+            if let Some(ended) = ended {
+                run.cancel(ended).unwrap();
+            }
+            store.run_save(run.record().clone()).await.unwrap();
+        }
+        assert_eq!(
+            store.run_get("past").await.unwrap().unwrap().ended_ms,
+            Some(999)
+        );
+        assert_eq!(store.runs_prune(1000).await.unwrap(), 1);
+        assert_eq!(store.run_get("past").await.unwrap(), None);
+        assert!(store.run_get("at").await.unwrap().is_some());
+        assert!(store.run_get("running").await.unwrap().is_some());
+        let db = store.run(|db| {
+            let left: i64 = db.sql.query_row(
+                "SELECT count(*) FROM workflow_steps WHERE run = 'past'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(left)
+        });
+        assert_eq!(db.await.unwrap(), 0);
+        assert_eq!(store.runs_prune(1001).await.unwrap(), 1);
+        assert!(store.run_get("running").await.unwrap().is_some());
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
         servers: Arc::new(workflows::NoServers),
         agent: Arc::new(workflows::Subagent),
         limits: agentd_tools::workflow::run::Limits::default(),
+        bounds: workflows::Bounds::default(),
         configured: Vec::new(),
     };
     Parts {

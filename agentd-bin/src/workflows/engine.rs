@@ -1,47 +1,53 @@
 //! The engine: one task holding every run that did not end, driving each ([`Run`]) with the
-//! orders of the tools and the supervisor, the outcomes of the attempts it started, and its
-//! timers, on tokio's clock (Unix milliseconds anchored at its start, so that a test whose
-//! clock is paused moves it).
+//! orders of the tools and the supervisor ([`Order`]), the outcomes of the attempts it
+//! started, and its timers, on the daemon's [`Clock`] (tokio's, so that a test whose clock is
+//! paused moves it). The runs under way are found by their timer and by the resource they
+//! watch ([`Due`]), not by looking at each.
 //!
 //! Driving a run: each action it hands out is taken in turn, the run's record kept in the
 //! store first whenever it changed, so that an attempt is kept as sent before it is sent.
 //! An attempt runs on a task of its own and tells its outcome back; an attempt the run gives
-//! up (its timeout, a cancel) is cancelled. A wait's resource is subscribed (owner
-//! `workflow:<run>`) by a task of its own that tells back a failure that will not pass.
+//! up (its timeout, a cancel) is cancelled. A wait's resource is subscribed by [`Waits`].
 //!
-//! Starts ([`super::starts`]): the subscribe starts of the workflows in force are armed by a
-//! task each (owner `start:<workflow>/<node>`) at the engine's start, at each reload or
-//! definition that adds one, and again on a server dialed afresh; a change of the resource
-//! starts a run. An occurrence appended to a stream starts a run of each event start on it:
-//! each start takes its stream's occurrences from where it stands, the run kept with the
-//! start's new position in one transaction, at the engine's start and whenever its stream is
-//! appended to; so an occurrence appended just before a crash starts its run after it, and
-//! no occurrence starts two.
+//! Starts ([`super::starts`]): the subscribe starts of the workflows in force are armed by
+//! [`Arming`]; a change of the resource starts a run. An occurrence appended to a stream
+//! starts a run of each event start on it: each start takes its stream's occurrences from
+//! where it stands, the run kept with the start's new position in one transaction, at the
+//! engine's start and whenever its stream is appended to; so an occurrence appended just
+//! before a crash starts its run after it, and no occurrence starts two.
+//!
+//! Bounds ([`Bounds`]): at most `running_max` runs are under way; `workflow.run` past it is
+//! refused (`too_many_runs`), a start past it waits for a run to end (an event start stays
+//! where it stands in its stream, a subscribe start's change is kept, one a start). The runs
+//! that ended longer than `retention` ago are pruned from the store at the engine's start and
+//! every hour.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::sync::Arc;
 
 use agentd_tools::Error;
-use agentd_tools::workflow::run::{
-    Action, Execute, Failure, Limits, Record, Run, StepStatus, Watched,
-};
+use agentd_tools::wait::Clock as _;
+use agentd_tools::workflow::run::{Action, Execute, Failure, Limits, Record, Run, StepStatus};
 use agentd_tools::workflow::{Command, Defined, Definition, configured, unknown};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::time::{Instant, sleep_until};
+use tokio::sync::{mpsc, watch};
+use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::parts::{Agent, Servers, Tools, Unsubscribed};
-use super::starts::{self, Key, Resource};
+use super::arming::Arming;
+use super::bounds::{Bounds, PRUNE_EVERY_MS};
+use super::due::Due;
+use super::orders::{Appending, Order, Outcome};
+use super::parts::{Agent, Servers, Tools};
+use super::starts::{self, Key};
 use super::steps::Steps;
 use super::unsaved::Unsaved;
-use crate::clock::{random_bytes, wall_ms};
+use super::waits::Waits;
+use crate::clock::{Clock, random_bytes};
 use crate::store::Store;
 use crate::store::starts::Start;
 use crate::telemetry::catalogue::own;
-use crate::telemetry::catalogue::subscriptions::{self, StartOf, Stuck};
 
 /// What the engine starts with.
 #[derive(Debug)]
@@ -56,6 +62,8 @@ pub(crate) struct Setup {
     pub(crate) agent: Arc<dyn Agent>,
     /// The runs' bounds: `limits.step_timeout`, `store.max_value_bytes`.
     pub(crate) limits: Limits,
+    /// The engine's bounds: `limits.workflow_runs`, `limits.run_retention`.
+    pub(crate) bounds: Bounds,
     /// The configuration's workflows.
     pub(crate) configured: Vec<Definition>,
 }
@@ -63,125 +71,12 @@ pub(crate) struct Setup {
 /// How many occurrences an event start reads at a time as it takes them up.
 const TAKE_UP_PAGE: usize = 100;
 
-/// The streams told appended to and not yet taken up, each with one
-/// [`Order::Appended`] on its way: the occurrences a burst of commits appends are taken up
-/// at one order, not one order a commit.
-pub(super) type Appending = Arc<std::sync::Mutex<BTreeSet<String>>>;
-
-/// An order to the engine.
-pub(super) enum Order {
-    Configure {
-        configured: Vec<Definition>,
-        limits: Limits,
-    },
-    Define {
-        definition: Definition,
-        create: bool,
-        answer: oneshot::Sender<Result<Defined, Error>>,
-    },
-    Delete {
-        name: String,
-        answer: oneshot::Sender<Result<bool, Error>>,
-    },
-    Run {
-        workflow: String,
-        input: Value,
-        by: String,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Status {
-        run: String,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Command {
-        run: String,
-        command: Command,
-        answer: oneshot::Sender<Result<Record, Error>>,
-    },
-    Updated {
-        server: String,
-        uri: String,
-    },
-    Connected {
-        server: String,
-        actor: u64,
-    },
-    Unreachable {
-        server: String,
-    },
-    Appended {
-        stream: String,
-    },
-    Restored {
-        answer: oneshot::Sender<()>,
-    },
-}
-
-impl fmt::Debug for Order {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Configure { .. } => "Configure",
-            Self::Define { .. } => "Define",
-            Self::Delete { .. } => "Delete",
-            Self::Run { .. } => "Run",
-            Self::Status { .. } => "Status",
-            Self::Command { .. } => "Command",
-            Self::Updated { .. } => "Updated",
-            Self::Connected { .. } => "Connected",
-            Self::Unreachable { .. } => "Unreachable",
-            Self::Appended { .. } => "Appended",
-            Self::Restored { .. } => "Restored",
-        })
-    }
-}
-
 /// The configuration's workflows, by name.
 fn by_name(configured: Vec<Definition>) -> BTreeMap<String, Definition> {
     configured
         .into_iter()
         .map(|d| (d.name.clone(), d))
         .collect()
-}
-
-/// What an attempt, or a wait's subscribe, came to.
-#[derive(Debug)]
-struct Outcome {
-    run: String,
-    step: usize,
-    attempt: u32,
-    outcome: Result<Value, Failure>,
-}
-
-/// Unix milliseconds on tokio's clock.
-#[derive(Debug, Clone, Copy)]
-struct Time {
-    wall_ms: i64,
-    start: Instant,
-}
-
-impl Time {
-    fn new() -> Self {
-        Self {
-            wall_ms: wall_ms(),
-            start: Instant::now(),
-        }
-    }
-
-    fn now_ms(&self) -> i64 {
-        let since = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.wall_ms.saturating_add(since)
-    }
-
-    /// The instant of Unix millisecond `ms` (now, when it is past).
-    fn instant(&self, ms: i64) -> Instant {
-        let ahead = ms.saturating_sub(self.now_ms()).max(0);
-        Instant::now() + std::time::Duration::from_millis(u64::try_from(ahead).unwrap_or(0))
-    }
-}
-
-/// The owner of a run's subscriptions on its servers.
-fn owner(run: &str) -> String {
-    format!("workflow:{run}")
 }
 
 /// A run's id: 32 hex digits, random (the trace id of its calls).
@@ -198,34 +93,39 @@ pub(super) struct Engine {
     instance: String,
     store: Store,
     limits: Limits,
+    bounds: Bounds,
     configured: BTreeMap<String, Definition>,
     /// The runs that did not end, by id.
     active: BTreeMap<String, Run>,
+    /// The runs of `active` by their timer and the resource they watch.
+    due: Due,
     /// The attempts under way, by run, step and attempt.
     executing: BTreeMap<(String, usize, u32), CancellationToken>,
     /// The streams told appended to, not yet taken up.
     appending: Appending,
     /// The streams an event start took a whole page of, and may have more.
     behind: BTreeSet<String>,
+    /// Whether an event start stopped taking up its stream for want of room.
+    held: bool,
+    /// The subscribe starts fired for want of room, each with its run's input.
+    deferred: BTreeMap<Key, Value>,
     /// The runs whose record the store did not take, set back to what it keeps.
     unsaved: Unsaved,
-    /// The subscribe of each run's wait under way: given up when the wait lets its resource
-    /// go first, so that a release is never overtaken by the subscribe it undoes.
-    subscribing: BTreeMap<String, CancellationToken>,
+    /// The subscriptions of the parked waits.
+    waits: Waits,
     /// The actor last listed of each server.
     actors: BTreeMap<String, u64>,
     /// The workflows made at runtime, by name (the store's).
     defined: BTreeMap<String, Definition>,
-    /// The subscribe starts in force, with the token that gives up their arming.
-    armed: BTreeMap<Key, (Resource, CancellationToken)>,
-    /// The servers whose subscribe starts were said `start.subscribe.no_server` since they
-    /// were last connected.
-    unreachable: BTreeSet<String>,
+    /// The subscribe starts in force.
+    arming: Arming,
+    /// When the ended runs past their retention are pruned next (Unix ms).
+    prune_at: i64,
     steps: Arc<Steps>,
     outcomes: mpsc::UnboundedSender<Outcome>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
-    time: Time,
+    clock: Clock,
 }
 
 impl Engine {
@@ -238,31 +138,43 @@ impl Engine {
         shutdown: CancellationToken,
     ) {
         let (outcomes, told) = mpsc::unbounded_channel();
+        let instance = setup.instance;
+        let servers = setup.servers;
         let engine = Self {
             steps: Arc::new(Steps {
-                instance: setup.instance.clone(),
-                servers: setup.servers,
+                instance: instance.clone(),
+                servers: servers.clone(),
                 tools,
                 agent: setup.agent,
             }),
-            instance: setup.instance,
+            waits: Waits::new(
+                &instance,
+                servers.clone(),
+                outcomes.clone(),
+                tasks.clone(),
+                shutdown.clone(),
+            ),
+            arming: Arming::new(&instance, servers, tasks.clone(), shutdown.clone()),
+            instance,
             store: setup.store,
             limits: setup.limits,
+            bounds: setup.bounds,
             configured: by_name(setup.configured),
             active: BTreeMap::new(),
+            due: Due::default(),
             executing: BTreeMap::new(),
             appending,
             behind: BTreeSet::new(),
+            held: false,
+            deferred: BTreeMap::new(),
             unsaved: Unsaved::default(),
-            subscribing: BTreeMap::new(),
             actors: BTreeMap::new(),
             defined: BTreeMap::new(),
-            armed: BTreeMap::new(),
-            unreachable: BTreeSet::new(),
+            prune_at: i64::MIN,
             outcomes,
             tasks: tasks.clone(),
+            clock: Clock::new(shutdown.clone()),
             shutdown,
-            time: Time::new(),
         };
         tasks.spawn(engine.run(orders, told));
     }
@@ -274,17 +186,20 @@ impl Engine {
     ) {
         self.restore().await;
         loop {
-            let timeouts = self.active.values().filter_map(Run::poll_timeout);
-            let due = timeouts.chain(self.unsaved.next_due()).min();
-            let at = due.map(|ms| self.time.instant(ms));
+            let due = [
+                self.due.next(),
+                self.unsaved.next_due(),
+                Some(self.prune_at),
+            ];
+            let at = self
+                .clock
+                .instant(due.into_iter().flatten().min().unwrap_or(i64::MAX));
             tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => break,
                 Some(order) = orders.recv() => self.on_order(order).await,
                 Some(outcome) = told.recv() => self.on_outcome(outcome).await,
-                () = sleep_until(at.unwrap_or_else(Instant::now)), if at.is_some() => {
-                    self.on_time().await;
-                }
+                () = sleep_until(at) => self.on_time().await,
                 () = std::future::ready(()), if !self.behind.is_empty() => {
                     if let Some(stream) = self.behind.pop_first() {
                         self.take_up(Some(&stream)).await;
@@ -336,7 +251,7 @@ impl Engine {
                     let mut failed = record;
                     failed.status = agentd_tools::workflow::Status::Failed;
                     failed.error = Some(Failure::new("definition", e.to_string()));
-                    failed.ended_ms = Some(self.time.now_ms());
+                    failed.ended_ms = Some(self.clock.now_ms());
                     self.save(failed).await;
                     continue;
                 }
@@ -348,11 +263,17 @@ impl Engine {
 
     async fn on_order(&mut self, order: Order) {
         match order {
-            Order::Configure { configured, limits } => {
+            Order::Configure {
+                configured,
+                limits,
+                bounds,
+            } => {
                 self.configured = by_name(configured);
                 self.limits = limits;
+                self.bounds = bounds;
                 self.arm("reload");
                 self.take_up(None).await;
+                self.room().await;
             }
             Order::Define {
                 definition,
@@ -386,11 +307,7 @@ impl Engine {
                 let _ = answer.send(self.start(&workflow, input, &by, None).await);
             }
             Order::Status { run, answer } => {
-                let record = match self.active.get(&run) {
-                    Some(active) => Ok(active.record().clone()),
-                    None => self.kept(&run).await,
-                };
-                let _ = answer.send(record);
+                let _ = answer.send(self.current(&run).await);
             }
             Order::Command {
                 run,
@@ -400,48 +317,30 @@ impl Engine {
                 let _ = answer.send(self.command(&run, command).await);
             }
             Order::Updated { server, uri } => {
-                let now = self.time.now_ms();
-                let ended: Vec<String> = self
-                    .active
-                    .iter_mut()
-                    .filter_map(|(id, run)| run.updated(&server, &uri, now).then(|| id.clone()))
-                    .collect();
-                for id in ended {
-                    self.drive(&id).await;
+                let now = self.clock.now_ms();
+                for id in self.due.watching(&server, &uri) {
+                    let ended = self.active.get_mut(&id);
+                    if ended.is_some_and(|run| run.updated(&server, &uri, now)) {
+                        self.drive(&id).await;
+                    }
                 }
-                let fired: Vec<Key> = self
-                    .armed
-                    .iter()
-                    .filter(|(_, (r, _))| r.server == server && r.uri == uri)
-                    .map(|(key, _)| key.clone())
-                    .collect();
-                for (workflow, node) in fired {
+                for (workflow, node) in self.arming.fired(&server, &uri) {
                     let input = starts::updated_input(&server, &uri);
                     self.fire(&workflow, &node, input).await;
                 }
             }
             Order::Connected { server, actor } => {
-                self.unreachable.remove(&server);
+                self.waits.connected(&server);
                 let before = self.actors.insert(server.clone(), actor);
-                if before.is_some_and(|b| b != actor) {
-                    self.resubscribe(&server, "reload");
-                    self.rearm(&server, "reload");
+                let afresh = before.is_some_and(|b| b != actor).then_some("reload");
+                if let Some(reason) = afresh {
+                    self.resubscribe(&server, reason);
                 }
+                self.arming.connected(&server, afresh);
             }
             Order::Unreachable { server } => {
-                if self.unreachable.insert(server.clone()) {
-                    for ((workflow, node), (resource, _)) in &self.armed {
-                        if resource.server == server {
-                            subscriptions::start_no_server(StartOf {
-                                instance: &self.instance,
-                                workflow,
-                                node,
-                                server: &server,
-                                uri: &resource.uri,
-                            });
-                        }
-                    }
-                }
+                self.waits.unreachable(&server);
+                self.arming.unreachable(&server);
             }
             Order::Appended { stream } => {
                 // Taken off first: what is appended while it is taken up is told again.
@@ -489,8 +388,18 @@ impl Engine {
         }
     }
 
+    /// How many runs are under way: held, or set back to what the store keeps.
+    fn running(&self) -> usize {
+        self.active.len() + self.unsaved.len()
+    }
+
+    /// Whether one more run may start.
+    fn has_room(&self) -> bool {
+        self.running() < self.bounds.running_max
+    }
+
     /// `workflow.run`: the run kept, started and driven; refused (`store`) when the store
-    /// does not take it.
+    /// does not take it, `too_many_runs` when as many run as [`Bounds::running_max`] allows.
     /// A run an event start takes an occurrence to start is kept with that start's new
     /// position (`from`), in one transaction.
     async fn start(
@@ -500,6 +409,23 @@ impl Engine {
         by: &str,
         from: Option<(&Start, i64)>,
     ) -> Result<Record, Error> {
+        self.start_as(&new_id(), workflow, input, by, from).await
+    }
+
+    /// [`Engine::start`] of run `id`.
+    async fn start_as(
+        &mut self,
+        id: &str,
+        workflow: &str,
+        input: Value,
+        by: &str,
+        from: Option<(&Start, i64)>,
+    ) -> Result<Record, Error> {
+        if !self.has_room() {
+            return Err(Error::TooManyRuns {
+                max: self.bounds.running_max,
+            });
+        }
         let definition = match self.configured.get(workflow) {
             Some(definition) => definition.clone(),
             None => {
@@ -511,8 +437,7 @@ impl Engine {
                 })?
             }
         };
-        let id = new_id();
-        let run = Run::start(&id, definition, input, by, self.limits, self.time.now_ms())?;
+        let run = Run::start(id, definition, input, by, self.limits, self.clock.now_ms())?;
         // Kept before anything of it is sent or told: a run the store does not take is not
         // started, and its caller hears why.
         let record = run.record().clone();
@@ -523,19 +448,43 @@ impl Engine {
         kept.map_err(|e| Error::Store {
             detail: format!("run of workflow {workflow:?} not kept: {e}"),
         })?;
-        own::workflow_started(&self.instance, &id, workflow, by);
-        self.active.insert(id.clone(), run);
-        self.drive(&id).await;
-        self.current(&id).await
+        own::workflow_started(&self.instance, id, workflow, by);
+        self.active.insert(id.to_owned(), run);
+        self.drive(id).await;
+        self.current(id).await
     }
 
-    /// Start `node` of `workflow` starts a run with `input`. A run it cannot start (its
-    /// input does not fit the workflow's schema, the store failed) is not started; it is
-    /// logged `workflow.unsaved` under run `*`.
+    /// Start `node` of `workflow` starts a run with `input`; one past the bound waits for
+    /// room (the last input of each start kept). A run it cannot start (its input does not
+    /// fit the workflow's schema, the store failed) is not started: logged
+    /// `workflow.unsaved` under the run's id.
     async fn fire(&mut self, workflow: &str, node: &str, input: Value) {
-        if let Err(e) = self.start(workflow, input, &starts::by(node), None).await {
+        if !self.has_room() {
+            let key = (workflow.to_owned(), node.to_owned());
+            self.deferred.insert(key, input);
+            return;
+        }
+        let id = new_id();
+        let by = starts::by(node);
+        if let Err(e) = self.start_as(&id, workflow, input, &by, None).await {
             let err = format!("start {node:?} of workflow {workflow:?}: {e}");
-            own::workflow_unsaved(&self.instance, "*", &err);
+            own::workflow_unsaved(&self.instance, &id, &err);
+        }
+    }
+
+    /// A run left the engine: the starts that waited for room start theirs.
+    async fn room(&mut self) {
+        while self.has_room()
+            && let Some(((workflow, node), input)) = self.deferred.pop_first()
+        {
+            let in_force = starts::subscribes(starts::in_force(&self.configured, &self.defined));
+            if in_force.contains_key(&(workflow.clone(), node.clone())) {
+                self.fire(&workflow, &node, input).await;
+            }
+        }
+        if self.has_room() && std::mem::take(&mut self.held) {
+            let taking = starts::events(starts::in_force(&self.configured, &self.defined));
+            self.behind.extend(taking.into_iter().map(|s| s.stream));
         }
     }
 
@@ -544,9 +493,9 @@ impl Engine {
     /// page at a time: a stream with more is taken up again once no order or outcome waits
     /// (a burst of occurrences holds up no `workflow.run` or status behind it). An
     /// occurrence that cannot start one (its input does not fit the workflow's schema) is
-    /// passed over, logged `workflow.unsaved` under run `*`; a start whose store fails
+    /// passed over, logged `workflow.unsaved` under the run's id; a start whose store fails
     /// stays where it stands, logged, and takes up from there at the next occurrence or
-    /// restart.
+    /// restart. Past the bound on runs, a start stays where it stands until one ends.
     ///
     /// Without a stream (the starts in force may have changed), the positions of the starts
     /// no longer in force are forgotten first.
@@ -576,25 +525,33 @@ impl Engine {
         }
     }
 
-    /// [`Engine::take_up`] of one start, a page of its stream: whether more may follow;
-    /// why the store failed it.
+    /// [`Engine::take_up`] of one start, a page of its stream: whether more may follow (not
+    /// when it stopped for want of room); why the store failed it.
     async fn take_up_one(&mut self, start: &Start) -> Result<bool, String> {
         let failed = |e: crate::store::Error| e.to_string();
+        if !self.has_room() {
+            self.held = true;
+            return Ok(false);
+        }
         let at = self.store.start_position(start).await.map_err(failed)?;
         let read = self.store.read(&start.stream, at, TAKE_UP_PAGE).await;
         let entries = read.map_err(failed)?;
         let more = entries.len() == TAKE_UP_PAGE;
         for entry in entries {
+            if !self.has_room() {
+                self.held = true;
+                return Ok(false);
+            }
             let input = serde_json::from_slice(&entry.bytes).unwrap_or(Value::Null);
-            let by = starts::by(&start.node);
+            let (id, by) = (new_id(), starts::by(&start.node));
             let from = Some((start, entry.seq));
-            match self.start(&start.workflow, input, &by, from).await {
+            match self.start_as(&id, &start.workflow, input, &by, from).await {
                 Ok(_) => {}
                 Err(Error::Store { detail }) => return Err(detail),
                 Err(e) => {
                     let (node, workflow) = (&start.node, &start.workflow);
                     let err = format!("start {node:?} of workflow {workflow:?}: {e}");
-                    own::workflow_unsaved(&self.instance, "*", &err);
+                    own::workflow_unsaved(&self.instance, &id, &err);
                     let passed = self.store.start_passed(start, entry.seq).await;
                     passed.map_err(failed)?;
                 }
@@ -603,93 +560,11 @@ impl Engine {
         Ok(more)
     }
 
-    /// The subscribe starts in force are made those of the workflows in force: one no
-    /// longer there is given up and released, one new is armed (`reason`).
+    /// The subscribe starts in force are made those of the workflows in force (`reason`).
     fn arm(&mut self, reason: &'static str) {
         let wanted = starts::subscribes(starts::in_force(&self.configured, &self.defined));
-        let gone: Vec<Key> = self
-            .armed
-            .iter()
-            .filter(|(key, (resource, _))| wanted.get(*key) != Some(resource))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in gone {
-            if let Some((resource, arming)) = self.armed.remove(&key) {
-                arming.cancel();
-                let (servers, owner) = (self.steps.servers.clone(), starts::owner(&key));
-                self.tasks.spawn(async move {
-                    let _ = servers
-                        .release(&resource.server, &resource.uri, &owner)
-                        .await;
-                });
-            }
-        }
-        for (key, resource) in wanted {
-            if !self.armed.contains_key(&key) {
-                self.arm_one(key, resource, reason);
-            }
-        }
-    }
-
-    /// The subscribe starts on `server` are armed again (`reason`): it was dialed afresh.
-    fn rearm(&mut self, server: &str, reason: &'static str) {
-        let on: Vec<(Key, Resource)> = self
-            .armed
-            .iter()
-            .filter(|(_, (r, _))| r.server == server)
-            .map(|(key, (r, _))| (key.clone(), r.clone()))
-            .collect();
-        for (key, resource) in on {
-            self.arm_one(key, resource, reason);
-        }
-    }
-
-    /// Arms subscribe start `key` on a task of its own, once its server is connected: a
-    /// server not configured is `start.subscribe.no_server`, one that offers no
-    /// subscriptions `start.subscribe.unsupported`; one whose server is known unreachable is
-    /// said `start.subscribe.no_server` at once.
-    fn arm_one(&mut self, key: Key, resource: Resource, reason: &'static str) {
-        let arming = self.shutdown.child_token();
-        let entry = (resource.clone(), arming.clone());
-        if let Some((_, before)) = self.armed.insert(key.clone(), entry) {
-            before.cancel();
-        }
-        if self.unreachable.contains(&resource.server) {
-            subscriptions::start_no_server(StartOf {
-                instance: &self.instance,
-                workflow: &key.0,
-                node: &key.1,
-                server: &resource.server,
-                uri: &resource.uri,
-            });
-        }
-        let (servers, instance) = (self.steps.servers.clone(), self.instance.clone());
-        self.tasks.spawn(async move {
-            let (workflow, node) = &key;
-            let Resource { server, uri } = &resource;
-            let of = StartOf {
-                instance: &instance,
-                workflow,
-                node,
-                server,
-                uri,
-            };
-            let owner = starts::owner(&key);
-            let subscribed = tokio::select! {
-                subscribed = servers.subscribe(server, uri, &owner) => subscribed,
-                () = arming.cancelled() => return,
-            };
-            match subscribed {
-                Ok(()) => subscriptions::start_armed(of, reason),
-                Err(Unsubscribed::MayPass(err)) => subscriptions::start_fail(of, &err),
-                Err(e @ Unsubscribed::Unsupported) => {
-                    subscriptions::start_unsupported(of, &e.to_string());
-                }
-                Err(Unsubscribed::Unknown) => subscriptions::start_no_server(of),
-                // Let go by a reload: armed again when the server is held afresh.
-                Err(Unsubscribed::Gone) => {}
-            }
-        });
+        self.deferred.retain(|key, _| wanted.contains_key(key));
+        self.arming.arm(wanted, reason);
     }
 
     /// A run as it stands: the engine's, else the store's.
@@ -708,7 +583,7 @@ impl Engine {
     }
 
     async fn command(&mut self, id: &str, command: Command) -> Result<Record, Error> {
-        let now = self.time.now_ms();
+        let now = self.clock.now_ms();
         if self.unsaved.contains(id) {
             return Err(not_kept(id));
         }
@@ -738,7 +613,7 @@ impl Engine {
     async fn on_outcome(&mut self, told: Outcome) {
         self.executing
             .remove(&(told.run.clone(), told.step, told.attempt));
-        let now = self.time.now_ms();
+        let now = self.clock.now_ms();
         let Some(run) = self.active.get_mut(&told.run) else {
             return;
         };
@@ -769,19 +644,18 @@ impl Engine {
         }
     }
 
-    /// The timers that are due go off; the runs set back that are due are read back.
+    /// The timers that are due go off; the runs set back that are due are read back; the
+    /// ended runs past their retention are pruned when it is time.
     async fn on_time(&mut self) {
-        let now = self.time.now_ms();
+        let now = self.clock.now_ms();
+        if self.prune_at <= now {
+            self.prune_at = now.saturating_add(PRUNE_EVERY_MS);
+            self.prune(now).await;
+        }
         for id in self.unsaved.due(now) {
             self.read_back(&id, now).await;
         }
-        let due: Vec<String> = self
-            .active
-            .iter()
-            .filter(|(_, run)| run.poll_timeout().is_some_and(|at| at <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
+        for id in self.due.due(now) {
             if let Some(run) = self.active.get_mut(&id) {
                 let step = run.record().step;
                 let attempt = run.record().steps.get(step).map(|s| s.attempt);
@@ -795,11 +669,20 @@ impl Engine {
         }
     }
 
+    /// The runs that ended before [`Bounds::retention`] ago are pruned, with their steps.
+    async fn prune(&self, now: i64) {
+        let since = self.bounds.kept_since(now);
+        if let Err(e) = self.store.runs_prune(since).await {
+            let err = format!("the ended runs not pruned: {e}");
+            own::workflow_unsaved(&self.instance, "*", &err);
+        }
+    }
+
     /// Takes every action of run `id`, its record kept first whenever it changed; a run
     /// that ended leaves the engine.
     async fn drive(&mut self, id: &str) {
         loop {
-            let now = self.time.now_ms();
+            let now = self.clock.now_ms();
             let Some(run) = self.active.get_mut(id) else {
                 return;
             };
@@ -822,9 +705,9 @@ impl Engine {
                     again,
                 }) => {
                     let reason = again.then_some("restart");
-                    self.subscribe(id, step, attempt, watched, reason);
+                    self.waits.subscribe(id, step, attempt, watched, reason);
                 }
-                Some(Action::Release { watched }) => self.release(id, watched),
+                Some(Action::Release { watched }) => self.waits.release(id, watched),
                 Some(Action::Abandon { step, attempt }) => {
                     if let Some(token) = self.executing.remove(&(id.to_owned(), step, attempt)) {
                         token.cancel();
@@ -833,13 +716,21 @@ impl Engine {
                 Some(_) => {}
             }
         }
-        let settled = self.active.get(id).is_some_and(Run::is_settled);
-        if settled && let Some(run) = self.active.remove(id) {
-            self.subscribing.remove(id);
+        let Some(run) = self.active.get(id) else {
+            return;
+        };
+        if !run.is_settled() {
+            self.due.set(id, run);
+            return;
+        }
+        if let Some(run) = self.active.remove(id) {
+            self.due.forget(id);
+            self.waits.forget(id, false);
             let record = run.record();
             let err = record.error.as_ref().map(Failure::to_string);
             let status = record.status.as_str();
             own::workflow_ended(&self.instance, id, &record.workflow, status, err.as_deref());
+            Box::pin(self.room()).await;
         }
     }
 
@@ -847,6 +738,7 @@ impl Engine {
     /// and its wait's subscribe given up, to be read back from the store ([`Unsaved`]).
     fn set_back(&mut self, id: &str, now: i64) {
         self.active.remove(id);
+        self.due.forget(id);
         let mine: Vec<_> = self
             .executing
             .keys()
@@ -858,9 +750,7 @@ impl Engine {
                 token.cancel();
             }
         }
-        if let Some(subscribing) = self.subscribing.remove(id) {
-            subscribing.cancel();
-        }
+        self.waits.forget(id, true);
         self.unsaved.set_back(id, now);
     }
 
@@ -904,7 +794,7 @@ impl Engine {
         let key = (id.to_owned(), execute.step, execute.attempt);
         self.executing.insert(key, cancel.clone());
         let (steps, told, run) = (self.steps.clone(), self.outcomes.clone(), id.to_owned());
-        let deadline = self.time.instant(execute.deadline_ms);
+        let deadline = self.clock.instant(execute.deadline_ms);
         self.tasks.spawn(async move {
             let outcome = steps.execute(&run, &execute, deadline, &cancel).await;
             if cancel.is_cancelled() {
@@ -920,100 +810,22 @@ impl Engine {
         });
     }
 
-    /// Subscribes `watched` for step `step` of run `id` on a task of its own: a failure that
-    /// will not pass fails the wait. `reason` when it is subscribed again (logged).
-    fn subscribe(
-        &mut self,
-        id: &str,
-        step: usize,
-        attempt: u32,
-        watched: Watched,
-        reason: Option<&'static str>,
-    ) {
-        let servers = self.steps.servers.clone();
-        let (told, run, instance) = (self.outcomes.clone(), id.to_owned(), self.instance.clone());
-        let given_up = self.shutdown.child_token();
-        if let Some(before) = self.subscribing.insert(id.to_owned(), given_up.clone()) {
-            before.cancel();
-        }
-        self.tasks.spawn(async move {
-            let Watched { server, uri, .. } = &watched;
-            if let Some(reason) = reason {
-                parked(&*servers, &instance, server, uri, reason);
-            }
-            let owner = owner(&run);
-            let subscribed = tokio::select! {
-                subscribed = servers.subscribe(server, uri, &owner) => subscribed,
-                () = given_up.cancelled() => return,
-            };
-            let failure = match subscribed {
-                Ok(()) => {
-                    if let Some(reason) = reason {
-                        subscriptions::wait_resubscribed(&instance, server, uri, reason);
-                    }
-                    return;
-                }
-                Err(Unsubscribed::MayPass(err)) => {
-                    if let Some(reason) = reason {
-                        subscriptions::wait_resubscribe_fail(&instance, server, uri, reason, &err);
-                    }
-                    return;
-                }
-                Err(e @ (Unsubscribed::Unknown | Unsubscribed::Unsupported)) => {
-                    if let Some(reason) = reason {
-                        let stuck = Stuck::Failed(1);
-                        let err = e.to_string();
-                        subscriptions::wait_resubscribe_stuck(
-                            &instance, server, uri, reason, &err, stuck,
-                        );
-                    }
-                    let code = match e {
-                        Unsubscribed::Unknown => "unknown_server",
-                        _ => "unsupported",
-                    };
-                    Failure::new(code, e.to_string())
-                }
-                // Let go by a reload: subscribed again when the server is held afresh.
-                Err(Unsubscribed::Gone) => return,
-            };
-            let _ = told.send(Outcome {
-                run,
-                step,
-                attempt,
-                outcome: Err(failure),
-            });
-        });
-    }
-
     /// Every wait on `server` under way is subscribed again (`reason`).
     fn resubscribe(&mut self, server: &str, reason: &'static str) {
-        let parked: Vec<(String, usize, u32, Watched)> = self
-            .active
-            .iter()
-            .filter_map(|(id, run)| {
-                let record = run.record();
-                let step = record.steps.get(record.step)?;
-                let watched = step.watched.as_ref()?;
-                let parked = step.status == StepStatus::Waiting && watched.server == server;
-                parked.then(|| (id.clone(), record.step, step.attempt, watched.clone()))
-            })
-            .collect();
-        for (id, step, attempt, watched) in parked {
-            self.subscribe(&id, step, attempt, watched, Some(reason));
+        for id in self.due.on_server(server) {
+            let Some(run) = self.active.get(&id) else {
+                continue;
+            };
+            let record = run.record();
+            let Some(step) = record.steps.get(record.step) else {
+                continue;
+            };
+            if let Some(watched) = step.watched.clone() {
+                let (at, attempt) = (record.step, step.attempt);
+                self.waits
+                    .subscribe(&id, at, attempt, watched, Some(reason));
+            }
         }
-    }
-
-    /// Releases `watched` of run `id` on a task of its own, its subscribe given up if it is
-    /// still under way (a failure is the server task's to log and try again).
-    fn release(&mut self, id: &str, watched: Watched) {
-        if let Some(subscribing) = self.subscribing.remove(id) {
-            subscribing.cancel();
-        }
-        let servers = self.steps.servers.clone();
-        let owner = owner(id);
-        self.tasks.spawn(async move {
-            let _ = servers.release(&watched.server, &watched.uri, &owner).await;
-        });
     }
 }
 
@@ -1024,15 +836,5 @@ fn not_kept(id: &str) -> Error {
             "run {id}: a change was not kept; it goes on from what the store keeps once the \
              store reads it back"
         ),
-    }
-}
-
-/// `wait.resubscribe.fail` (error, parked) when a parked wait's server is configured but not
-/// connected: it is subscribed once the server is.
-fn parked(servers: &dyn Servers, instance: &str, server: &str, uri: &str, reason: &str) {
-    let (configured, connected) = servers.state(server);
-    if configured && !connected {
-        let err = "the server is not connected";
-        subscriptions::wait_resubscribe_stuck(instance, server, uri, reason, err, Stuck::Parked(1));
     }
 }

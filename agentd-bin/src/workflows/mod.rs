@@ -17,13 +17,20 @@
 //! own tools, called as `Caller::workflow(run, step)`) and [`Agent`](parts::Agent) (an
 //! `agent` step's model turn, run as a [`Subagent`] of the run).
 
+mod arming;
+mod bounds;
+mod due;
 mod engine;
+mod orders;
+mod owners;
 mod parts;
 mod starts;
 mod steps;
+mod subscribing;
 #[cfg(test)]
 pub(crate) mod tests;
 mod unsaved;
+mod waits;
 
 use std::sync::Arc;
 
@@ -35,8 +42,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub(crate) use self::bounds::Bounds;
 pub(crate) use self::engine::Setup;
-use self::engine::{Appending, Order};
+use self::orders::{Appending, Order};
 #[cfg(any(test, feature = "demo"))]
 pub(crate) use self::parts::NoServers;
 pub(crate) use self::parts::{Boxed, Servers, Subagent, Tools, Unsubscribed};
@@ -72,10 +80,14 @@ impl Workflows {
         }
     }
 
-    /// The configuration's workflows and the runs' bounds from now on (a run under way
-    /// keeps its definition and its step timeout).
-    pub(crate) fn configure(&self, configured: Vec<Definition>, limits: Limits) {
-        self.tell(Order::Configure { configured, limits });
+    /// The configuration's workflows, the runs' bounds and the engine's from now on (a run
+    /// under way keeps its definition and its step timeout).
+    pub(crate) fn configure(&self, configured: Vec<Definition>, limits: Limits, bounds: Bounds) {
+        self.tell(Order::Configure {
+            configured,
+            limits,
+            bounds,
+        });
     }
 
     /// The own tools `tool` steps call from now on.

@@ -27,6 +27,9 @@ pub(crate) enum Unsubscribed {
     Gone,
     /// It failed in a way that may pass: the server's task asks again on its schedule.
     MayPass(String),
+    /// Asked for already by this owner, and not taken by the server yet: the server's task
+    /// asks again on its schedule.
+    Pending,
 }
 
 impl fmt::Display for Unsubscribed {
@@ -36,6 +39,7 @@ impl fmt::Display for Unsubscribed {
             Self::Unsupported => f.write_str("the server offers no subscriptions"),
             Self::Gone => f.write_str("the server is no longer held"),
             Self::MayPass(err) => f.write_str(err),
+            Self::Pending => f.write_str("asked for; the server has not taken it yet"),
         }
     }
 }

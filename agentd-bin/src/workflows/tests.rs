@@ -39,6 +39,81 @@ impl Servers for Direct {
     }
 }
 
+/// Servers of a unit test: one, `s`, configured and connected as `state` says, whose
+/// subscribes answer `answers` in turn (then never), each call kept.
+#[derive(Debug)]
+pub(super) struct Scripted {
+    pub(super) state: (bool, bool),
+    pub(super) answers: std::sync::Mutex<std::collections::VecDeque<Result<(), Unsubscribed>>>,
+    pub(super) calls: std::sync::Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    pub(super) fn new(state: (bool, bool), answers: Vec<Result<(), Unsubscribed>>) -> Self {
+        Self {
+            state,
+            answers: std::sync::Mutex::new(answers.into()),
+            calls: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl Servers for Scripted {
+    fn connection<'a>(&'a self, _: &'a str) -> Boxed<'a, Option<Arc<Client>>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn state(&self, _: &str) -> (bool, bool) {
+        self.state
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        _: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("subscribe {owner} {uri}"));
+        let answer = self.answers.lock().unwrap().pop_front();
+        Box::pin(async move {
+            match answer {
+                Some(answer) => answer,
+                None => std::future::pending().await,
+            }
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        _: &'a str,
+        uri: &'a str,
+        owner: &'a str,
+    ) -> Boxed<'a, Result<(), Unsubscribed>> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("release {owner} {uri}"));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The `event` of each line of `lines`, with its level.
+pub(super) fn events(lines: &std::sync::Mutex<Vec<String>>) -> Vec<(String, String)> {
+    let lines = lines.lock().unwrap();
+    let parsed = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
+    parsed
+        .map(|l| {
+            let field = |k: &str| l[k].as_str().unwrap_or_default().to_owned();
+            (field("event"), field("level"))
+        })
+        .collect()
+}
+
 mod engine {
     use std::time::Duration;
 
@@ -51,7 +126,7 @@ mod engine {
 
     use super::*;
     use crate::store::{Limits as StoreLimits, Store};
-    use crate::workflows::{Setup, Subagent, Workflows};
+    use crate::workflows::{Bounds, Setup, Subagent, Workflows};
 
     /// The engine over a store in `dir` and `server`, as `ref`.
     async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
@@ -69,6 +144,19 @@ mod engine {
         tasks: &TaskTracker,
         shutdown: CancellationToken,
     ) -> Workflows {
+        let bounds = Bounds::default();
+        engine_bounded(store, server, configured, bounds, tasks, shutdown).await
+    }
+
+    /// [`engine_on`] within `bounds`.
+    async fn engine_bounded(
+        store: Store,
+        server: &ReferenceServer,
+        configured: Vec<Definition>,
+        bounds: Bounds,
+        tasks: &TaskTracker,
+        shutdown: CancellationToken,
+    ) -> Workflows {
         let client = Client::builder("agentd", "0")
             .connect(&server.url())
             .await
@@ -80,6 +168,7 @@ mod engine {
             servers: Arc::new(servers),
             agent: Arc::new(Subagent),
             limits: Limits::default(),
+            bounds,
             configured,
         };
         Workflows::start(setup, tasks, shutdown)
@@ -438,5 +527,64 @@ mod engine {
         let started = started_of(&workflows, "alerted", 301).await;
         assert_eq!(started.len(), 301, "{:?}", &started[300..]);
         assert_eq!(started[300], json!("late"));
+    }
+
+    /// Past the bound on runs under way, `workflow.run` is refused `too_many_runs`; a change
+    /// of a subscribe start's resource and an occurrence appended meanwhile start their runs
+    /// once runs end, in turn (the start's position not moved before).
+    #[tokio::test]
+    async fn past_the_bound_on_runs_a_run_is_refused_and_starts_wait_for_room() {
+        use agentd_tools::Error;
+        use agentd_tools::workflow::Command;
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let body = json!({
+            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
+            "starts": [
+                {"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}},
+                {"id": "alert", "event": {"stream": "alerts"}},
+            ],
+        });
+        let held = Definition::parse("held", &body).unwrap();
+        let bounds = Bounds {
+            running_max: 2,
+            ..Bounds::default()
+        };
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows =
+            engine_bounded(store.clone(), &server, vec![held], bounds, &tasks, shutdown).await;
+        workflows.restored().await;
+        let first = workflows.run("held", json!({"n": 1}), "op").await.unwrap();
+        let second = workflows.run("held", json!({"n": 2}), "op").await.unwrap();
+        let past = workflows.run("held", json!({"n": 3}), "op").await;
+        assert_eq!(past, Err(Error::TooManyRuns { max: 2 }));
+
+        append(&store, "alerts", &["e1"]).await;
+        workflows.appended("alerts");
+        workflows.updated("ref", "demo://x");
+        // Orders are taken in turn: both were taken before this one is answered.
+        workflows.status(&first.id).await.unwrap();
+        assert_eq!(every_run(&workflows).await.len(), 2);
+
+        let go = || Command::Signal {
+            name: "go".to_owned(),
+            payload: json!({}),
+        };
+        workflows.command(&first.id, go()).await.unwrap();
+        let changed = runs_of(&workflows, "held", 3).await;
+        assert_eq!(changed.len(), 3, "{changed:?}");
+        assert_eq!(
+            changed[2].input,
+            json!({"server": "ref", "uri": "demo://x"})
+        );
+        workflows.command(&second.id, go()).await.unwrap();
+        let alerted = runs_of(&workflows, "held", 4).await;
+        assert_eq!(alerted.len(), 4, "{alerted:?}");
+        assert_eq!(alerted[3].input, json!({"id": "e1"}));
+        assert_eq!(alerted[3].by, "start:alert");
     }
 }

@@ -34,6 +34,11 @@ impl Unsaved {
         self.runs.contains_key(id)
     }
 
+    /// How many runs are set back.
+    pub(super) fn len(&self) -> usize {
+        self.runs.len()
+    }
+
     /// When the next run set back is read back.
     pub(super) fn next_due(&self) -> Option<i64> {
         self.runs.values().map(|(due, _)| *due).min()

@@ -221,8 +221,9 @@ pub(crate) fn workflow_retry(
 }
 
 /// `workflow.unsaved` (warn): run `run` could not be kept in the store (`err`); it is set
-/// back to what the store keeps and read back from there (run `*`: a run a start could not
-/// begin, or a definition the store holds that does not parse).
+/// back to what the store keeps and read back from there. A run a start could not begin is
+/// logged under the id it would have had; run `*` is none: a definition the store holds
+/// that does not parse, the store failing to read runs or starts, or to prune.
 pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
     line!(
         WARN,
