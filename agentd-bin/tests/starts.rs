@@ -156,8 +156,9 @@ async fn subscribe_starts_fire_at_2025_11_25() {
 }
 
 /// A subscribe that fails in a way that may pass is `start.subscribe.fail` (warn), asked
-/// again on the server's schedule; once it goes through, a change starts a run. At
-/// 2025-11-25, where a subscribe is one request (`resources/subscribe`).
+/// again on the server's schedule; once it goes through it is `start.subscribe.armed`, and a
+/// change starts a run. At 2025-11-25, where a subscribe is one request
+/// (`resources/subscribe`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_subscribe_start_is_asked_again() {
     let mut options = Options::default();
@@ -196,6 +197,8 @@ async fn a_failed_subscribe_start_is_asked_again() {
         server.reaching(COUNTER) > 0
     })
     .await;
+    let armed = daemon.wait_for("start.subscribe.armed", Some("ref"));
+    assert_eq!(armed["reason"], "start", "{armed}");
     server.touch(COUNTER).await;
     let run = started(&mut daemon, "changed");
     assert_eq!(run["by"], "start:#0", "{run}");

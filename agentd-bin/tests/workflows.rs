@@ -317,6 +317,9 @@ async fn runs_killed_mid_step_finish_after_the_restart() {
         (&resubscribed["uri"], &resubscribed["reason"]),
         (&json!(COUNTER), &json!("restart"))
     );
+    // Not said parked while its server was still being dialed.
+    let parked_lines: Vec<_> = again.matching("wait.resubscribe.fail", None).collect();
+    assert!(parked_lines.is_empty(), "{parked_lines:?}");
     let done = status_until(&file, &slow, "completed", |r| r["status"] == "completed");
     assert_eq!(done["output"]["structuredContent"]["result"], 42);
     assert_eq!(done["steps"][0]["attempt"], 2);

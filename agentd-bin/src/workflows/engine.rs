@@ -538,16 +538,17 @@ impl Engine {
         let entries = read.map_err(failed)?;
         let more = entries.len() == TAKE_UP_PAGE;
         for entry in entries {
-            if !self.has_room() {
-                self.held = true;
-                return Ok(false);
-            }
             let input = serde_json::from_slice(&entry.bytes).unwrap_or(Value::Null);
             let (id, by) = (new_id(), starts::by(&start.node));
             let from = Some((start, entry.seq));
             match self.start_as(&id, &start.workflow, input, &by, from).await {
                 Ok(_) => {}
                 Err(Error::Store { detail }) => return Err(detail),
+                // Where it stands: taken up again once a run ends.
+                Err(Error::TooManyRuns { .. }) => {
+                    self.held = true;
+                    return Ok(false);
+                }
                 Err(e) => {
                     let (node, workflow) = (&start.node, &start.workflow);
                     let err = format!("start {node:?} of workflow {workflow:?}: {e}");
