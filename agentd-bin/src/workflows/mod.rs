@@ -24,6 +24,7 @@ mod engine;
 mod orders;
 mod owners;
 mod parts;
+mod runs;
 mod starts;
 mod steps;
 mod subscribing;
