@@ -587,4 +587,47 @@ mod engine {
         assert_eq!(alerted[3].input, json!({"id": "e1"}));
         assert_eq!(alerted[3].by, "start:alert");
     }
+
+    /// At its start the engine prunes the runs that ended longer than the retention ago,
+    /// and keeps the others.
+    #[tokio::test]
+    async fn runs_ended_past_the_retention_are_pruned_at_the_start() {
+        use agentd_tools::Error;
+        use agentd_tools::workflow::run::Run;
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let body =
+            json!({"steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+        let definition = Definition::parse("held", &body).unwrap();
+        let now = crate::clock::wall_ms();
+        let day = 24 * 3600 * 1000;
+        for (id, ended) in [("old", now - 8 * day), ("recent", now - 6 * day)] {
+            let mut run = Run::start(
+                id,
+                definition.clone(),
+                json!({}),
+                "op",
+                Limits::default(),
+                0,
+            )
+            .unwrap();
+            run.cancel(ended).unwrap();
+            store.run_save(run.record().clone()).await.unwrap();
+        }
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows = engine_on(store, &server, Vec::new(), &tasks, shutdown).await;
+        let pruned = tokio::time::timeout(Duration::from_secs(20), async {
+            while workflows.status("old").await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        pruned.await.expect("pruned");
+        let old = workflows.status("old").await;
+        assert_eq!(old, Err(Error::UnknownRun { run: "old".into() }));
+        assert!(workflows.status("recent").await.is_ok());
+    }
 }
