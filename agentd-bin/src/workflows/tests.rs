@@ -461,9 +461,10 @@ mod engine {
         }
     }
 
-    /// The inputs' ids of the runs of `workflow`, once there are `n` (20 s at most).
+    /// The inputs' ids of the runs of `workflow`, once there are `n` (60 s at most: a burst
+    /// of hundreds of runs on a loaded machine).
     async fn started_of(workflows: &Workflows, workflow: &str, n: usize) -> Vec<Value> {
-        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+        let waited = tokio::time::timeout(Duration::from_secs(60), async {
             loop {
                 let runs = every_run(workflows).await;
                 let of = runs.iter().filter(|r| r.workflow == workflow);
