@@ -246,4 +246,20 @@ mod enabled {
         let leftovers = std::fs::read_dir(dir.path().join("exec")).unwrap().count();
         assert_eq!(leftovers, 0, "every call's folder removed");
     }
+
+    /// The daemon raises its soft `RLIMIT_NOFILE` past the 66 it was started with (its
+    /// budget here is 68); its commands are given back 66.
+    #[test]
+    fn exec_commands_get_the_descriptor_limit_the_daemon_started_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = config(dir.path(), ENABLED);
+        let _agentd = Daemon::run_after(&file, "ulimit -Sn 66 && exec \"$@\"");
+        until_up(&file);
+        let got = exec(
+            &file,
+            "root",
+            json!({"command": ["sh", "-c", "ulimit -Sn"]}),
+        );
+        assert_eq!(got["stdout"], "66\n", "{got}");
+    }
 }

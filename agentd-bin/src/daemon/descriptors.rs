@@ -12,7 +12,8 @@
 //! hard limit below the budget refuses the start (or the reload) with [`Error::Short`], and so does a raise that fails
 //! ([`Error::NotRaised`]). Turn
 //! workers and subagents dial connections of their own on top of the budget: the room the
-//! raise leaves is theirs.
+//! raise leaves is theirs. `exec`'s commands do not inherit the raise: each is given back
+//! the soft limit the daemon started with.
 
 use nix::errno::Errno;
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
@@ -109,16 +110,19 @@ pub(crate) fn raise(budget: u64, soft: u64, hard: u64) -> Result<Option<u64>, Er
     Ok(Some(to))
 }
 
-/// Makes room for `budget` descriptors: the soft limit raised when it is below it.
-pub(crate) fn reserve(budget: u64) -> Result<(), Error> {
+/// Makes room for `budget` descriptors: the soft limit raised when it is below it. Returns
+/// the soft limit as it was before (`None` when it cannot be read): what the daemon started
+/// with, at the start, which `exec`'s commands are given back.
+pub(crate) fn reserve(budget: u64) -> Result<Option<u64>, Error> {
     // Without the limits (not Linux, or not allowed to read them) there is nothing to hold
     // the budget against.
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
-        return Ok(());
+        return Ok(None);
     };
     reserve_under(budget, soft, hard, |soft, hard| {
         setrlimit(Resource::RLIMIT_NOFILE, soft, hard)
-    })
+    })?;
+    Ok(Some(soft))
 }
 
 /// [`reserve`] under limits `soft` and `hard`, setting them with `set`.

@@ -249,6 +249,9 @@ struct Daemon {
     gate: Arc<Gate>,
     /// The workflows and their runs, across reloads.
     workflows: Workflows,
+    /// The soft `RLIMIT_NOFILE` the daemon started with, before its raise (`None`: not
+    /// known).
+    nofile: Option<u64>,
     /// What the control socket serves: the own tools, the events tools of the current MCP
     /// Events.
     served: watch::Sender<Served>,
@@ -276,7 +279,8 @@ impl Daemon {
     /// Binds the listeners, starts an actor per server (all dialed at once) and MCP Events,
     /// then serves.
     async fn start(config: Config, path: PathBuf) -> Result<Self, StartError> {
-        descriptors::reserve(descriptors::budget(&config)).map_err(StartError::Descriptors)?;
+        let nofile =
+            descriptors::reserve(descriptors::budget(&config)).map_err(StartError::Descriptors)?;
         let model = config.model.as_ref().map(provider).transpose();
         let model = model.map_err(StartError::Model)?;
         let shutdown = CancellationToken::new();
@@ -421,6 +425,7 @@ impl Daemon {
             &metrics,
             &events_degraded,
             (&gate, &instruction, &skills, &subagents, &workflows, &held),
+            nofile,
         );
         workflows.tools(own.clone());
         let (served, current) = watch::channel(Served {
@@ -469,6 +474,7 @@ impl Daemon {
             store,
             gate,
             workflows,
+            nofile,
             served,
             socket,
             _lock: lock,
@@ -745,6 +751,7 @@ impl Daemon {
                 &self.workflows,
                 &self.held,
             ),
+            self.nofile,
         );
         self.workflows.tools(tools.clone());
         self.workflows.configure(
@@ -849,7 +856,8 @@ type Agentry<'a> = (
 );
 
 /// The own tools of `config` over `store` and the agent's parts (asking people through
-/// `gate`), their waits ending at `shutdown`.
+/// `gate`), their waits ending at `shutdown`; `exec`'s commands given back the soft
+/// `RLIMIT_NOFILE` of `nofile`.
 fn own_tools(
     config: &Config,
     store: &Store,
@@ -857,6 +865,7 @@ fn own_tools(
     metrics: &Arc<Metrics>,
     events_degraded: &Arc<AtomicBool>,
     (gate, instruction, skills, subagents, workflows, held): Agentry<'_>,
+    nofile: Option<u64>,
 ) -> Arc<Own> {
     Arc::new(Own::new(
         store.clone(),
@@ -871,6 +880,7 @@ fn own_tools(
             subagents: subagents.clone(),
             workflows: workflows.clone(),
             servers: Arc::new(held.clone()),
+            nofile,
         },
     ))
 }

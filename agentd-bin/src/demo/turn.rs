@@ -133,6 +133,7 @@ async fn turn(
         subagents: subagents.map_err(DemoTurnError::Store)?,
         workflows: workflows::Workflows::start(runs, tasks, shutdown.clone()),
         servers: Arc::new(workflows::NoServers),
+        nofile: None,
     };
     let own = Own::new(
         store.clone(),

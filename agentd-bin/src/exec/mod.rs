@@ -15,6 +15,8 @@
 //!   the same user: the environment the daemon was started with does not reach them.
 //! - **How many.** At most the policy's `concurrency` calls run at once; one past it is
 //!   refused (`cannot_start`).
+//! - **Its limits.** The daemon raises its own soft `RLIMIT_NOFILE` (`daemon::descriptors`);
+//!   a command is given back the soft limit the daemon started with.
 //! - **Its input.** The call's `stdin`, then end of file; none: `/dev/null`.
 //! - **Its time.** The call's `timeout`, else the policy's default; one past the policy's
 //!   maximum is refused (`invalid_arguments`, rule `maximum`). The command leads a process
@@ -28,6 +30,7 @@
 //!   bytes kept and the rest dropped (`truncated`), so a command writing more never blocks.
 
 mod capture;
+mod limits;
 #[cfg(test)]
 mod tests;
 
@@ -49,6 +52,7 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio::time::Instant;
 
 use self::capture::Capture;
+use self::limits::Limits;
 use crate::config::security;
 
 /// The folder under the store the calls' folders are made in.
@@ -71,16 +75,20 @@ pub(crate) struct Runner {
     root: PathBuf,
     /// A permit for each call that may run now.
     running: Arc<Semaphore>,
+    /// The limits each command starts under.
+    limits: Limits,
 }
 
 impl Runner {
-    /// The runner of `policy` for the store in `store`; makes the daemon not dumpable, as
-    /// the module says.
-    pub(crate) fn new(store: &Path, policy: security::Exec) -> Self {
+    /// The runner of `policy` for the store in `store`, its commands given back the soft
+    /// `RLIMIT_NOFILE` of `nofile` (`None`: they keep the daemon's); makes the daemon not
+    /// dumpable, as the module says.
+    pub(crate) fn new(store: &Path, policy: security::Exec, nofile: Option<u64>) -> Self {
         // It fails only for an attribute Linux does not know.
         let _ = nix::sys::prctl::set_dumpable(false);
         Self {
             running: Arc::new(Semaphore::new(policy.concurrency)),
+            limits: Limits { nofile },
             policy,
             root: store.join(FOLDER),
         }
@@ -129,6 +137,7 @@ impl Runner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        self.limits.apply(&mut spawn);
         let started = Instant::now();
         let mut child = match spawn.spawn() {
             Ok(child) => child,

@@ -23,7 +23,7 @@ fn runner(output_max: usize) -> (Runner, tempfile::TempDir) {
 /// A runner of `policy` over a fresh store.
 fn policy_runner(policy: security::Exec) -> (Runner, tempfile::TempDir) {
     let store = tempfile::tempdir().unwrap();
-    (Runner::new(store.path(), policy), store)
+    (Runner::new(store.path(), policy, None), store)
 }
 
 /// Whether the calls' folders under `store` are all gone.
@@ -327,4 +327,19 @@ async fn exec_closes_the_daemon_s_process_files_to_its_commands() {
     let got = ran(&runner, &["sh", "-c", "cat /proc/$PPID/environ"]).await;
     assert_ne!(got.exit, Exit::Code(0), "{got:?}");
     assert!(got.stdout.bytes.is_empty(), "{got:?}");
+}
+
+#[tokio::test]
+async fn exec_gives_commands_back_the_descriptor_limit_it_was_given() {
+    use nix::sys::resource::{Resource, getrlimit};
+    let (soft, _) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    let given = (soft / 2).max(32);
+    let store = tempfile::tempdir().unwrap();
+    let given_back = Runner::new(store.path(), security::Exec::default(), Some(given));
+    let got = ran(&given_back, &["sh", "-c", "ulimit -Sn"]).await;
+    assert_eq!(text(&got.stdout), format!("{given}\n"), "{got:?}");
+    // None: the daemon's own.
+    let (runner, _store) = runner(1024);
+    let got = ran(&runner, &["sh", "-c", "ulimit -Sn"]).await;
+    assert_eq!(text(&got.stdout), format!("{soft}\n"), "{got:?}");
 }

@@ -62,6 +62,13 @@ pub(crate) struct Parts {
     pub(crate) workflows: Workflows,
     /// The held servers, as the supervisor's tool registry reaches them.
     pub(crate) servers: Arc<dyn workflows::Servers>,
+    /// The soft `RLIMIT_NOFILE` `exec`'s commands are given back: the one the daemon
+    /// started with (`None`: they keep the daemon's).
+    #[cfg_attr(
+        not(feature = "exec"),
+        allow(dead_code, reason = "only exec's commands are given it")
+    )]
+    pub(crate) nofile: Option<u64>,
 }
 
 /// The own tools of the daemon, offered as `[tools.grants]` says: every call logged and
@@ -112,7 +119,7 @@ impl Own {
             exec: config
                 .exec
                 .clone()
-                .map(|policy| crate::exec::Runner::new(&config.store_path, policy)),
+                .map(|policy| crate::exec::Runner::new(&config.store_path, policy, parts.nofile)),
         };
         Self {
             tools: Tools::new(durable, config.tool_grants.clone()),

@@ -31,6 +31,7 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
         subagents: Subagents::start(store.clone()).await.unwrap(),
         workflows: Workflows::start(setup, &tasks, shutdown.clone()),
         servers: Arc::new(workflows::NoServers),
+        nofile: None,
     }
 }
 
