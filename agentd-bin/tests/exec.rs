@@ -262,4 +262,26 @@ mod enabled {
         );
         assert_eq!(got["stdout"], "66\n", "{got}");
     }
+
+    /// A file of `file_max` bytes is written; one byte past it ends the writer with
+    /// `SIGXFSZ`, which the answer says.
+    #[test]
+    fn exec_commands_write_files_up_to_file_max() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = config(dir.path(), &format!("{ENABLED}file_max = 4096\n"));
+        let _agentd = daemon(&file);
+        let dd = |bs: &str| json!({"command": ["dd", "if=/dev/zero", "of=f", "count=1", bs]});
+        let at = exec(&file, "root", dd("bs=4096"));
+        assert_eq!(
+            (&at["exit_code"], &at["signal"]),
+            (&json!(0), &Value::Null),
+            "{at}"
+        );
+        let past = exec(&file, "root", dd("bs=4097"));
+        assert_eq!(
+            (&past["exit_code"], &past["signal"]),
+            (&Value::Null, &json!(25)),
+            "{past}"
+        );
+    }
 }

@@ -52,6 +52,7 @@ pub(super) struct ExecFile {
     pub(super) timeout: Option<Spanned<String>>,
     pub(super) timeout_max: Option<Spanned<String>>,
     pub(super) output_max: Option<Spanned<u64>>,
+    pub(super) file_max: Option<Spanned<u64>>,
     pub(super) concurrency: Option<Spanned<u64>>,
     pub(super) path: Option<Spanned<String>>,
 }

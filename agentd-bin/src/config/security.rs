@@ -6,6 +6,7 @@
 //! timeout = "60s"      # a call that names no timeout
 //! timeout_max = "10m"  # the longest a call may name; past it the call is refused
 //! output_max = 32768   # bytes kept of each of stdout and stderr (at most 64 KiB)
+//! file_max = 16777216  # the largest file a command may write (at most 1 GiB)
 //! concurrency = 4      # calls running at once; one past it is refused (at most 64)
 //! path = "/usr/local/bin:/usr/bin:/bin"  # where a program without a slash is looked for
 //! ```
@@ -31,6 +32,10 @@ pub(crate) const OUTPUT_MAX: usize = 32 * 1024;
 /// The most `security.exec.output_max` may be: the answer's bound
 /// ([`agentd_tools::exec::ANSWER_MAX`], 64 KiB), past which nothing more would reach it.
 pub(crate) const OUTPUT_LIMIT: usize = agentd_tools::exec::ANSWER_MAX;
+/// `security.exec.file_max` when the file says nothing: 16 MiB.
+pub(crate) const FILE_MAX: u64 = 16 * 1024 * 1024;
+/// The most `security.exec.file_max` may be: 1 GiB.
+pub(crate) const FILE_LIMIT: u64 = 1024 * 1024 * 1024;
 /// `security.exec.concurrency` when the file says nothing.
 pub(crate) const CONCURRENCY: usize = 4;
 /// The most `security.exec.concurrency` may be.
@@ -48,6 +53,10 @@ pub(crate) struct Exec {
     /// The bytes kept of each of a command's stdout and stderr (`output_max`,
     /// [`OUTPUT_MAX`]).
     pub(crate) output_max: usize,
+    /// The largest file a command may write, in bytes (`file_max`, [`FILE_MAX`]): its
+    /// `RLIMIT_FSIZE`, soft and hard. A write past it ends the command with `SIGXFSZ`, or
+    /// fails with `EFBIG` when the command ignores that signal.
+    pub(crate) file_max: u64,
     /// The most calls running at once (`concurrency`, [`CONCURRENCY`]); one past it is
     /// refused.
     pub(crate) concurrency: usize,
@@ -62,6 +71,7 @@ impl Default for Exec {
             timeout: TIMEOUT,
             timeout_max: TIMEOUT_MAX,
             output_max: OUTPUT_MAX,
+            file_max: FILE_MAX,
             concurrency: CONCURRENCY,
             path: PATH.to_owned(),
         }
@@ -101,6 +111,15 @@ pub(super) fn exec(
             _ => {
                 let message = format!("must be 1 to {OUTPUT_LIMIT} bytes");
                 return Err(at(Some(max.span()), "security.exec.output_max", message));
+            }
+        };
+    }
+    if let Some(max) = &e.file_max {
+        policy.file_max = match *max.get_ref() {
+            bytes @ 1..=FILE_LIMIT => bytes,
+            _ => {
+                let message = format!("must be 1 to {FILE_LIMIT} bytes");
+                return Err(at(Some(max.span()), "security.exec.file_max", message));
             }
         };
     }

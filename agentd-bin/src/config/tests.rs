@@ -602,8 +602,10 @@ fn exec_is_off_unless_enabled_and_its_policy_has_defaults() {
         )
     );
     assert_eq!(policy.path, "/usr/local/bin:/usr/bin:/bin");
+    assert_eq!(policy.file_max, 16 * 1024 * 1024);
     let on = "[security.exec]\nenabled = true\ntimeout = \"5s\"\ntimeout_max = \"1m\"\n\
-              output_max = 4096\nconcurrency = 2\npath = \"/opt/bin:/bin\"\n";
+              output_max = 4096\nconcurrency = 2\npath = \"/opt/bin:/bin\"\n\
+              file_max = 1024\n";
     match parse("agentd.toml", on, &env) {
         Ok(c) if cfg!(feature = "exec") => {
             let exec = c.exec.unwrap();
@@ -617,6 +619,7 @@ fn exec_is_off_unless_enabled_and_its_policy_has_defaults() {
                 (Duration::from_secs(5), Duration::from_secs(60), 4096, 2)
             );
             assert_eq!(exec.path, "/opt/bin:/bin");
+            assert_eq!(exec.file_max, 1024);
         }
         Err(e) if !cfg!(feature = "exec") => {
             assert_eq!((e.key.as_str(), e.line), ("security.exec.enabled", 2));
@@ -643,6 +646,14 @@ fn exec_policy_errors_are_named_even_when_disabled() {
         "security.exec.output_max"
     );
     let at_limit = format!("[security.exec]\noutput_max = {limit}\ntimeout = \"10m\"\n");
+    assert!(parse("agentd.toml", &at_limit, &env).is_ok());
+    assert_eq!(key("file_max = 0"), "security.exec.file_max");
+    let limit = security::FILE_LIMIT;
+    assert_eq!(
+        key(&format!("file_max = {}", limit + 1)),
+        "security.exec.file_max"
+    );
+    let at_limit = format!("[security.exec]\nfile_max = {limit}\n");
     assert!(parse("agentd.toml", &at_limit, &env).is_ok());
     assert_eq!(key("concurrency = 0"), "security.exec.concurrency");
     let limit = security::CONCURRENCY_LIMIT;

@@ -9,6 +9,9 @@ pub(super) struct Limits {
     /// The soft `RLIMIT_NOFILE` it is given back (the one the daemon started with, which
     /// the daemon raised for itself); `None`: it keeps the daemon's.
     pub(super) nofile: Option<u64>,
+    /// `RLIMIT_FSIZE`, soft and hard: the largest file it may write (`file_max`), or the
+    /// daemon's hard limit when that is lower.
+    pub(super) file_max: u64,
 }
 
 impl Limits {
@@ -32,6 +35,8 @@ impl Limits {
             let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
             setrlimit(Resource::RLIMIT_NOFILE, soft.min(hard), hard)?;
         }
-        Ok(())
+        let (_, hard) = getrlimit(Resource::RLIMIT_FSIZE)?;
+        let max = self.file_max.min(hard);
+        setrlimit(Resource::RLIMIT_FSIZE, max, max)
     }
 }

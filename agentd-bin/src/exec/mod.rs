@@ -16,7 +16,10 @@
 //! - **How many.** At most the policy's `concurrency` calls run at once; one past it is
 //!   refused (`cannot_start`).
 //! - **Its limits.** The daemon raises its own soft `RLIMIT_NOFILE` (`daemon::descriptors`);
-//!   a command is given back the soft limit the daemon started with.
+//!   a command is given back the soft limit the daemon started with. The largest file it may
+//!   write is the policy's `file_max` (`RLIMIT_FSIZE`, soft and hard, so that it cannot
+//!   raise it): a write past it ends it with `SIGXFSZ` (its answer's signal, 25), or fails
+//!   with `EFBIG` when it ignores that signal.
 //! - **Its input.** The call's `stdin`, then end of file; none: `/dev/null`.
 //! - **Its time.** The call's `timeout`, else the policy's default; one past the policy's
 //!   maximum is refused (`invalid_arguments`, rule `maximum`). The command leads a process
@@ -88,7 +91,10 @@ impl Runner {
         let _ = nix::sys::prctl::set_dumpable(false);
         Self {
             running: Arc::new(Semaphore::new(policy.concurrency)),
-            limits: Limits { nofile },
+            limits: Limits {
+                nofile,
+                file_max: policy.file_max,
+            },
             policy,
             root: store.join(FOLDER),
         }

@@ -343,3 +343,40 @@ async fn exec_gives_commands_back_the_descriptor_limit_it_was_given() {
     let got = ran(&runner, &["sh", "-c", "ulimit -Sn"]).await;
     assert_eq!(text(&got.stdout), format!("{soft}\n"), "{got:?}");
 }
+
+#[tokio::test]
+async fn exec_commands_write_files_up_to_file_max() {
+    let (runner, _store) = policy_runner(security::Exec {
+        file_max: 4096,
+        ..security::Exec::default()
+    });
+    let dd = |bytes: &str| {
+        ["dd", "if=/dev/zero", "of=f", "count=1"]
+            .map(str::to_owned)
+            .into_iter()
+            .chain([format!("bs={bytes}")])
+            .collect::<Vec<_>>()
+    };
+    let at = runner
+        .command_until(Command::new(dd("4096")), pending())
+        .await
+        .unwrap();
+    assert_eq!(at.exit, Exit::Code(0), "{at:?}");
+    let past = runner
+        .command_until(Command::new(dd("4097")), pending())
+        .await
+        .unwrap();
+    assert_eq!(past.exit, Exit::Signal(Signal::SIGXFSZ as i32), "{past:?}");
+    // One that ignores the signal is told EFBIG, and ends as it chooses.
+    let ignored = [
+        "sh",
+        "-c",
+        "trap '' XFSZ; dd if=/dev/zero of=f bs=4097 count=1",
+    ];
+    let got = ran(&runner, &ignored).await;
+    assert_eq!(got.exit, Exit::Code(1), "{got:?}");
+    assert!(text(&got.stderr).contains("File too large"), "{got:?}");
+    // The command cannot raise it.
+    let got = ran(&runner, &["sh", "-c", "ulimit -f unlimited"]).await;
+    assert_ne!(got.exit, Exit::Code(0), "{got:?}");
+}
