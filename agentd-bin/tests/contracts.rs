@@ -2,7 +2,8 @@
 //! contract implemented by `[knowledge] server`, called by an operator and by a workflow
 //! `tool` step, and a workflow step naming a server's tool (`ref/add`), each call carrying
 //! `agent/acting_for` and `agent/labels` as the reference server received them, in both
-//! eras, a run fired by a subscribe start acting for the instance on its own, and `exec`
+//! eras, a run fired by a subscribe start, and at 2026-07-28 one fired by an MCP Events
+//! occurrence, acting for the instance on its own, and `exec`
 //! mapped to a server's tool; a registry name no server or catalogue has fails its run with
 //! a typed error; the contract tools nothing implements are not offered and `agentd tool
 //! list` says why; a subagent refused a mapped `code.run`, nothing reaching the server; a
@@ -130,6 +131,18 @@ name = "ref/add"
 arguments = { a = 1, b = 1 }
 
 [[workflows]]
+name = "ticketed"
+labels = { flow = "ticket" }
+[[workflows.starts]]
+id = "ticket"
+event = { stream = "tickets" }
+[[workflows.steps]]
+id = "sum"
+type = "tool"
+name = "ref/add"
+arguments = { a = 2, b = 2 }
+
+[[workflows]]
 name = "typo"
 [[workflows.steps]]
 id = "t"
@@ -155,13 +168,23 @@ fn config(dir: &Path, url: &str, rest: &str) -> TempFile {
     ))
 }
 
+/// The registry's calls against the reference server of `options`; with MCP Events
+/// (`options.events`), a run an occurrence started too.
 async fn registry(options: Options) {
+    let events = options.events;
     let server = ReferenceServer::start(options).await;
     for name in ["knowledge.search", "knowledge.get", "knowledge.list", "run"] {
         server.add_tool(name).await;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = config(dir.path(), &server.url(), LOOKUP);
+    let binding = "[[events.bindings]]\nserver = \"ref\"\nevent = \"ticket.created\"\n\
+                   into = \"tickets\"\narguments = { project = \"ops\" }\n";
+    let rest = if events {
+        format!("{binding}{LOOKUP}")
+    } else {
+        LOOKUP.to_owned()
+    };
+    let file = config(dir.path(), &server.url(), &rest);
     let mut daemon = Daemon::run(&file);
     until_up(&file);
 
@@ -257,6 +280,26 @@ async fn registry(options: Options) {
     assert_eq!(meta["agent/idempotency_key"], format!("{run}:sum"));
     let done = ended(&file, run);
     assert_eq!(done["by"], "start:counter", "{done}");
+
+    // So does a run an MCP Events occurrence appended to its stream started.
+    if events {
+        daemon.wait_for("mcp.events.armed", Some("ref"));
+        server.emit("ticket.created", json!({"id": 1}));
+        until("the event's run's call", || calls(&server).len() >= 6).await;
+        let meta = &calls(&server)[5];
+        assert_eq!(
+            meta["agent/acting_for"],
+            json!({"principal": "agent:kb-agent", "autonomous": true})
+        );
+        assert_eq!(
+            meta["agent/labels"],
+            json!({"team": "ops", "tier": "gold", "flow": "ticket"})
+        );
+        let run = meta["agent/run_id"].as_str().unwrap();
+        assert_eq!(meta["agent/idempotency_key"], format!("{run}:sum"));
+        let done = ended(&file, run);
+        assert_eq!(done["by"], "start:ticket", "{done}");
+    }
     assert!(daemon.terminate().success());
 }
 
@@ -264,6 +307,7 @@ async fn registry(options: Options) {
 async fn registry_calls_say_who_and_what_for_at_2026_07_28() {
     let mut options = Options::default();
     options.legacy = false;
+    options.events = true;
     registry(options).await;
 }
 
