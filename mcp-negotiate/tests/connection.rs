@@ -1845,6 +1845,42 @@ async fn a_legacy_call_given_up_silent_notifies_the_server() {
     assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
 }
 
+/// A 2026-07-28 call given up at the connection's silence bound while its answer streams:
+/// its stream is closed, which the server sees when it next writes to it (the reference's
+/// `slow` records it), and nothing is sent to tell it.
+#[tokio::test(start_paused = true)]
+async fn a_modern_call_given_up_silent_closes_its_stream() {
+    let server = server_in(Era::Modern).await;
+    let mut config = Config::default();
+    config.silence = Duration::from_millis(300);
+    let connection = connect_with(&server.url(), config, supervisor_kind())
+        .await
+        .unwrap();
+    // Its answer's head comes at once; its first progress a second later, past the bound.
+    let slow = connection.call_tool_with(
+        "slow",
+        args(json!({"steps": 3, "delay_ms": 1000})),
+        None,
+        |_| {},
+    );
+    let slow = within(300, "the call", slow).await;
+    assert!(
+        matches!(
+            slow,
+            Err(Error::Transport(mcp_transport::Error::Silent { .. }))
+        ),
+        "{slow:?}"
+    );
+    let sent = calls_of(&server, "slow").pop().expect("the call was sent");
+    bounded("the stream seen closed", async {
+        while !server.abandoned().contains(&sent.body["id"]) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(requests(&server, "notifications/cancelled").is_empty());
+}
+
 /// A legacy call abandoned while the client answers its server's elicitation: the answer's
 /// task ends with the call, and the person is asked no more.
 #[tokio::test(start_paused = true)]
