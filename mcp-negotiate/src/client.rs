@@ -723,12 +723,9 @@ impl Client {
             call = call => match call {
                 Ok(call) => call,
                 Err(e) => {
-                    // Given up at the silence bound before its answer began: a legacy
-                    // server is told, as of a cancel (a 2026-07-28 one saw the stream close).
-                    if let (Link::Legacy(transport), Error::Transport(TransportError::Silent { .. })) =
-                        (&current.dialed.link, &e)
-                    {
-                        transport.cancel(sent, Some(SILENT.into()));
+                    // Given up at the silence bound before its answer began.
+                    if matches!(e, Error::Transport(TransportError::Silent { .. })) {
+                        told_silent(&current.dialed.link, sent);
                     }
                     return Err(e);
                 }
@@ -758,8 +755,9 @@ impl Client {
         };
         match read {
             Some(Err(e @ TransportError::Silent { .. })) => {
-                // Given up at the silence bound mid-answer: told as a cancel is.
-                call.cancel(Some(SILENT.into()));
+                // Given up at the silence bound mid-answer (the call is over on its side, so
+                // the server is told through the link).
+                told_silent(&current.dialed.link, sent);
                 Err(e.into())
             }
             Some(read) => Ok(read?),
@@ -802,6 +800,14 @@ fn encode<P: Serialize>(
 ) -> Result<(), Error> {
     encode_request(body, id, method_name, Some(&WithMeta { params, meta }))
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))
+}
+
+/// Tells a legacy server of a request given up at the silence bound, as of a cancel; a
+/// 2026-07-28 one saw the request's stream close.
+fn told_silent(link: &Link, id: mcp_wire::RequestId) {
+    if let Link::Legacy(transport) = link {
+        transport.cancel(id, Some(SILENT.into()));
+    }
 }
 
 /// A signal that never comes.

@@ -1881,6 +1881,30 @@ async fn a_modern_call_given_up_silent_closes_its_stream() {
     assert!(requests(&server, "notifications/cancelled").is_empty());
 }
 
+/// A legacy call given up at the silence bound after its answer's stream began (the
+/// priming event and a ping came, then nothing): the server is told, with the call's id.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_call_silent_mid_answer_notifies_the_server() {
+    let server = server_in(Era::Legacy).await;
+    let connection = connect(&server, Era::Legacy, supervisor_kind()).await;
+    let quiet = args(json!({"steps": 1, "delay_ms": 600_000}));
+    let counted = connection.call_tool_with("slow", quiet, None, |_: Notice| {});
+    let counted = tokio::time::timeout(Duration::from_secs(300), counted)
+        .await
+        .expect("the call ends");
+    assert!(
+        matches!(
+            counted,
+            Err(Error::Transport(mcp_transport::Error::Silent { .. }))
+        ),
+        "{counted:?}"
+    );
+    let call = calls_of(&server, "slow").pop().expect("the call was sent");
+    let cancelled = told(&server).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
+}
+
 /// A legacy call abandoned while the client answers its server's elicitation: the answer's
 /// task ends with the call, and the person is asked no more.
 #[tokio::test(start_paused = true)]
