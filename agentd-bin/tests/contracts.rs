@@ -473,9 +473,10 @@ type = "agent"
 prompt = "Run the tests."
 "#;
 
-/// A subagent (a workflow's `agent` step) is not offered `code.run`, mapped though it is: its
-/// model's call of it is refused and reaches no server, and an operator's call as a
-/// subagent is refused `not_granted`.
+/// A subagent (a workflow's `agent` step) is not offered `code.run`, mapped though it is, nor
+/// the server's tool it is mapped to (its other tools are): its model's call of it is
+/// refused and reaches no server, and an operator's call as a subagent is refused
+/// `not_granted`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_is_refused_a_mapped_code_run() {
     let server = ReferenceServer::start(Options::default()).await;
@@ -514,10 +515,10 @@ async fn a_subagent_is_refused_a_mapped_code_run() {
         .cloned()
         .unwrap_or_default();
     let names: Vec<&Value> = functions.iter().map(|t| &t["function"]["name"]).collect();
-    assert!(
-        !names.is_empty() && !names.contains(&&json!("code_run")),
-        "{names:?}"
-    );
+    assert!(names.contains(&&json!("ref__add")), "{names:?}");
+    for withheld in ["code_run", "ref__run"] {
+        assert!(!names.contains(&&json!(withheld)), "{names:?}");
+    }
     let shown = asked[1].body["messages"].as_array().unwrap();
     let result = shown.iter().find(|m| m["role"] == "tool").unwrap();
     let said = result["content"].as_str().unwrap();

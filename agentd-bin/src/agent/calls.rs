@@ -63,6 +63,14 @@ pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
     /// The tools offered to `scope`.
     fn granted(&self, scope: Scope) -> Vec<&'static Tool>;
 
+    /// Whether the tool `tool` of `server` is kept from `scope`'s offer: it implements a
+    /// contract tool not granted to `scope`, and calling it would get round the grant.
+    /// Nothing is by default.
+    fn withholds(&self, scope: Scope, server: &str, tool: &str) -> bool {
+        let _ = (scope, server, tool);
+        false
+    }
+
     /// Records `answer`, of a call of `tool` by `caller` answered besides these tools (a
     /// subagent's `resource.read`), as these tools record theirs. Nothing by default.
     fn told(

@@ -133,9 +133,12 @@ impl Ready {
     /// `setup` and its offer; the collisions not in `before` are logged.
     fn new(setup: Setup, before: &[Collision]) -> Self {
         let own = setup.own.granted(Scope::Root).into_iter();
-        let servers = setup.servers.iter();
-        let (offer, collisions) =
-            Offer::new(own, servers.map(|(n, h)| (n.as_str(), h.catalog.tools())));
+        let served = setup.servers.iter().flat_map(|(server, held)| {
+            let tools = held.catalog.tools().iter();
+            tools.map(move |t| (server.as_str(), t))
+        });
+        let served = served.filter(|(s, t)| !setup.own.withholds(Scope::Root, s, &t.name));
+        let (offer, collisions) = Offer::new(own, served);
         for c in collisions.iter().filter(|c| !before.contains(c)) {
             let (server, tool) = (c.origin.server(), c.origin.tool());
             own::tool_name_collision(&setup.instance, server, tool, &c.wanted, &c.name);

@@ -93,30 +93,29 @@ pub(crate) struct Offered {
 }
 
 impl Offer {
-    /// The offer of agentd's own tools `own` (in the catalogue's order) and the tools of each
-    /// server of `servers` as listed (servers by name), and the collisions of their names.
+    /// The offer of agentd's own tools `own` (in the catalogue's order) and the servers'
+    /// tools `served`, each with its server (servers by name, each's tools as listed), and
+    /// the collisions of their names.
     pub(crate) fn new<'t, 's>(
         own: impl IntoIterator<Item = &'t agentd_tools::Tool>,
-        servers: impl IntoIterator<Item = (&'s str, &'s [Tool])>,
+        served: impl IntoIterator<Item = (&'s str, &'s Tool)>,
     ) -> (Self, Vec<Collision>) {
         let own = own.into_iter().map(|t| Offered {
             origin: Origin::Own(t.name.to_owned()),
             description: t.does.to_owned(),
             parameters: t.input_schema.clone(),
         });
-        let served = servers.into_iter().flat_map(|(server, tools)| {
-            tools.iter().map(move |t| Offered {
-                origin: Origin::Server {
-                    server: server.to_owned(),
-                    tool: t.name.clone(),
-                },
-                description: t.description.clone().unwrap_or_default(),
-                // A schema that is no JSON object takes anything.
-                parameters: serde_json::from_str(t.input_schema.get())
-                    .ok()
-                    .filter(Value::is_object)
-                    .unwrap_or_else(|| json!({"type": "object"})),
-            })
+        let served = served.into_iter().map(|(server, t)| Offered {
+            origin: Origin::Server {
+                server: server.to_owned(),
+                tool: t.name.clone(),
+            },
+            description: t.description.clone().unwrap_or_default(),
+            // A schema that is no JSON object takes anything.
+            parameters: serde_json::from_str(t.input_schema.get())
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"type": "object"})),
         });
         Self::of(own.chain(served))
     }
@@ -359,8 +358,9 @@ mod tests {
              "inputSchema": {"type": "object", "required": ["a"]}},
             {"name": "odd", "inputSchema": true},
         ]));
-        let servers = [("alpha", alpha.as_slice()), ("zeta", zeta.as_slice())];
-        let (offer, collisions) = Offer::new([set, list], servers);
+        let alpha = alpha.iter().map(|t| ("alpha", t));
+        let (offer, collisions) =
+            Offer::new([set, list], alpha.chain(zeta.iter().map(|t| ("zeta", t))));
         assert_eq!(
             names(&offer),
             [

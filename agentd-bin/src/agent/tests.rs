@@ -111,7 +111,10 @@ async fn bench_asking(legacy: bool, elicitors: workers::Elicitors) -> Bench {
     workers.follow(&BTreeMap::from([("s".to_owned(), followed)]));
     let tools = Tools::new(InMemory::new("t"), Grants::default());
     let catalog = supervisor.catalog();
-    let (offer, collisions) = Offer::new(tools.offered(Scope::Root), [("s", catalog.tools())]);
+    let (offer, collisions) = Offer::new(
+        tools.offered(Scope::Root),
+        catalog.tools().iter().map(|t| ("s", t)),
+    );
     assert!(collisions.is_empty());
     let skills = Skills::start(
         "t",

@@ -69,6 +69,19 @@ impl Contracts {
             _ => Err(format!("only a mapping implements it, and there is {map}")),
         }
     }
+
+    /// The contract tools the tool `tool` of `server` implements.
+    pub(crate) fn implemented_by<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+    ) -> impl Iterator<Item = &'static str> + 'a {
+        let of = move |m: &Mapping| m.server == server && m.tool == tool;
+        self.mapped
+            .iter()
+            .filter(move |(_, m)| of(m))
+            .map(|(c, _)| *c)
+    }
 }
 
 /// Checks `[knowledge]`, `[search]` and `[contracts.map]` against the configured `servers`,

@@ -635,6 +635,12 @@ impl OwnTools for Own {
         Self::granted(self, scope).collect()
     }
 
+    fn withholds(&self, scope: Scope, server: &str, tool: &str) -> bool {
+        let grants = self.tools.grants();
+        let mut implemented = self.contracts.implemented_by(server, tool);
+        implemented.any(|contract| !grants.offers(scope, contract))
+    }
+
     fn told(&self, caller: &Caller, tool: &'static Tool, answer: &Result<Value, Error>) {
         self.record(caller, tool.name, answer);
     }
@@ -653,10 +659,19 @@ impl workflows::Tools for Own {
     ) -> Boxed<'a, Result<Value, Error>> {
         match contract::registry_tool(name) {
             Some((server, tool)) => Box::pin(async move {
-                let answer = self
-                    .registry
-                    .call(caller, None, server, tool, arguments, stop);
-                self.told(caller, name, answer.await)
+                let answer = match OwnTools::withholds(self, caller.scope, server, tool) {
+                    true => Err(Error::NotGranted {
+                        tool: name.to_owned(),
+                        scope: Some(caller.scope),
+                    }),
+                    false => {
+                        let called = self
+                            .registry
+                            .call(caller, None, server, tool, arguments, stop);
+                        called.await
+                    }
+                };
+                self.told(caller, name, answer)
             }),
             None => Box::pin(async move {
                 tokio::select! {

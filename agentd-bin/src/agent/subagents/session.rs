@@ -198,11 +198,12 @@ impl Session {
         let own = self.own.granted(Scope::Subagent).into_iter();
         let own = own.filter(|t| narrowing.is_none_or(|n| n.offers(Scope::Subagent, t.name)));
         let reads = (!self.resourceful.is_empty()).then(resource::tool);
-        let servers = self.servers.iter().filter_map(|s| {
-            let catalog = self.catalogs.get(s)?;
-            Some((s.as_str(), catalog.tools()))
+        let served = self.servers.iter().flat_map(|s| {
+            let tools = self.catalogs.get(s).map(|c| c.tools()).unwrap_or_default();
+            tools.iter().map(move |t| (s.as_str(), t))
         });
-        let (offer, collisions) = Offer::new(own.chain(reads), servers);
+        let served = served.filter(|(s, t)| !self.own.withholds(Scope::Subagent, s, &t.name));
+        let (offer, collisions) = Offer::new(own.chain(reads), served);
         for c in collisions.iter().filter(|c| !self.collisions.contains(c)) {
             let (server, tool) = (c.origin.server(), c.origin.tool());
             own::tool_name_collision(&self.instance, server, tool, &c.wanted, &c.name);
