@@ -23,8 +23,10 @@
 //! The principal of a caller: the operator (`agentd tool call`, `agentd workflow run`:
 //! `operator`), a conversation (`conversation:<id>`, whoever speaks in it). A run's principal
 //! is the one of whoever started it (its `by`), followed through the runs that started runs
-//! (at most [`RUNS_FOLLOWED`]); a run started by a start (`start:…`), a subagent's call and
-//! anything else acts for the instance's autonomous identity, named after `instance`.
+//! (at most [`RUNS_FOLLOWED`]); a subagent acts for whoever ran it (its parent, followed the
+//! same way), with the labels of the first run on the way; a run started by a start
+//! (`start:…`) and anything else act for the instance's autonomous identity, named after
+//! `instance`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
