@@ -139,8 +139,9 @@ impl Registry {
     /// not connected within its timeout, `unknown_tool` (named `server/tool`) when its
     /// catalogue has no such tool; `server` when the call fails (its server silent for
     /// the connection timeout among the ways), `tool_error` when the result has `isError`
-    /// (its text the detail). The call is cancelled on the wire when `stop` completes first
-    /// (`server`, "cancelled") or its server stays silent.
+    /// (its text the detail). `stop` ends it wherever it is (`cut`): the waits for the
+    /// connection and the caller's run, or the call, then cancelled on the wire as it is
+    /// when its server stays silent.
     pub(crate) async fn call(
         &self,
         caller: &Caller,
@@ -170,18 +171,31 @@ impl Registry {
         let not_connected = || Error::NotConnected {
             server: server.to_owned(),
         };
-        let connection = tokio::time::timeout(reached.timeout, self.servers.connection(server));
-        let client = connection.await.map_err(|_| not_connected())?;
-        // Configured, yet not held (its connection was never made): not connected.
-        let client = client.ok_or_else(not_connected)?;
-        if !client.catalog().tools().iter().any(|t| t.name == tool) {
-            return Err(Error::UnknownTool {
-                tool: format!("{server}/{tool}"),
-            });
-        }
-        let work = match turn {
-            Some(turn) => self.in_turn(caller, turn).await?,
-            None => self.work(caller).await?,
+        let cut = || Error::Cut {
+            tool: format!("{server}/{tool}"),
+        };
+        let held = async {
+            let connection = tokio::time::timeout(reached.timeout, self.servers.connection(server));
+            let client = connection.await.map_err(|_| not_connected())?;
+            // Configured, yet not held (its connection was never made): not connected.
+            let client = client.ok_or_else(not_connected)?;
+            if !client.catalog().tools().iter().any(|t| t.name == tool) {
+                return Err(Error::UnknownTool {
+                    tool: format!("{server}/{tool}"),
+                });
+            }
+            let work = match turn {
+                Some(turn) => self.in_turn(caller, turn).await?,
+                None => self.work(caller).await?,
+            };
+            Ok((client, work))
+        };
+        // Cut before the request is sent, there is nothing to cancel.
+        let mut stop = std::pin::pin!(stop);
+        let (client, work) = tokio::select! {
+            biased;
+            held = held => held?,
+            () = stop.as_mut() => return Err(cut()),
         };
         let meta = self.meta(server, &work).to_meta();
         let failed = |detail: String| Error::Server {
@@ -191,7 +205,10 @@ impl Registry {
         let result = client
             .call_tool_until(tool, Some(arguments), Some(&meta), |_| {}, stop)
             .await
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| match e {
+                mcp_negotiate::Error::Cancelled => cut(),
+                e => failed(e.to_string()),
+            })?;
         if result.is_error() {
             return Err(Error::ToolError {
                 tool: format!("{server}/{tool}"),

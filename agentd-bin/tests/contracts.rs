@@ -10,7 +10,8 @@
 //! silent server ending a registry call at its connection timeout, cancelled on the wire; a
 //! registry step sent again after a SIGKILL with its key; a contract mapped to the Python
 //! SDK server's tool, whose answer is the `_meta` it received, and a workflow step naming
-//! it, in each era; a conversation's model calling a contract, for its conversation.
+//! it, in each era; a conversation's model calling a contract, for its conversation, and
+//! its call of a silent server's contract cut at the turn's deadline, cancelled on the wire.
 
 mod common;
 
@@ -463,6 +464,72 @@ async fn a_turn_calls_a_contract_for_its_conversation() {
     assert_eq!(metas[1]["agent/ctx"]["conversation"], "c1");
     assert_eq!(metas[1]["agent/idempotency_key"], format!("{run_id}:1:0"));
     assert!(metas[0].get("agent/ctx").is_none());
+    assert!(daemon.terminate().success());
+}
+
+/// A conversation's call of a contract whose server says nothing is cut at the turn's
+/// deadline, well inside the server's connection timeout: the server is sent
+/// `notifications/cancelled` with the call's id, the next turn shows the model the cut, and
+/// the call is counted as `cut`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_call_cut_at_the_turns_deadline_is_cancelled() {
+    let mut options = Options::default();
+    options.modern = false;
+    let server = ReferenceServer::start(options).await;
+    server.add_tool("lookup").await;
+    let model = ScriptedModel::start([
+        Reply::tool_calls([Call::new("c1", "knowledge_search", r#"{"query": "owls"}"#)]),
+        Reply::text("cut"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let rest = format!(
+        "[model]\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
+         [contracts.map.\"knowledge.search\"]\nserver = \"ref\"\ntool = \"lookup\"\n\
+         [webhooks]\nlisten = \"127.0.0.1:0\"\n[limits]\nturn_timeout = \"3s\"\n",
+        model.base_url()
+    );
+    let file = config_timed(dir.path(), &server.url(), "5m", &rest);
+    let mut daemon = Daemon::run(&file);
+    until_up(&file);
+    let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "warm-up"}));
+    assert_eq!(code, 0, "{stderr}");
+
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let sent = json!({"conversation": "c1", "text": "find owls"}).to_string();
+    let (code, _, stderr) = agentd(&file, &["tool", "call"], &["message.send", &sent]);
+    assert_eq!(code, 0, "{stderr}");
+    until("the turn's call sent", || calls(&server).len() == 2).await;
+    let log = server.log();
+    let mut sent = log
+        .iter()
+        .filter(|l| l.method.as_deref() == Some("tools/call"));
+    let hushed = sent.next_back().expect("the call was sent").body["id"].clone();
+    let told = || {
+        server.log().iter().any(|l| {
+            l.method.as_deref() == Some("notifications/cancelled")
+                && l.body["params"]["requestId"] == hushed
+        })
+    };
+    until("notifications/cancelled", told).await;
+
+    // The next message waits for the first turn's end; its turn shows the model the cut.
+    let (code, _, stderr) = agentd(&file, &["say"], &["--conversation", "c1", "and?"]);
+    assert_eq!(code, 0, "{stderr}");
+    let asked = model.requests();
+    let shown = asked[1].body["messages"].as_array().unwrap();
+    let result = shown.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(
+        result["content"], "error: the call was cut at the turn's deadline",
+        "{shown:?}"
+    );
+    let metrics = common::get(&daemon.listener(), "/metrics");
+    let counted = r#"agent_tool_calls_total{tool="knowledge.search",outcome="cut"} 1"#;
+    assert!(metrics.contains(counted), "{metrics}");
     assert!(daemon.terminate().success());
 }
 

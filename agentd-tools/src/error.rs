@@ -177,6 +177,12 @@ pub enum Error {
         /// The text it answered.
         detail: String,
     },
+    /// The call was cut at its caller's bound before it answered (`cut`); a server's call
+    /// cut so is cancelled on the wire.
+    Cut {
+        /// The tool.
+        tool: String,
+    },
 }
 
 impl Error {
@@ -212,6 +218,7 @@ impl Error {
             Self::CannotStart { .. } => "cannot_start",
             Self::UnknownServer { .. } => "unknown_server",
             Self::ToolError { .. } => "tool_error",
+            Self::Cut { .. } => "cut",
         }
     }
 
@@ -313,6 +320,7 @@ impl fmt::Display for Error {
             Self::ToolError { tool, detail } => {
                 write!(f, "tool {tool:?} answered an error: {detail}")
             }
+            Self::Cut { tool } => write!(f, "{tool} was cut at its bound before it answered"),
         }
     }
 }

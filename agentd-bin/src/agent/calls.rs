@@ -33,6 +33,10 @@ use super::workers::{WorkerError, Workers};
 /// left of the turn.
 pub(crate) const CALL_MAX: Duration = Duration::from_secs(600);
 
+/// How long past its bound an own tool's call is waited for at most: the own tools end a
+/// call at its bound themselves ([`OwnTools::call_in`]); this only backs them up.
+const BACKSTOP: Duration = Duration::from_secs(1);
+
 /// The most bytes of a result the model reads back.
 pub(crate) const RESULT_MAX: usize = 100 * 1024;
 
@@ -46,7 +50,9 @@ pub(crate) type Called<'a> =
 /// agentd's own tools, as a turn calls them.
 pub(crate) trait OwnTools: Send + Sync + std::fmt::Debug {
     /// Calls `name` for `caller` with `arguments`, in `turn` when given (its model and
-    /// context the model-only tools reason over, its `_meta` a registry call carries).
+    /// context the model-only tools reason over, its `_meta` a registry call carries). A
+    /// call in a turn ends at the turn's bound ([`agentd_tools::Error::Cut`]), recorded as
+    /// any other answer; a registry call is cancelled on the wire there.
     fn call_in<'a>(
         &'a self,
         caller: &'a Caller,
@@ -92,12 +98,29 @@ impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Too
         turn: Option<Turn<'a>>,
     ) -> Called<'a> {
         let reasoning = turn.map(|t| t.reasoning);
-        Box::pin(Self::call_in(self, caller, name, arguments, reasoning))
+        let called = Self::call_in(self, caller, name, arguments, reasoning);
+        Box::pin(bounded(name, turn.map(|t| t.bound), called))
     }
 
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
         self.offered(scope).collect()
     }
+}
+
+/// `called`, the call of `tool`, ended at `bound` when given ([`agentd_tools::Error::Cut`]).
+pub(crate) async fn bounded<T>(
+    tool: &str,
+    bound: Option<Instant>,
+    called: impl Future<Output = Result<T, agentd_tools::Error>>,
+) -> Result<T, agentd_tools::Error> {
+    let Some(bound) = bound else {
+        return called.await;
+    };
+    timeout_at(bound, called).await.unwrap_or_else(|_| {
+        Err(agentd_tools::Error::Cut {
+            tool: tool.to_owned(),
+        })
+    })
 }
 
 /// An own tool's call made in a model's turn.
@@ -226,18 +249,15 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                     bound,
                 };
                 let called = self.own.call_in(self.caller, &tool, arguments, Some(turn));
-                match timeout_at(bound, called).await {
+                match timeout_at(bound + BACKSTOP, called).await {
                     Ok(Ok(answer)) => (own_said(&tool, answer), finishing),
-                    // A registry call ends at the bound too, cancelled on the wire.
-                    Ok(Err(_)) | Err(_) if Instant::now() >= bound => match bound == capped {
-                        true => (self::capped(), false),
-                        false => (CUT.to_owned(), false),
-                    },
+                    Ok(Err(agentd_tools::Error::Cut { .. })) | Err(_) => {
+                        (self.cut_said(bound, capped), false)
+                    }
                     Ok(Err(e)) => {
                         let finished = finishing && e.code() == "already_finished";
                         (format!("error: {}: {e}", e.code()), finished)
                     }
-                    Err(_) => (CUT.to_owned(), false),
                 }
             }
             Planned::Mcp {
@@ -250,8 +270,7 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
                 let called = self.workers.call(&server, &tool, arguments, &meta, bound);
                 match called.await {
                     Ok(result) => (said(&result), false),
-                    Err(WorkerError::Cut) if bound == capped => (self::capped(), false),
-                    Err(WorkerError::Cut) => (CUT.to_owned(), false),
+                    Err(WorkerError::Cut) => (self.cut_said(bound, capped), false),
                     Err(e) => (format!("error: {e}"), false),
                 }
             }
@@ -259,6 +278,16 @@ impl<O: OwnTools + ?Sized> Runner<'_, O> {
         Done {
             text: cut(text, RESULT_MAX),
             finished,
+        }
+    }
+
+    /// What the model reads of a call cut at `bound`, `capped` being [`CALL_MAX`] after
+    /// it started: [`capped()`] when that came before the turn's deadline (the turn goes
+    /// on), else [`CUT`].
+    fn cut_said(&self, bound: Instant, capped: Instant) -> String {
+        match bound == capped && capped < self.deadline {
+            true => self::capped(),
+            false => CUT.to_owned(),
         }
     }
 }
@@ -408,12 +437,13 @@ mod tests {
             _: &'a Caller,
             _: &'a str,
             arguments: Value,
-            _: Option<Turn<'a>>,
+            turn: Option<Turn<'a>>,
         ) -> Called<'a> {
-            Box::pin(async move {
+            let counted = async move {
                 tokio::time::sleep(Duration::from_secs(arguments["secs"].as_u64().unwrap())).await;
                 Ok(arguments)
-            })
+            };
+            Box::pin(bounded("count", turn.map(|t| t.bound), counted))
         }
 
         fn granted(&self, _: Scope) -> Vec<&'static Tool> {

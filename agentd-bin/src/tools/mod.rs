@@ -33,7 +33,7 @@ use agentd_tools::{AgentMeta, Caller, Error, Scope, Services, Tool, Tools, contr
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::calls::{Called, OwnTools, Turn};
+use crate::agent::calls::{self, Called, OwnTools, Turn};
 use crate::agent::instruction::Instruction;
 use crate::agent::skills::Skills;
 use crate::agent::subagents::Subagents;
@@ -163,17 +163,16 @@ impl Own {
         turn: Option<Turn<'_>>,
     ) -> Result<Value, Error> {
         let meta = turn.map(|t| t.meta);
-        let stop = async {
-            match turn {
-                Some(turn) => tokio::time::sleep_until(turn.bound).await,
-                None => never().await,
-            }
-        };
-        let answer = match self.contract(caller, name, arguments, meta, stop).await {
+        let bound = turn.map(|t| t.bound);
+        let answer = match self
+            .contract(caller, name, arguments, meta, until(bound))
+            .await
+        {
             Ok(answer) => answer,
             Err(arguments) => {
                 let reasoning = turn.map(|t| t.reasoning);
-                self.tools.call_in(caller, name, arguments, reasoning).await
+                let called = self.tools.call_in(caller, name, arguments, reasoning);
+                calls::bounded(name, bound, called).await
             }
         };
         self.told(caller, name, answer)
@@ -681,6 +680,14 @@ impl workflows::Tools for Own {
                 }
             }),
         }
+    }
+}
+
+/// Completes at `bound`, when given; else never.
+async fn until(bound: Option<tokio::time::Instant>) {
+    match bound {
+        Some(bound) => tokio::time::sleep_until(bound).await,
+        None => never().await,
     }
 }
 

@@ -299,4 +299,8 @@ impl OwnTools for Session {
     fn granted(&self, scope: Scope) -> Vec<&'static Tool> {
         self.own.granted(scope)
     }
+
+    fn withholds(&self, scope: Scope, server: &str, tool: &str) -> bool {
+        self.own.withholds(scope, server, tool)
+    }
 }
