@@ -36,7 +36,7 @@ use agentd_tools::workflow::Workflows as _;
 use agentd_tools::{AgentMeta, Caller, Error};
 use serde_json::{Value, json};
 
-use crate::agent::meta::{hex, run_traceparent, traceparent, work_meta};
+use crate::agent::meta::{hex, run_traceparent, traceparent};
 use crate::config::Config;
 use crate::store::Store;
 use crate::workflows::{Servers, Workflows};
@@ -220,7 +220,7 @@ impl Registry {
 
     /// The `_meta` of a call of `server`'s tool for `work`: the one builder of every
     /// registry call's keys, on the keys every unit of work's calls share
-    /// ([`work_meta`]).
+    /// ([`AgentMeta::for_work`]).
     pub(crate) fn meta(&self, server: &str, work: &Work) -> AgentMeta {
         let mut labels = self
             .reached
@@ -229,8 +229,8 @@ impl Registry {
             .unwrap_or_default();
         labels.extend(work.labels.clone());
         let traceparent = Some(work.traceparent.clone());
-        let key = &work.idempotency_key;
-        let mut meta = work_meta(&self.instance, &work.run_id, traceparent, key);
+        let key = work.idempotency_key.clone();
+        let mut meta = AgentMeta::for_work(&work.run_id, &self.instance, traceparent, key);
         meta.ctx.clone_from(&work.ctx);
         meta.acting_for = Some(work.acting_for.to_value());
         meta.labels = Some(labels);

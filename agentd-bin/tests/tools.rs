@@ -410,14 +410,14 @@ fn a_call_is_logged_without_its_values_and_counted() {
     let (_, listed, _) = tool(&file, &["list", "--json"]);
     let not_offered = listed["not_offered"].as_array().unwrap();
     assert!(!not_offered.is_empty(), "{listed}");
-    let offered: Vec<&Value> = listed["tools"].as_array().unwrap().iter().collect();
-    let offered: Vec<&Value> = offered.into_iter().chain(not_offered).collect();
+    let offered = listed["tools"].as_array().unwrap().iter();
+    let rows: Vec<&Value> = offered.chain(not_offered).collect();
     let out = agentd(&file, &["tool", "list"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), offered.len(), "{text}");
-    for (line, tool) in lines.iter().zip(offered) {
+    assert_eq!(lines.len(), rows.len(), "{text}");
+    for (line, tool) in lines.iter().zip(rows) {
         let name = tool["name"].as_str().unwrap();
         let description = match tool["reason"].as_str() {
             Some(reason) => format!("not offered: {reason}"),

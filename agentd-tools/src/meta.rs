@@ -72,6 +72,22 @@ impl AgentMeta {
         }
     }
 
+    /// The keys every call made for a unit of work carries, whoever makes it (a model's
+    /// turn, a workflow step, a registry): `agent/run_id`, `agent/instance`, `traceparent`
+    /// when the work has a trace, `agent/idempotency_key`. The maker sets its own keys on
+    /// the answer.
+    pub fn for_work(
+        run_id: impl Into<String>,
+        instance: impl Into<String>,
+        traceparent: Option<String>,
+        idempotency_key: String,
+    ) -> Self {
+        let mut meta = Self::new(run_id, instance);
+        meta.traceparent = traceparent;
+        meta.idempotency_key = Some(idempotency_key);
+        meta
+    }
+
     /// The keys that are set, as a `_meta` object to send with a call.
     pub fn to_meta(&self) -> Meta {
         let mut meta = Meta::new();

@@ -2,7 +2,7 @@
 //! (the turn's), `agent/instance`, `traceparent` (a W3C trace per turn, a span per call),
 //! `agent/ctx` (the conversation and the turn) and `agent/idempotency_key` (one per tool call
 //! the model makes). The random bytes are handed in. The keys every unit of work's calls
-//! share are built by [`work_meta`], for a turn's calls, a workflow step's and the
+//! share are built by [`AgentMeta::for_work`], for a turn's calls, a workflow step's and the
 //! supervisor's tool registry's alike.
 
 use agentd_tools::AgentMeta;
@@ -66,24 +66,8 @@ pub(crate) fn call_meta(
 ) -> AgentMeta {
     let traceparent = Some(ids.traceparent(span));
     let key = ids.idempotency_key(round, index);
-    let mut meta = work_meta(place.instance, &ids.run_id, traceparent, &key);
+    let mut meta = AgentMeta::for_work(&ids.run_id, place.instance, traceparent, key);
     meta.ctx = Some(json!({"conversation": place.conversation, "turn": place.turn}));
-    meta
-}
-
-/// The keys every call made for a unit of work carries, whoever makes it (a turn, an
-/// `mcp.tool` step, the supervisor's tool registry): `agent/run_id` (`run_id`),
-/// `agent/instance`, `traceparent` when the work has a trace, `agent/idempotency_key`. The
-/// maker sets its own keys on the answer.
-pub(crate) fn work_meta(
-    instance: &str,
-    run_id: &str,
-    traceparent: Option<String>,
-    idempotency_key: &str,
-) -> AgentMeta {
-    let mut meta = AgentMeta::new(run_id, instance);
-    meta.traceparent = traceparent;
-    meta.idempotency_key = Some(idempotency_key.to_owned());
     meta
 }
 

@@ -51,6 +51,10 @@ pub(crate) async fn tool_list(config: &Config, scope: String, json: bool) -> Exi
         say_json(&listed);
         return ExitCode::SUCCESS;
     }
+    if !listed["tools"].is_array() {
+        eprintln!("agentd: not a list of tools: {listed}");
+        return ExitCode::FAILURE;
+    }
     let text = |tool: &Value, key: &str| tool[key].as_str().unwrap_or_default().to_owned();
     let tools = listed["tools"].as_array().into_iter().flatten();
     let offered = tools.map(|t| (text(t, "name"), text(t, "description")));

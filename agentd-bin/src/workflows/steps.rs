@@ -14,8 +14,8 @@
 
 use std::sync::Arc;
 
-use agentd_tools::Caller;
 use agentd_tools::workflow::run::{Call, Execute, Failure, Resolved};
+use agentd_tools::{AgentMeta, Caller};
 use mcp_negotiate::Client;
 use mcp_wire::CompleteParams;
 use serde_json::{Value, json};
@@ -24,7 +24,6 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use super::parts::{Agent, Servers, Tools};
-use crate::agent::meta::work_meta;
 
 /// What the steps of runs reach.
 #[derive(Debug, Clone)]
@@ -154,7 +153,8 @@ impl Steps {
             () = sleep_until(deadline) => return Err(cut()),
             () = cancel.cancelled() => return Err(given_up()),
         };
-        let mut meta = work_meta(&self.instance, run, traceparent(run), idempotency_key);
+        let key = idempotency_key.clone();
+        let mut meta = AgentMeta::for_work(run, &self.instance, traceparent(run), key);
         meta.attempt = Some(execute.attempt);
         meta.run = Some(run.to_owned());
         let meta = meta.to_meta();

@@ -488,9 +488,10 @@ pub fn wait_for_stream(file: &TempFile, stream: &str, n: usize) -> Vec<Value> {
 }
 
 /// `wait` run on a worker that hands its other tasks (in-process servers) to another while it
-/// blocks: the daemon's log and exit, an `agentd` command, a poll's pause. Every wait of this
-/// module goes through it. On a multi-thread runtime, or outside any runtime (a plain
-/// `#[test]`, where it just runs `wait`).
+/// blocks: the daemon's log and exit, an `agentd` command, a poll's pause. The waits of this
+/// module go through it, but a dropped [`Daemon`]'s and a raw HTTP exchange's, which are
+/// short. On a multi-thread runtime, or outside any runtime (a plain `#[test]`, where it just
+/// runs `wait`); a current-thread `#[tokio::test]` panics in it.
 pub fn blocking<T>(wait: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(wait)
 }
