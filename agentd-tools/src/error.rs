@@ -93,10 +93,10 @@ pub enum Error {
         /// The subagent's id.
         subagent: String,
     },
-    /// As many workflow runs as the bound allows are under way; one more starts once one
-    /// ends (`too_many_runs`).
+    /// As many workflow runs as the bound allows are under way: the run is refused, and may
+    /// be asked for again once one ends (`too_many_runs`).
     TooManyRuns {
-        /// The bound (`limits.workflow_runs`).
+        /// The bound (`limits.run_concurrency`).
         max: usize,
     },
     /// The unit finished already (`already_finished`).
@@ -293,7 +293,7 @@ impl fmt::Display for Error {
             }
             Self::TooManyRuns { max } => write!(
                 f,
-                "{max} workflow runs are under way, the most allowed: one more starts once one ends"
+                "{max} workflow runs are under way, the most allowed: ask again once one ends"
             ),
             Self::AlreadyFinished { unit } => write!(f, "{unit} finished already"),
             Self::Store { detail } => write!(f, "store: {detail}"),

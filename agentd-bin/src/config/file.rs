@@ -210,6 +210,6 @@ pub(super) struct Limits {
     pub(super) step_timeout: Option<Spanned<String>>,
     pub(super) turn_timeout: Option<Spanned<String>>,
     pub(super) budget_tokens: Option<Spanned<u64>>,
-    pub(super) workflow_runs: Option<Spanned<u64>>,
+    pub(super) run_concurrency: Option<Spanned<u64>>,
     pub(super) run_retention: Option<Spanned<String>>,
 }

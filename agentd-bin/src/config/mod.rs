@@ -24,11 +24,11 @@ pub(crate) const MAX_VALUE_BYTES: usize = agentd_tools::memory::VALUE_MAX_DEFAUL
 /// counted in the daemon's descriptor budget.
 pub(crate) const SERVERS_MAX: usize = 128;
 
-/// `limits.workflow_runs` when the file says nothing: workflow runs under way at once.
-pub(crate) const WORKFLOW_RUNS: usize = 256;
+/// `limits.run_concurrency` when the file says nothing: workflow runs under way at once.
+pub(crate) const RUN_CONCURRENCY: usize = 256;
 
-/// The most `limits.workflow_runs` may be.
-pub(crate) const WORKFLOW_RUNS_MAX: usize = 4096;
+/// The most `limits.run_concurrency` may be.
+pub(crate) const RUN_CONCURRENCY_MAX: usize = 4096;
 
 /// `limits.run_retention` when the file says nothing: how long an ended workflow run is
 /// kept, 7 days.
@@ -62,9 +62,9 @@ pub(crate) struct Config {
     pub(crate) turn_timeout: Duration,
     /// The tokens the agent may spend, if bounded (`limits.budget_tokens`).
     pub(crate) budget_tokens: Option<u64>,
-    /// Workflow runs under way at once (`limits.workflow_runs`, 1 to [`WORKFLOW_RUNS_MAX`],
-    /// [`WORKFLOW_RUNS`] when not set).
-    pub(crate) workflow_runs: usize,
+    /// Workflow runs under way at once (`limits.run_concurrency`, 1 to [`RUN_CONCURRENCY_MAX`],
+    /// [`RUN_CONCURRENCY`] when not set).
+    pub(crate) run_concurrency: usize,
     /// How long an ended workflow run is kept (`limits.run_retention`, [`RUN_RETENTION`]
     /// when not set).
     pub(crate) run_retention: Duration,
@@ -479,14 +479,14 @@ pub(crate) fn parse(
         Some(m) => Some(model(m, env, &at)?),
     };
     let budget_tokens = positive(&raw.limits.budget_tokens, "limits.budget_tokens", &at)?;
-    let workflow_runs = match &raw.limits.workflow_runs {
-        None => WORKFLOW_RUNS,
+    let run_concurrency = match &raw.limits.run_concurrency {
+        None => RUN_CONCURRENCY,
         Some(v) => usize::try_from(*v.get_ref())
             .ok()
-            .filter(|n| (1..=WORKFLOW_RUNS_MAX).contains(n))
+            .filter(|n| (1..=RUN_CONCURRENCY_MAX).contains(n))
             .ok_or_else(|| {
-                let message = format!("must be 1 to {WORKFLOW_RUNS_MAX}");
-                at(Some(v.span()), "limits.workflow_runs", message)
+                let message = format!("must be 1 to {RUN_CONCURRENCY_MAX}");
+                at(Some(v.span()), "limits.run_concurrency", message)
             })?,
     };
     let tool_grants = agentd_tools::Grants::new(scoped.iter().filter_map(|(scope, patterns)| {
@@ -553,7 +553,7 @@ pub(crate) fn parse(
         contracts,
         model,
         budget_tokens,
-        workflow_runs,
+        run_concurrency,
         run_retention: duration(
             &raw.limits.run_retention,
             "limits.run_retention",

@@ -86,7 +86,7 @@ fn without_a_model_the_configuration_is_valid_and_limits_have_defaults() {
     assert_eq!(c.model, None);
     assert_eq!(c.turn_timeout, Duration::from_secs(600));
     assert_eq!(c.budget_tokens, None);
-    assert_eq!(c.workflow_runs, WORKFLOW_RUNS);
+    assert_eq!(c.run_concurrency, RUN_CONCURRENCY);
     assert_eq!(c.run_retention, Duration::from_secs(7 * 24 * 3600));
     let c = parse(
         "agentd.toml",
@@ -756,20 +756,23 @@ fn contracts_are_implemented_by_a_family_server_or_a_mapping() {
     assert!(matches!(exec, Implementation::Mapped(_)));
 }
 
-/// `limits.workflow_runs` is 1 to 4096: the bound taken, one past it refused naming the key;
-/// `limits.run_retention` is a duration.
+/// `limits.run_concurrency` is 1 to 4096: the bound taken, one past it refused naming the key;
+/// `limits.run_retention` is a duration of at most 30 days; the key's former name is not taken.
 #[test]
-fn the_workflow_runs_bound_is_checked() {
+fn the_run_concurrency_bound_is_checked() {
     let limits = |body: &str| parse("agentd.toml", &format!("[limits]\n{body}\n"), &env);
-    let c = limits("workflow_runs = 4096\nrun_retention = \"1d\"").unwrap();
-    assert_eq!(c.workflow_runs, 4096);
+    let c = limits("run_concurrency = 4096\nrun_retention = \"1d\"").unwrap();
+    assert_eq!(c.run_concurrency, 4096);
     assert_eq!(c.run_retention, Duration::from_secs(24 * 3600));
-    assert_eq!(limits("workflow_runs = 1").unwrap().workflow_runs, 1);
-    for past in ["workflow_runs = 4097", "workflow_runs = 0"] {
+    assert_eq!(limits("run_concurrency = 1").unwrap().run_concurrency, 1);
+    for past in ["run_concurrency = 4097", "run_concurrency = 0"] {
         let e = limits(past).unwrap_err();
-        assert_eq!(e.key, "limits.workflow_runs", "{e}");
+        assert_eq!(e.key, "limits.run_concurrency", "{e}");
         assert!(e.message.contains("1 to 4096"), "{e}");
     }
+    let at_bound = limits("run_retention = \"30d\"").unwrap();
+    assert_eq!(at_bound.run_retention, Duration::from_secs(30 * 24 * 3600));
     let e = limits("run_retention = \"31d\"").unwrap_err();
     assert_eq!(e.key, "limits.run_retention", "{e}");
+    assert!(limits("workflow_runs = 1").is_err());
 }

@@ -102,11 +102,11 @@ use crate::telemetry::metrics::Metrics;
 use crate::tools::{Own, Parts};
 use crate::workflows::{Bounds, Setup as Runs, Subagent, Workflows};
 
-/// The workflow engine's bounds `config` sets: `limits.workflow_runs` and
+/// The workflow engine's bounds `config` sets: `limits.run_concurrency` and
 /// `limits.run_retention`.
 fn workflow_bounds(config: &Config) -> Bounds {
     Bounds {
-        running_max: config.workflow_runs,
+        running_max: config.run_concurrency,
         retention: config.run_retention,
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::{RUN_RETENTION, WORKFLOW_RUNS};
+use crate::config::{RUN_CONCURRENCY, RUN_RETENTION};
 
 /// How often ended runs past their retention are pruned (and at the engine's start).
 pub(super) const PRUNE_EVERY_MS: i64 = 3_600_000;
@@ -12,7 +12,7 @@ pub(super) const PRUNE_EVERY_MS: i64 = 3_600_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Bounds {
     /// Runs under way at once (running, paused, or set back to what the store keeps),
-    /// [`WORKFLOW_RUNS`] unless configured: `workflow.run` past it is refused
+    /// [`RUN_CONCURRENCY`] unless configured: `workflow.run` past it is refused
     /// (`too_many_runs`), and a start past it waits for room (an event start's position is
     /// not moved, a subscribe start's change is kept, one a start).
     pub(crate) running_max: usize,
@@ -25,7 +25,7 @@ pub(crate) struct Bounds {
 impl Default for Bounds {
     fn default() -> Self {
         Self {
-            running_max: WORKFLOW_RUNS,
+            running_max: RUN_CONCURRENCY,
             retention: RUN_RETENTION,
         }
     }

@@ -54,7 +54,7 @@ pub(crate) struct Setup {
     pub(crate) agent: Arc<dyn Agent>,
     /// The runs' bounds: `limits.step_timeout`, `store.max_value_bytes`.
     pub(crate) limits: Limits,
-    /// The engine's bounds: `limits.workflow_runs`, `limits.run_retention`.
+    /// The engine's bounds: `limits.run_concurrency`, `limits.run_retention`.
     pub(crate) bounds: Bounds,
     /// The configuration's workflows.
     pub(crate) configured: Vec<Definition>,
