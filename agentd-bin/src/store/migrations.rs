@@ -34,6 +34,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     WORKFLOWS,
     // 9: where each event start of a workflow stands in its stream.
     STARTS,
+    // 10: the ended runs by when they ended, for pruning.
+    RUNS_BY_ENDED,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -190,6 +192,10 @@ const STARTS: &str = "CREATE TABLE workflow_starts (
     position INTEGER NOT NULL,
     PRIMARY KEY (workflow, node, stream)
 );";
+
+/// Migration 10: the runs that ended, by when (the oldest pruned first).
+const RUNS_BY_ENDED: &str =
+    "CREATE INDEX workflow_runs_by_ended ON workflow_runs (ended) WHERE ended IS NOT NULL;";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -274,27 +274,35 @@ impl Db {
         Ok(())
     }
 
-    /// Deletes the runs that ended before `since` (Unix ms), with their steps: how many.
-    fn runs_prune(&mut self, since: i64) -> Result<usize, Error> {
+    /// Deletes at most `batch` of the runs that ended before `since` (Unix ms), those that
+    /// ended first, with their steps: how many.
+    fn runs_prune(&mut self, since: i64, batch: usize) -> Result<usize, Error> {
+        let batch = i64::try_from(batch).unwrap_or(i64::MAX);
         let tx = self
             .sql
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.prepare_cached(
-            "DELETE FROM workflow_steps WHERE run IN
-                 (SELECT id FROM workflow_runs WHERE ended IS NOT NULL AND ended < ?1)",
-        )?
-        .execute(params![since])?;
-        let pruned = tx
-            .prepare_cached("DELETE FROM workflow_runs WHERE ended IS NOT NULL AND ended < ?1")?
-            .execute(params![since])?;
+        let ids: Vec<String> = tx
+            .prepare_cached(
+                "SELECT id FROM workflow_runs WHERE ended IS NOT NULL AND ended < ?1
+                 ORDER BY ended LIMIT ?2",
+            )?
+            .query_map(params![since, batch], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for id in &ids {
+            tx.prepare_cached("DELETE FROM workflow_steps WHERE run = ?1")?
+                .execute(params![id])?;
+            tx.prepare_cached("DELETE FROM workflow_runs WHERE id = ?1")?
+                .execute(params![id])?;
+        }
         tx.commit()?;
-        Ok(pruned)
+        Ok(ids.len())
     }
 
     fn runs_list(&mut self, filter: &Filter) -> Result<Page, Error> {
-        let after: i64 = match &filter.after {
+        let after: i64 = match filter.after.as_deref().map(cursor) {
             None => 0,
-            Some(id) => self
+            Some(Cursor::Seq(seq)) => seq,
+            Some(Cursor::Run(id)) => self
                 .sql
                 .prepare_cached("SELECT seq FROM workflow_runs WHERE id = ?1")?
                 .query_row(params![id], |r| r.get(0))
@@ -318,8 +326,36 @@ impl Db {
         )?;
         let more = found.len() > filter.limit;
         found.truncate(filter.limit);
-        Ok(Page::new(found, more))
+        let next = match (more, found.last()) {
+            (true, Some(last)) => {
+                let seq: i64 = self
+                    .sql
+                    .prepare_cached("SELECT seq FROM workflow_runs WHERE id = ?1")?
+                    .query_row(params![last.id], |r| r.get(0))?;
+                Some(format!("{SEQ_CURSOR}{seq}"))
+            }
+            _ => None,
+        };
+        Ok(Page::with_next(found, next))
     }
+}
+
+/// How a `workflow.list` cursor the store hands out begins: the `seq` of the last run of
+/// its page follows, so that it holds when that run is pruned. Run ids are hex digits only.
+const SEQ_CURSOR: &str = "s:";
+
+/// Where a page of `workflow.list` begins after.
+enum Cursor<'a> {
+    /// The store's own cursor: after this `seq`.
+    Seq(i64),
+    /// After this run.
+    Run(&'a str),
+}
+
+/// The cursor `after` is: the store's own when it parses as one, else a run id.
+fn cursor(after: &str) -> Cursor<'_> {
+    let seq = after.strip_prefix(SEQ_CURSOR).and_then(|s| s.parse().ok());
+    seq.map_or(Cursor::Run(after), Cursor::Seq)
 }
 
 impl Store {
@@ -394,15 +430,19 @@ impl Store {
         })
     }
 
-    /// Prunes the runs that ended before `since` (Unix ms), with their steps: how many.
+    /// Prunes at most `batch` of the runs that ended before `since` (Unix ms), those that
+    /// ended first, with their steps: how many.
     pub(crate) fn runs_prune(
         &self,
         since: i64,
+        batch: usize,
     ) -> impl Future<Output = Result<usize, Error>> + Send + use<> {
-        self.run(move |db| db.runs_prune(since))
+        self.run(move |db| db.runs_prune(since, batch))
     }
 
-    /// The runs `filter` wants, oldest first; [`Error::NotFound`] when its `after` is no run.
+    /// The runs `filter` wants, oldest first, with the cursor of the page after them (the
+    /// `seq` of the last, which holds when that run is pruned); `after` is such a cursor or a
+    /// run id, [`Error::NotFound`] when it is an id of no run.
     pub(crate) fn runs_list(
         &self,
         filter: Filter,
@@ -521,7 +561,7 @@ mod tests {
             store.run_get("past").await.unwrap().unwrap().ended_ms,
             Some(999)
         );
-        assert_eq!(store.runs_prune(1000).await.unwrap(), 1);
+        assert_eq!(store.runs_prune(1000, 10).await.unwrap(), 1);
         assert_eq!(store.run_get("past").await.unwrap(), None);
         assert!(store.run_get("at").await.unwrap().is_some());
         assert!(store.run_get("running").await.unwrap().is_some());
@@ -534,8 +574,53 @@ mod tests {
             Ok(left)
         });
         assert_eq!(db.await.unwrap(), 0);
-        assert_eq!(store.runs_prune(1001).await.unwrap(), 1);
+        assert_eq!(store.runs_prune(1001, 10).await.unwrap(), 1);
         assert!(store.run_get("running").await.unwrap().is_some());
+    }
+
+    /// A prune deletes at most its batch, the runs that ended first; the next takes the rest.
+    #[tokio::test]
+    async fn a_prune_deletes_one_batch_the_oldest_first() {
+        let (_dir, store) = scratch().await;
+        let body =
+            json!({"steps": [{"id": "a", "type": "wait", "on": {"signal": {"name": "go"}}}]});
+        let definition = Definition::parse("w", &body).unwrap();
+        for (id, ended) in [("second", 20), ("first", 10), ("third", 30)] {
+            let mut run =
+                Run::start(id, definition.clone(), json!({}), "u", Limits::default(), 0).unwrap();
+            run.cancel(ended).unwrap();
+            store.run_save(run.record().clone()).await.unwrap();
+        }
+        assert_eq!(store.runs_prune(1000, 2).await.unwrap(), 2);
+        assert_eq!(store.run_get("first").await.unwrap(), None);
+        assert_eq!(store.run_get("second").await.unwrap(), None);
+        assert!(store.run_get("third").await.unwrap().is_some());
+        assert_eq!(store.runs_prune(1000, 2).await.unwrap(), 1);
+        assert_eq!(store.runs_prune(1000, 2).await.unwrap(), 0);
+    }
+
+    /// The `next` of a page holds when the page's last run is pruned: the walk goes on.
+    #[tokio::test]
+    async fn a_page_cursor_outlives_the_run_it_follows() {
+        let (_dir, store) = scratch().await;
+        let body = json!({"steps": [{"id": "a", "type": "wait", "on": {"duration": 1}}]});
+        let definition = Definition::parse("w", &body).unwrap();
+        for (id, ended) in [("r1", 5), ("r2", 6), ("r3", 7)] {
+            let mut run =
+                Run::start(id, definition.clone(), json!({}), "u", Limits::default(), 0).unwrap();
+            run.cancel(ended).unwrap();
+            store.run_save(run.record().clone()).await.unwrap();
+        }
+        let page = store.runs_list(Filter::new(1)).await.unwrap();
+        assert_eq!(page.runs[0].id, "r1");
+        let next = page.next.clone().unwrap();
+        assert_eq!(store.runs_prune(1000, 2).await.unwrap(), 2);
+        let mut filter = Filter::new(1);
+        filter.after = Some(next);
+        let page = store.runs_list(filter).await.unwrap();
+        let ids: Vec<&str> = page.runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!((ids, page.more), (vec!["r3"], false));
+        assert_eq!(page.next, None);
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@
 //! that ended longer than `retention` ago are pruned from the store at the engine's start and
 //! every hour.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use agentd_tools::Error;
@@ -63,6 +63,19 @@ pub(crate) struct Setup {
 /// How many occurrences an event start reads at a time as it takes them up.
 const TAKE_UP_PAGE: usize = 100;
 
+/// How many ended runs one prune deletes; more are deleted at the engine's next turn, so
+/// that its orders and timers are served between batches.
+const PRUNE_BATCH: usize = 500;
+
+/// A start waiting for room, in the order they came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Waiting {
+    /// A subscribe start whose resource changed (its input in [`Engine::deferred`]).
+    Subscribe(Key),
+    /// The event starts on a stream, stopped where they stand.
+    Events(String),
+}
+
 /// The configuration's workflows, by name.
 fn by_name(configured: Vec<Definition>) -> BTreeMap<String, Definition> {
     configured
@@ -92,8 +105,9 @@ pub(super) struct Engine {
     appending: Appending,
     /// The streams an event start took a whole page of, and may have more.
     behind: BTreeSet<String>,
-    /// Whether an event start stopped taking up its stream for want of room.
-    held: bool,
+    /// The starts waiting for room, first come first served: one is in it once, however
+    /// often it comes again while it waits.
+    waiting: VecDeque<Waiting>,
     /// The subscribe starts fired for want of room, each with its run's input.
     deferred: BTreeMap<Key, Value>,
     /// The actor last listed of each server.
@@ -142,7 +156,7 @@ impl Engine {
             runs,
             appending,
             behind: BTreeSet::new(),
-            held: false,
+            waiting: VecDeque::new(),
             deferred: BTreeMap::new(),
             actors: BTreeMap::new(),
             defined: BTreeMap::new(),
@@ -176,7 +190,7 @@ impl Engine {
                     }
                 }
             }
-            if self.runs.take_ended() {
+            if self.runs.take_freed() {
                 self.room().await;
             }
         }
@@ -219,6 +233,9 @@ impl Engine {
             } => {
                 self.configured = by_name(configured);
                 self.runs.limits = limits;
+                if bounds.retention < self.bounds.retention {
+                    self.prune_at = i64::MIN;
+                }
                 self.bounds = bounds;
                 self.arm("reload");
                 self.take_up(None).await;
@@ -359,11 +376,6 @@ impl Engine {
         by: &str,
         from: Option<(&Start, i64)>,
     ) -> Result<Record, Error> {
-        if !self.has_room() {
-            return Err(Error::TooManyRuns {
-                max: self.bounds.running_max,
-            });
-        }
         let definition = match self.configured.get(workflow) {
             Some(definition) => definition.clone(),
             None => {
@@ -375,17 +387,24 @@ impl Engine {
                 })?
             }
         };
+        if !self.has_room() {
+            return Err(Error::TooManyRuns {
+                max: self.bounds.running_max,
+            });
+        }
         self.runs.start(id, definition, input, by, from).await
     }
 
     /// Start `node` of `workflow` starts a run with `input`; one past the bound waits for
-    /// room (the last input of each start kept). A run it cannot start (its input does not
-    /// fit the workflow's schema, the store failed) is not started: logged
-    /// `workflow.unsaved` under the run's id.
+    /// room, behind the starts waiting already (its last input kept, one a start). A run
+    /// it cannot start (its input does not fit the workflow's schema, the store failed) is
+    /// not started: logged `workflow.unsaved` under the run's id.
     async fn fire(&mut self, workflow: &str, node: &str, input: Value) {
         if !self.has_room() {
             let key = (workflow.to_owned(), node.to_owned());
-            self.deferred.insert(key, input);
+            if self.deferred.insert(key.clone(), input).is_none() {
+                self.waiting.push_back(Waiting::Subscribe(key));
+            }
             return;
         }
         let id = new_id();
@@ -396,19 +415,30 @@ impl Engine {
         }
     }
 
-    /// A run left the engine: the starts that waited for room start theirs.
+    /// Room was freed: the starts that waited for it start theirs, in the order they came.
+    /// An event start that fills the room again goes back to the end of the line.
     async fn room(&mut self) {
         while self.has_room()
-            && let Some(((workflow, node), input)) = self.deferred.pop_first()
+            && let Some(next) = self.waiting.pop_front()
         {
-            let in_force = starts::subscribes(starts::in_force(&self.configured, &self.defined));
-            if in_force.contains_key(&(workflow.clone(), node.clone())) {
-                self.fire(&workflow, &node, input).await;
+            match next {
+                Waiting::Subscribe(key) => {
+                    // Not there when the start is no longer in force ([`Engine::arm`]).
+                    if let Some(input) = self.deferred.remove(&key) {
+                        let (workflow, node) = key;
+                        self.fire(&workflow, &node, input).await;
+                    }
+                }
+                Waiting::Events(stream) => self.take_up(Some(&stream)).await,
             }
         }
-        if self.has_room() && std::mem::take(&mut self.held) {
-            let taking = starts::events(starts::in_force(&self.configured, &self.defined));
-            self.behind.extend(taking.into_iter().map(|s| s.stream));
+    }
+
+    /// The event starts on `stream` wait for room, where they stand.
+    fn hold(&mut self, stream: &str) {
+        let held = Waiting::Events(stream.to_owned());
+        if !self.waiting.contains(&held) {
+            self.waiting.push_back(held);
         }
     }
 
@@ -454,7 +484,7 @@ impl Engine {
     async fn take_up_one(&mut self, start: &Start) -> Result<bool, String> {
         let failed = |e: crate::store::Error| e.to_string();
         if !self.has_room() {
-            self.held = true;
+            self.hold(&start.stream);
             return Ok(false);
         }
         let at = self.store.start_position(start).await.map_err(failed)?;
@@ -470,7 +500,7 @@ impl Engine {
                 Err(Error::Store { detail }) => return Err(detail),
                 // Where it stands: taken up again once a run ends.
                 Err(Error::TooManyRuns { .. }) => {
-                    self.held = true;
+                    self.hold(&start.stream);
                     return Ok(false);
                 }
                 Err(e) => {
@@ -488,12 +518,17 @@ impl Engine {
     /// The subscribe starts in force are made those of the workflows in force (`reason`).
     fn arm(&mut self, reason: &'static str) {
         let wanted = starts::subscribes(starts::in_force(&self.configured, &self.defined));
-        self.deferred.retain(|key, _| wanted.contains_key(key));
+        // A change of a resource the start no longer watches starts nothing.
+        self.deferred.retain(|key, input| {
+            let watched = wanted.get(key);
+            watched.is_some_and(|r| starts::updated_input(&r.server, &r.uri) == *input)
+        });
         self.arming.arm(wanted, reason);
     }
 
     /// The runs that ended before [`Bounds::retention`] ago are pruned, with their steps,
-    /// when it is time (at the start, then every hour).
+    /// when it is time (at the start, then every hour), [`PRUNE_BATCH`] at a time: while a
+    /// batch is full, the next is due at once, behind the orders and outcomes waiting.
     async fn prune(&mut self) {
         let now = self.runs.clock.now_ms();
         if self.prune_at > now {
@@ -501,9 +536,10 @@ impl Engine {
         }
         self.prune_at = now.saturating_add(PRUNE_EVERY_MS);
         let since = self.bounds.kept_since(now);
-        if let Err(e) = self.store.runs_prune(since).await {
-            let err = format!("the ended runs not pruned: {e}");
-            own::workflow_unsaved(&self.instance, "*", &err);
+        match self.store.runs_prune(since, PRUNE_BATCH).await {
+            Ok(pruned) if pruned == PRUNE_BATCH => self.prune_at = now,
+            Ok(_) => {}
+            Err(e) => own::workflow_prune_fail(&self.instance, &e.to_string()),
         }
     }
 }

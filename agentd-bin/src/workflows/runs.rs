@@ -48,8 +48,9 @@ pub(super) struct Runs {
     unsaved: Unsaved,
     /// The subscriptions of the parked waits.
     pub(super) waits: Waits,
-    /// Whether a run ended since [`Runs::take_ended`] last said.
-    ended: bool,
+    /// Whether a run left [`Runs::running`] since [`Runs::take_freed`] last said: it ended,
+    /// or a run set back is no more or cannot be resumed.
+    freed: bool,
     steps: Arc<Steps>,
     outcomes: mpsc::UnboundedSender<Outcome>,
     tasks: TaskTracker,
@@ -86,7 +87,7 @@ impl Runs {
             executing: BTreeMap::new(),
             unsaved: Unsaved::default(),
             waits,
-            ended: false,
+            freed: false,
             steps,
             outcomes,
             tasks: tasks.clone(),
@@ -130,9 +131,9 @@ impl Runs {
         self.active.len() + self.unsaved.len()
     }
 
-    /// Whether a run ended since it was last asked.
-    pub(super) fn take_ended(&mut self) -> bool {
-        std::mem::take(&mut self.ended)
+    /// Whether room was freed since it was last asked.
+    pub(super) fn take_freed(&mut self) -> bool {
+        std::mem::take(&mut self.freed)
     }
 
     /// When the next timer of a run is due, or a run set back is read back (Unix ms).
@@ -332,7 +333,7 @@ impl Runs {
             let err = record.error.as_ref().map(Failure::to_string);
             let status = record.status.as_str();
             own::workflow_ended(&self.instance, id, &record.workflow, status, err.as_deref());
-            self.ended = true;
+            self.freed = true;
         }
     }
 
@@ -363,6 +364,7 @@ impl Runs {
             Ok(Some(record)) => record,
             Ok(None) => {
                 self.unsaved.forget(id);
+                self.freed = true;
                 return;
             }
             Err(e) => {
@@ -377,7 +379,10 @@ impl Runs {
                 self.drive(id).await;
             }
             // Kept as it was: it parsed when it started.
-            Err(e) => own::workflow_unsaved(&self.instance, id, &format!("not resumed: {e}")),
+            Err(e) => {
+                own::workflow_unsaved(&self.instance, id, &format!("not resumed: {e}"));
+                self.freed = true;
+            }
         }
         self.unsaved.resumed(id, now);
     }

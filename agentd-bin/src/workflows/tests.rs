@@ -530,9 +530,10 @@ mod engine {
         assert_eq!(started[300], json!("late"));
     }
 
-    /// Past the bound on runs under way, `workflow.run` is refused `too_many_runs`; a change
-    /// of a subscribe start's resource and an occurrence appended meanwhile start their runs
-    /// once runs end, in turn (the start's position not moved before).
+    /// Past the bound on runs under way, `workflow.run` is refused `too_many_runs`; an
+    /// occurrence appended meanwhile and then changes of a subscribe start's resource start
+    /// their runs once runs end, in the order they came (the event start's position not
+    /// moved before); the two changes are one run.
     #[tokio::test]
     async fn past_the_bound_on_runs_a_run_is_refused_and_starts_wait_for_room() {
         use agentd_tools::Error;
@@ -567,7 +568,8 @@ mod engine {
         append(&store, "alerts", &["e1"]).await;
         workflows.appended("alerts");
         workflows.updated("ref", "demo://x");
-        // Orders are taken in turn: both were taken before this one is answered.
+        workflows.updated("ref", "demo://x");
+        // Orders are taken in turn: all were taken before this one is answered.
         workflows.status(&first.id).await.unwrap();
         assert_eq!(every_run(&workflows).await.len(), 2);
 
@@ -576,21 +578,125 @@ mod engine {
             payload: json!({}),
         };
         workflows.command(&first.id, go()).await.unwrap();
-        let changed = runs_of(&workflows, "held", 3).await;
-        assert_eq!(changed.len(), 3, "{changed:?}");
+        let alerted = runs_of(&workflows, "held", 3).await;
+        assert_eq!(alerted.len(), 3, "{alerted:?}");
+        assert_eq!(alerted[2].input, json!({"id": "e1"}));
+        assert_eq!(alerted[2].by, "start:alert");
+        workflows.command(&second.id, go()).await.unwrap();
+        let changed = runs_of(&workflows, "held", 4).await;
+        assert_eq!(changed.len(), 4, "{changed:?}");
         assert_eq!(
-            changed[2].input,
+            changed[3].input,
             json!({"server": "ref", "uri": "demo://x"})
         );
-        workflows.command(&second.id, go()).await.unwrap();
-        let alerted = runs_of(&workflows, "held", 4).await;
-        assert_eq!(alerted.len(), 4, "{alerted:?}");
-        assert_eq!(alerted[3].input, json!({"id": "e1"}));
-        assert_eq!(alerted[3].by, "start:alert");
+        // The room freed is taken by nothing: the two changes were one run.
+        workflows.command(&alerted[2].id, go()).await.unwrap();
+        assert_eq!(every_run(&workflows).await.len(), 4);
     }
 
-    /// At its start the engine prunes the runs that ended longer than the retention ago,
-    /// and keeps the others.
+    /// Room freed by a run set back that the store no longer holds lets the starts waiting
+    /// for it start theirs, as a run that ends does.
+    #[tokio::test]
+    async fn room_freed_by_a_run_set_back_serves_the_starts_waiting() {
+        use agentd_tools::workflow::Command;
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let body = json!({
+            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
+            "starts": [{"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}],
+        });
+        let held = Definition::parse("held", &body).unwrap();
+        let bounds = Bounds {
+            running_max: 1,
+            ..Bounds::default()
+        };
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows =
+            engine_bounded(store.clone(), &server, vec![held], bounds, &tasks, shutdown).await;
+        workflows.restored().await;
+        let run = workflows.run("held", json!({}), "op").await.unwrap();
+
+        let db = rusqlite::Connection::open(dir.path().join(crate::store::FILE)).unwrap();
+        db.execute_batch(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON workflow_runs
+             BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+        )
+        .unwrap();
+        let go = Command::Signal {
+            name: "go".to_owned(),
+            payload: json!({}),
+        };
+        assert!(workflows.command(&run.id, go).await.is_err());
+        db.execute_batch("DELETE FROM workflow_steps; DELETE FROM workflow_runs;")
+            .unwrap();
+        workflows.updated("ref", "demo://x");
+        let changed = runs_of(&workflows, "held", 1).await;
+        assert_eq!(
+            changed[0].input,
+            json!({"server": "ref", "uri": "demo://x"})
+        );
+    }
+
+    /// Room that runs out partway through a page of occurrences: the start stands at the
+    /// last it took, and the rest start their runs, in order, as runs end.
+    #[tokio::test]
+    async fn occurrences_past_the_bound_wait_where_their_start_stands() {
+        use agentd_tools::workflow::Command;
+
+        use crate::store::starts::Start;
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let body = json!({
+            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
+            "starts": [{"id": "alert", "event": {"stream": "alerts"}}],
+        });
+        let held = Definition::parse("held", &body).unwrap();
+        let bounds = Bounds {
+            running_max: 2,
+            ..Bounds::default()
+        };
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows =
+            engine_bounded(store.clone(), &server, vec![held], bounds, &tasks, shutdown).await;
+        workflows.restored().await;
+        let start = Start {
+            workflow: "held".into(),
+            node: "alert".into(),
+            stream: "alerts".into(),
+        };
+        let before = store.start_position(&start).await.unwrap();
+        let first = workflows.run("held", json!({}), "op").await.unwrap();
+        append(&store, "alerts", &["e1", "e2", "e3"]).await;
+        workflows.appended("alerts");
+        workflows.status(&first.id).await.unwrap();
+        let runs = every_run(&workflows).await;
+        let inputs: Vec<&Value> = runs.iter().map(|r| &r.input).collect();
+        assert_eq!(inputs, [&json!({}), &json!({"id": "e1"})]);
+        assert_eq!(store.start_position(&start).await.unwrap(), before + 1);
+
+        let go = || Command::Signal {
+            name: "go".to_owned(),
+            payload: json!({}),
+        };
+        workflows.command(&first.id, go()).await.unwrap();
+        let e2 = runs_of(&workflows, "held", 3).await;
+        assert_eq!(e2[2].input, json!({"id": "e2"}));
+        workflows.command(&runs[1].id, go()).await.unwrap();
+        let e3 = runs_of(&workflows, "held", 4).await;
+        assert_eq!(e3[3].input, json!({"id": "e3"}));
+        assert_eq!(store.start_position(&start).await.unwrap(), before + 3);
+    }
+
+    /// At its start the engine prunes the runs that ended longer than the configured
+    /// retention ago, more than one batch of them, and keeps the others.
     #[tokio::test]
     async fn runs_ended_past_the_retention_are_pruned_at_the_start() {
         use agentd_tools::Error;
@@ -606,9 +712,10 @@ mod engine {
         let definition = Definition::parse("held", &body).unwrap();
         let now = crate::clock::wall_ms();
         let day = 24 * 3600 * 1000;
-        for (id, ended) in [("old", now - 8 * day), ("recent", now - 6 * day)] {
+        let old = (0..501).map(|n| (format!("old{n}"), now - 3 * day - n));
+        for (id, ended) in old.chain([("recent".to_owned(), now - day)]) {
             let mut run = Run::start(
-                id,
+                &id,
                 definition.clone(),
                 json!({}),
                 "op",
@@ -620,15 +727,21 @@ mod engine {
             store.run_save(run.record().clone()).await.unwrap();
         }
         let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
-        let workflows = engine_on(store, &server, Vec::new(), &tasks, shutdown).await;
+        let bounds = Bounds {
+            retention: Duration::from_secs(2 * 24 * 3600),
+            ..Bounds::default()
+        };
+        let workflows = engine_bounded(store, &server, Vec::new(), bounds, &tasks, shutdown).await;
+        // The oldest go first: the last of them goes in the second batch.
         let pruned = tokio::time::timeout(Duration::from_secs(20), async {
-            while workflows.status("old").await.is_ok() {
+            while workflows.status("old0").await.is_ok() {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         });
         pruned.await.expect("pruned");
-        let old = workflows.status("old").await;
-        assert_eq!(old, Err(Error::UnknownRun { run: "old".into() }));
+        assert_eq!(every_run(&workflows).await.len(), 1);
+        let old = workflows.status("old0").await;
+        assert_eq!(old, Err(Error::UnknownRun { run: "old0".into() }));
         assert!(workflows.status("recent").await.is_ok());
     }
 }

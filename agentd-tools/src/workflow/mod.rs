@@ -13,7 +13,8 @@
 //!   `too_many_runs` (with the bound as `max`) when the service runs as many as it allows;
 //! - `workflow.status` `{run}`: [`Record::to_value`], `unknown_run` when there is none;
 //! - `workflow.list` `{workflow?, status?, after?, limit?}`: runs oldest first, `limit` (50
-//!   unless given, at most 100) after the run `after`: `{"runs": [summary], "next"}`;
+//!   unless given, at most 100) after `after` (a run, or the `next` of the page before,
+//!   which holds while runs are pruned): `{"runs": [summary], "next"}`;
 //! - `workflow.cancel`, `workflow.pause`, `workflow.resume` `{run}` and `workflow.signal`
 //!   `{run, signal, payload?}`: the run afterwards; `already_finished` once it ended;
 //! - `workflow.wait` `{run, timeout?}`: the run once it ended, or as it is when the timeout

@@ -37,7 +37,7 @@ pub struct Filter {
     pub workflow: Option<String>,
     /// At this status only.
     pub status: Option<Status>,
-    /// Started after this run.
+    /// Started after this run, or after the page whose `next` this is ([`Page::next`]).
     pub after: Option<String>,
     /// At most this many.
     pub limit: usize,
@@ -67,12 +67,21 @@ pub struct Page {
     pub runs: Vec<Record>,
     /// Whether more follow the last.
     pub more: bool,
+    /// What [`Filter::after`] takes for the page after this one, when more follow.
+    pub next: Option<String>,
 }
 
 impl Page {
-    /// `runs`, `more` after them or not.
+    /// `runs`, `more` after them or not: the next page is after the last run's id.
     pub fn new(runs: Vec<Record>, more: bool) -> Self {
-        Self { runs, more }
+        let next = runs.last().filter(|_| more).map(|last| last.id.clone());
+        Self { runs, more, next }
+    }
+
+    /// `runs`, the next page after `next` when there is one: a cursor of the service's own.
+    pub fn with_next(runs: Vec<Record>, next: Option<String>) -> Self {
+        let more = next.is_some();
+        Self { runs, more, next }
     }
 }
 

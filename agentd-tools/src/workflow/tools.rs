@@ -125,10 +125,7 @@ pub(crate) async fn call(
                 limit,
             };
             let page = workflows.list(filter).await?;
-            let next = match (page.more, page.runs.last()) {
-                (true, Some(last)) => json!(last.id),
-                _ => Value::Null,
-            };
+            let next = page.next.as_deref().map_or(Value::Null, |n| json!(n));
             let runs: Vec<Value> = page.runs.iter().map(Record::summary).collect();
             Ok(json!({"runs": runs, "next": next}))
         }

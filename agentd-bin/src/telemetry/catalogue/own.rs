@@ -24,6 +24,7 @@ pub(super) const NAMES: &[&str] = &[
     "workflow.ended",
     "workflow.retry",
     "workflow.unsaved",
+    "workflow.prune.fail",
     "exec.sweep.fail",
 ];
 
@@ -223,7 +224,7 @@ pub(crate) fn workflow_retry(
 /// `workflow.unsaved` (warn): run `run` could not be kept in the store (`err`); it is set
 /// back to what the store keeps and read back from there. A run a start could not begin is
 /// logged under the id it would have had; run `*` is none: a definition the store holds
-/// that does not parse, the store failing to read runs or starts, or to prune.
+/// that does not parse, the store failing to read runs or starts.
 pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
     line!(
         WARN,
@@ -232,6 +233,12 @@ pub(crate) fn workflow_unsaved(instance: &str, run: &str, err: &str) {
         run = run,
         err = log_text(err)
     );
+}
+
+/// `workflow.prune.fail` (warn): the runs that ended before their retention could not be
+/// pruned from the store (`err`); tried again at the next prune.
+pub(crate) fn workflow_prune_fail(instance: &str, err: &str) {
+    line!(WARN, "workflow.prune.fail", instance, err = log_text(err));
 }
 
 /// `exec.sweep.fail` (warn): what calls of `exec` left under the store (`<store>/exec`) when

@@ -165,6 +165,7 @@ fn samples() {
     own::workflow_ended(i, "r1", "w", "failed", Some("server: down"));
     own::workflow_retry(i, "r1", "fetch", 1, "server: down", 1000);
     own::workflow_unsaved(i, "r1", "disk full");
+    own::workflow_prune_fail(i, "disk full");
     own::exec_sweep_fail(i, "Permission denied (os error 13)");
     skills::discovered(i, "s", &["s/greet".to_owned()]);
     skills::source_unavailable(i, "s");
