@@ -31,6 +31,12 @@ pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
+/// Asking again for a resource subscription that failed in a way that may pass, or releasing
+/// it again: 1 s, doubling to 30 s. The held server's own schedule, and that of every owner
+/// asking after it.
+pub(crate) const SUBSCRIBE_RETRY: Backoff =
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+
 /// A wait that doubles after each failure, up to a ceiling.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Backoff {

@@ -5,7 +5,7 @@
 //! - where the server offers subscriptions (`resources.subscribe`), it is subscribed (owner
 //!   [`OWNER`]) and read again at each `notifications/resources/updated` of its URI
 //!   (notify-then-read). A subscribe that fails is logged (`instruction.subscribe.fail`) and
-//!   asked for again on [`RETRY`] (1 s, doubling to 30 s), the instruction read again once it
+//!   asked for again on [`SUBSCRIBE_RETRY`] (1 s, doubling to 30 s), the instruction read again once it
 //!   is taken;
 //! - else the instruction is followed by its refresh alone (`instruction.subscribe.unsupported`,
 //!   once per URI): read again every `[instruction] refresh` (5 min when not set).
@@ -44,15 +44,12 @@ use tokio_util::task::TaskTracker;
 
 use super::model::Message;
 use super::servers::{Refused, Servers};
-use crate::clock::{Backoff, wall_ms};
+use crate::clock::{Backoff, SUBSCRIBE_RETRY, wall_ms};
 use crate::config;
 use crate::telemetry::catalogue::{own, subscriptions};
 
 /// Who the instruction's subscription belongs to, on its server.
 pub(crate) const OWNER: &str = "instruction";
-
-/// Asking again for a failed subscription: 1 s, doubling to 30 s.
-pub(crate) const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 /// The longest wait for a subscribe or a release to be answered by the server's task (which
 /// takes orders while it holds a connection): past it, a subscribe counts as failed.
@@ -107,7 +104,7 @@ impl Instruction {
             source: None,
             published,
             following: Following::Waiting,
-            backoff: RETRY,
+            backoff: SUBSCRIBE_RETRY,
             asked: false,
             unsupported: false,
         };
@@ -359,7 +356,7 @@ impl Task {
         }
         self.source = source;
         self.following = Following::Waiting;
-        self.backoff = RETRY;
+        self.backoff = SUBSCRIBE_RETRY;
         self.asked = false;
         self.unsupported = false;
         let mut current = Current::default();

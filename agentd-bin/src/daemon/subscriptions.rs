@@ -8,16 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::time::Duration;
 
 use mcp_negotiate::{Error, Watch};
 use tokio::time::{Instant, timeout};
 
+use crate::clock::SUBSCRIBE_RETRY;
 use crate::daemon::schedule::{Backoff, MANAGEMENT, unanswered};
 use crate::telemetry::catalogue::connections;
-
-/// Asking again for a failed subscription, or releasing it again: 1 s, doubling to 30 s.
-const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 /// What a subscribe or release order came to, for its owner.
 pub(crate) type Answer = Result<(), SubscriptionError>;
@@ -82,7 +79,7 @@ struct Schedule {
 
 impl Schedule {
     const NEW: Self = Self {
-        backoff: RETRY,
+        backoff: SUBSCRIBE_RETRY,
         at: None,
     };
 
@@ -256,6 +253,7 @@ async fn subscribe_once(watch: &mut Watch, uri: &str) -> Result<(), (Subscriptio
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use mcp_negotiate::Client;
     use mcp_reference_server::{Fault, Options, ReferenceServer, Times};

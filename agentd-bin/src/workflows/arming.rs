@@ -163,7 +163,8 @@ impl Arming {
                     subscriptions::start_unsupported(of, &e.to_string());
                 }
                 Err(Unsubscribed::Unknown) => subscriptions::start_no_server(of),
-                // Let go by a reload: armed again when the server is held afresh.
+                // `Gone`, let go by a reload: armed again when the server is held afresh
+                // (`until_taken` asks again past the other two).
                 Err(Unsubscribed::Gone | Unsubscribed::MayPass(_) | Unsubscribed::Pending) => {}
             }
         });

@@ -1,15 +1,9 @@
 //! Subscribing a resource for an owner until the server takes it: a failure that may pass is
-//! asked about again on [`RETRY`] (the server's task asks the server itself on its own
+//! asked about again on [`SUBSCRIBE_RETRY`] (the server's task asks the server itself on its own
 //! schedule meanwhile), so that its owner hears when it is taken at last.
 
-use std::time::Duration;
-
 use super::parts::{Servers, Unsubscribed};
-use crate::clock::Backoff;
-
-/// Asking again whether a subscription that failed in a way that may pass is taken: 1 s,
-/// doubling to 30 s (the server's own schedule).
-pub(super) const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+use crate::clock::SUBSCRIBE_RETRY;
 
 /// Subscribes `uri` of `server` for `owner`: `Ok` once it is taken, else the failure that
 /// will not pass. Each failure that may pass is told to `failed` first (not the answers
@@ -21,7 +15,7 @@ pub(super) async fn until_taken(
     owner: &str,
     mut failed: impl FnMut(&str) + Send,
 ) -> Result<(), Unsubscribed> {
-    let mut backoff = RETRY;
+    let mut backoff = SUBSCRIBE_RETRY;
     loop {
         match servers.subscribe(server, uri, owner).await {
             Ok(()) => return Ok(()),

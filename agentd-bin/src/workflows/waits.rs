@@ -125,7 +125,8 @@ impl Waits {
                     };
                     Failure::new(code, e.to_string())
                 }
-                // Let go by a reload: subscribed again when the server is held afresh.
+                // `Gone`, let go by a reload: subscribed again when the server is held afresh
+                // (`until_taken` asks again past the other two).
                 Err(Unsubscribed::Gone | Unsubscribed::MayPass(_) | Unsubscribed::Pending) => {
                     return;
                 }
