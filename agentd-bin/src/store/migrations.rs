@@ -36,6 +36,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     STARTS,
     // 10: the ended runs by when they ended, for pruning.
     RUNS_BY_ENDED,
+    // 11: the subscribe starts whose change waits for room.
+    HELD,
 ];
 
 /// Migration 2: the memory, artifacts, plans, inboxes and finished units.
@@ -196,6 +198,15 @@ const STARTS: &str = "CREATE TABLE workflow_starts (
 /// Migration 10: the runs that ended, by when (the oldest pruned first).
 const RUNS_BY_ENDED: &str =
     "CREATE INDEX workflow_runs_by_ended ON workflow_runs (ended) WHERE ended IS NOT NULL;";
+
+/// Migration 11: the subscribe starts whose resource changed while the runs were at their
+/// bound, in the order they came.
+const HELD: &str = "CREATE TABLE workflow_held (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    workflow TEXT NOT NULL,
+    node TEXT NOT NULL,
+    UNIQUE (workflow, node)
+);";
 
 /// How long a request waits for a file another connection holds.
 const BUSY: Duration = Duration::from_secs(5);

@@ -6,6 +6,10 @@
 //! A start not seen before stands at its stream's end: it takes the occurrences appended
 //! after it came into force. A start no longer in force (its workflow deleted, or gone at a
 //! reload) is forgotten: one that comes back stands at its stream's end again.
+//!
+//! A subscribe start whose resource changed while the runs were at their bound is held (a
+//! row of `workflow_held`, in the order they came) until its run starts, so that the change
+//! outlives a restart.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -87,6 +91,29 @@ impl Db {
         Ok(())
     }
 
+    fn start_held(&mut self, workflow: &str, node: &str) -> Result<(), Error> {
+        self.sql
+            .prepare_cached("INSERT OR IGNORE INTO workflow_held (workflow, node) VALUES (?1, ?2)")?
+            .execute(params![workflow, node])?;
+        Ok(())
+    }
+
+    fn start_let_go(&mut self, workflow: &str, node: &str) -> Result<(), Error> {
+        self.sql
+            .prepare_cached("DELETE FROM workflow_held WHERE workflow = ?1 AND node = ?2")?
+            .execute(params![workflow, node])?;
+        Ok(())
+    }
+
+    fn starts_held(&mut self) -> Result<Vec<(String, String)>, Error> {
+        let held = self
+            .sql
+            .prepare_cached("SELECT workflow, node FROM workflow_held ORDER BY seq")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(held)
+    }
+
     fn start_passed(&mut self, start: &Start, position: i64) -> Result<(), Error> {
         let tx = self
             .sql
@@ -114,6 +141,35 @@ impl Store {
         kept: Vec<Start>,
     ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
         self.run(move |db| db.starts_keep(&kept))
+    }
+
+    /// Holds subscribe start `node` of `workflow`, whose change waits for room; one held
+    /// already keeps its place.
+    pub(crate) fn start_held(
+        &self,
+        workflow: &str,
+        node: &str,
+    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
+        let (workflow, node) = (workflow.to_owned(), node.to_owned());
+        self.run(move |db| db.start_held(&workflow, &node))
+    }
+
+    /// Lets go of subscribe start `node` of `workflow`: its run started, or it is no longer
+    /// in force.
+    pub(crate) fn start_let_go(
+        &self,
+        workflow: &str,
+        node: &str,
+    ) -> impl Future<Output = Result<(), Error>> + Send + use<> {
+        let (workflow, node) = (workflow.to_owned(), node.to_owned());
+        self.run(move |db| db.start_let_go(&workflow, &node))
+    }
+
+    /// The subscribe starts held, `(workflow, node)` in the order they came.
+    pub(crate) fn starts_held(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, Error>> + Send + use<> {
+        self.run(|db| db.starts_held())
     }
 
     /// Moves `start` past the occurrence at `position` without a run (one that cannot

@@ -21,7 +21,7 @@ const UNVERSIONED: &str = "CREATE TABLE bindings (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /// The tables of the latest version.
-const LATEST: [&str; 16] = [
+const LATEST: [&str; 17] = [
     "artifacts",
     "bindings",
     "conversation_messages",
@@ -34,6 +34,7 @@ const LATEST: [&str; 16] = [
     "plans",
     "questions",
     "subagents",
+    "workflow_held",
     "workflow_runs",
     "workflow_starts",
     "workflow_steps",

@@ -14,7 +14,7 @@ pub(crate) struct Bounds {
     /// Runs under way at once (running, paused, or set back to what the store keeps),
     /// [`RUN_CONCURRENCY`] unless configured: `workflow.run` past it is refused
     /// (`too_many_runs`), and a start past it waits for room (an event start's position is
-    /// not moved, a subscribe start's change is kept, one a start).
+    /// not moved, a subscribe start is held in the store, its change one a start).
     pub(crate) running_max: usize,
     /// How long a run that ended is kept, with its steps, before it is pruned from the store
     /// ([`RUN_RETENTION`] unless configured): a run ended exactly that long ago is kept, one a

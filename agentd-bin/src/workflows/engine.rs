@@ -11,8 +11,9 @@
 //! before a crash starts its run after it, and no occurrence starts two.
 //!
 //! Bounds ([`Bounds`]): at most `running_max` runs are under way; `workflow.run` past it is
-//! refused (`too_many_runs`), a start past it waits for a run to end (an event start stays
-//! where it stands in its stream, a subscribe start's change is kept, one a start). The runs
+//! refused (`too_many_runs`), a start past it waits for room, the starts served in the order
+//! they came (an event start stays where it stands in its stream, a subscribe start is held
+//! in the store, its change one a start, and fires at the engine's start when held). The runs
 //! that ended longer than `retention` ago are pruned from the store at the engine's start and
 //! every hour.
 
@@ -221,7 +222,41 @@ impl Engine {
         }
         self.arm("start");
         self.runs.restore().await;
+        // The starts held before the restart come first, the event starts behind them.
+        self.restore_held().await;
+        self.room().await;
         self.take_up(None).await;
+    }
+
+    /// The subscribe starts held for room before the restart wait for it again, in the
+    /// order they came, each with its resource's change; those no longer in force are let go.
+    async fn restore_held(&mut self) {
+        let held = match self.store.starts_held().await {
+            Ok(held) => held,
+            Err(e) => {
+                let err = format!("the starts held for room not read: {e}");
+                return own::workflow_unsaved(&self.instance, "*", &err);
+            }
+        };
+        let wanted = starts::subscribes(starts::in_force(&self.configured, &self.defined));
+        for key in held {
+            match wanted.get(&key) {
+                Some(resource) => {
+                    let input = starts::updated_input(&resource.server, &resource.uri);
+                    self.deferred.insert(key.clone(), input);
+                    self.waiting.push_back(Waiting::Subscribe(key));
+                }
+                None => self.let_go(&key).await,
+            }
+        }
+    }
+
+    /// Start `key` is no longer held for room in the store.
+    async fn let_go(&self, (workflow, node): &Key) {
+        if let Err(e) = self.store.start_let_go(workflow, node).await {
+            let err = format!("start {node:?} of workflow {workflow:?} not let go: {e}");
+            own::workflow_unsaved(&self.instance, "*", &err);
+        }
     }
 
     async fn on_order(&mut self, order: Order) {
@@ -396,14 +431,19 @@ impl Engine {
     }
 
     /// Start `node` of `workflow` starts a run with `input`; one past the bound waits for
-    /// room, behind the starts waiting already (its last input kept, one a start). A run
-    /// it cannot start (its input does not fit the workflow's schema, the store failed) is
-    /// not started: logged `workflow.unsaved` under the run's id.
+    /// room, behind the starts waiting already (its last input kept, one a start), held in
+    /// the store meanwhile. A run it cannot start (its input does not fit the workflow's
+    /// schema, the store failed) is not started: logged `workflow.unsaved` under the run's
+    /// id.
     async fn fire(&mut self, workflow: &str, node: &str, input: Value) {
         if !self.has_room() {
             let key = (workflow.to_owned(), node.to_owned());
             if self.deferred.insert(key.clone(), input).is_none() {
                 self.waiting.push_back(Waiting::Subscribe(key));
+                if let Err(e) = self.store.start_held(workflow, node).await {
+                    let err = format!("start {node:?} of workflow {workflow:?} not held: {e}");
+                    own::workflow_unsaved(&self.instance, "*", &err);
+                }
             }
             return;
         }
@@ -425,9 +465,10 @@ impl Engine {
                 Waiting::Subscribe(key) => {
                     // Not there when the start is no longer in force ([`Engine::arm`]).
                     if let Some(input) = self.deferred.remove(&key) {
-                        let (workflow, node) = key;
-                        self.fire(&workflow, &node, input).await;
+                        self.fire(&key.0, &key.1, input).await;
                     }
+                    // Let go once its run is kept: a crash between starts it again.
+                    self.let_go(&key).await;
                 }
                 Waiting::Events(stream) => self.take_up(Some(&stream)).await,
             }

@@ -641,6 +641,67 @@ mod engine {
         );
     }
 
+    /// A subscribe start's change held for room outlives a restart: its run starts once the
+    /// run restored with the engine ends, and once only.
+    #[tokio::test]
+    async fn a_change_held_for_room_starts_its_run_after_a_restart() {
+        use agentd_tools::workflow::Command;
+
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        let body = json!({
+            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
+            "starts": [{"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}],
+        });
+        let held = Definition::parse("held", &body).unwrap();
+        let bounds = Bounds {
+            running_max: 1,
+            ..Bounds::default()
+        };
+        let first = {
+            let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+            let configured = vec![held.clone()];
+            let workflows = engine_bounded(
+                store.clone(),
+                &server,
+                configured,
+                bounds,
+                &tasks,
+                shutdown.clone(),
+            )
+            .await;
+            workflows.restored().await;
+            let first = workflows.run("held", json!({}), "op").await.unwrap();
+            workflows.updated("ref", "demo://x");
+            workflows.status(&first.id).await.unwrap();
+            shutdown.cancel();
+            tasks.close();
+            tasks.wait().await;
+            first
+        };
+        let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
+        let workflows =
+            engine_bounded(store.clone(), &server, vec![held], bounds, &tasks, shutdown).await;
+        workflows.restored().await;
+        assert_eq!(every_run(&workflows).await.len(), 1);
+        let go = || Command::Signal {
+            name: "go".to_owned(),
+            payload: json!({}),
+        };
+        workflows.command(&first.id, go()).await.unwrap();
+        let changed = runs_of(&workflows, "held", 2).await;
+        assert_eq!(
+            changed[1].input,
+            json!({"server": "ref", "uri": "demo://x"})
+        );
+        workflows.command(&changed[1].id, go()).await.unwrap();
+        assert_eq!(every_run(&workflows).await.len(), 2);
+        assert_eq!(store.starts_held().await.unwrap(), []);
+    }
+
     /// Room that runs out partway through a page of occurrences: the start stands at the
     /// last it took, and the rest start their runs, in order, as runs end.
     #[tokio::test]
