@@ -21,7 +21,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use agentd_tools::Error;
-use agentd_tools::wait::Clock as _;
 use agentd_tools::workflow::run::{Limits, Record};
 use agentd_tools::workflow::{Defined, Definition, configured, unknown};
 use serde_json::Value;
@@ -175,7 +174,7 @@ impl Engine {
         self.restore().await;
         loop {
             let due = self.runs.next_due().unwrap_or(i64::MAX).min(self.prune_at);
-            let at = self.runs.clock.instant(due);
+            let at = self.runs.instant(due);
             tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => break,
@@ -267,7 +266,7 @@ impl Engine {
                 bounds,
             } => {
                 self.configured = by_name(configured);
-                self.runs.limits = limits;
+                self.runs.set_limits(limits);
                 if bounds.retention < self.bounds.retention {
                     self.prune_at = i64::MIN;
                 }
@@ -325,7 +324,7 @@ impl Engine {
                 }
             }
             Order::Connected { server, actor } => {
-                self.runs.waits.connected(&server);
+                self.runs.connected(&server);
                 let before = self.actors.insert(server.clone(), actor);
                 let afresh = before.is_some_and(|b| b != actor).then_some("reload");
                 if let Some(reason) = afresh {
@@ -334,7 +333,7 @@ impl Engine {
                 self.arming.connected(&server, afresh);
             }
             Order::Unreachable { server } => {
-                self.runs.waits.unreachable(&server);
+                self.runs.unreachable(&server);
                 self.arming.unreachable(&server);
             }
             Order::Appended { stream } => {
@@ -571,7 +570,7 @@ impl Engine {
     /// when it is time (at the start, then every hour), [`PRUNE_BATCH`] at a time: while a
     /// batch is full, the next is due at once, behind the orders and outcomes waiting.
     async fn prune(&mut self) {
-        let now = self.runs.clock.now_ms();
+        let now = self.runs.now_ms();
         if self.prune_at > now {
             return;
         }

@@ -37,7 +37,7 @@ pub(super) struct Runs {
     instance: String,
     store: Store,
     /// The bounds of the runs started from now on.
-    pub(super) limits: Limits,
+    limits: Limits,
     /// The runs that did not end, by id.
     active: BTreeMap<String, Run>,
     /// The runs of `active` by their timer and the resource they watch.
@@ -47,7 +47,7 @@ pub(super) struct Runs {
     /// The runs whose record the store did not take, set back to what it keeps.
     unsaved: Unsaved,
     /// The subscriptions of the parked waits.
-    pub(super) waits: Waits,
+    waits: Waits,
     /// Whether a run left [`Runs::running`] since [`Runs::take_freed`] last said: it ended,
     /// or a run set back is no more or cannot be resumed.
     freed: bool,
@@ -56,7 +56,7 @@ pub(super) struct Runs {
     tasks: TaskTracker,
     shutdown: CancellationToken,
     /// The time of runs: tokio's, anchored on the wall clock.
-    pub(super) clock: Clock,
+    clock: Clock,
 }
 
 impl Runs {
@@ -124,6 +124,31 @@ impl Runs {
             }
             self.drive(&id).await;
         }
+    }
+
+    /// The runs started from now on are bound by `limits`.
+    pub(super) fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Now, on the runs' clock (Unix ms).
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The instant of Unix millisecond `at_ms` on the runs' clock (now, when it is past).
+    pub(super) fn instant(&self, at_ms: i64) -> tokio::time::Instant {
+        self.clock.instant(at_ms)
+    }
+
+    /// `server` is connected: its waits parked at the restart are subscribed as it comes.
+    pub(super) fn connected(&mut self, server: &str) {
+        self.waits.connected(server);
+    }
+
+    /// A dial of `server` failed: its waits parked at the restart stay parked (logged).
+    pub(super) fn unreachable(&mut self, server: &str) {
+        self.waits.unreachable(server);
     }
 
     /// How many runs are under way: held, or set back to what the store keeps.
