@@ -34,6 +34,10 @@ pub(crate) const RUN_CONCURRENCY_MAX: usize = 4096;
 /// kept, 7 days.
 pub(crate) const RUN_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// The least `limits.run_retention` may be: the period of the prune, so that a run is not
+/// gone before its callers had an hour to read it.
+pub(crate) const RUN_RETENTION_MIN: Duration = Duration::from_secs(3600);
+
 /// The configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -547,6 +551,16 @@ pub(crate) fn parse(
         exec.is_some(),
         &at,
     )?;
+    let run_retention = duration(
+        &raw.limits.run_retention,
+        "limits.run_retention",
+        RUN_RETENTION,
+    )?;
+    if run_retention < RUN_RETENTION_MIN {
+        let span = raw.limits.run_retention.as_ref().map(|v| v.span());
+        let message = "must be at least 1h (ended runs are pruned every hour)".to_owned();
+        return Err(at(span, "limits.run_retention", message));
+    }
     Ok(Config {
         workflows,
         exec,
@@ -554,11 +568,7 @@ pub(crate) fn parse(
         model,
         budget_tokens,
         run_concurrency,
-        run_retention: duration(
-            &raw.limits.run_retention,
-            "limits.run_retention",
-            RUN_RETENTION,
-        )?,
+        run_retention,
         turn_timeout: duration(
             &raw.limits.turn_timeout,
             "limits.turn_timeout",

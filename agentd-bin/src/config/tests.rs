@@ -757,7 +757,7 @@ fn contracts_are_implemented_by_a_family_server_or_a_mapping() {
 }
 
 /// `limits.run_concurrency` is 1 to 4096: the bound taken, one past it refused naming the key;
-/// `limits.run_retention` is a duration of at most 30 days; the key's former name is not taken.
+/// `limits.run_retention` is a duration of 1 h to 30 days; the key's former name is not taken.
 #[test]
 fn the_run_concurrency_bound_is_checked() {
     let limits = |body: &str| parse("agentd.toml", &format!("[limits]\n{body}\n"), &env);
@@ -774,5 +774,10 @@ fn the_run_concurrency_bound_is_checked() {
     assert_eq!(at_bound.run_retention, Duration::from_secs(30 * 24 * 3600));
     let e = limits("run_retention = \"31d\"").unwrap_err();
     assert_eq!(e.key, "limits.run_retention", "{e}");
+    let floor = limits("run_retention = \"3600s\"").unwrap();
+    assert_eq!(floor.run_retention, Duration::from_secs(3600));
+    let e = limits("run_retention = \"3599s\"").unwrap_err();
+    assert_eq!(e.key, "limits.run_retention", "{e}");
+    assert!(e.message.contains("at least 1h"), "{e}");
     assert!(limits("workflow_runs = 1").is_err());
 }
