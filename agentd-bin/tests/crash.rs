@@ -14,6 +14,11 @@
 //! completes, and the idempotency keys the server saw are those of runs that exist, one
 //! each.
 //!
+//! The checks are incremental, so that a round costs the same however long the run: each
+//! reads only the records its stream gained since the check before (from the store's file,
+//! after the last sequence number read), and checks that those read before are all still
+//! there by their count; what was acknowledged is looked for once, then only counted.
+//!
 //! `AGENTD_CRASH_ROUNDS` sets how many rounds (3 by default), `AGENTD_CRASH_SEED` the seed
 //! of every draw (printed; by default taken from the clock). The figures are printed at the
 //! end (`--nocapture`).
@@ -26,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use agentd_tests::faults::Rng;
-use common::{Daemon, TempFile, agentd_async, store_dir, tail, until_up};
+use common::{Daemon, TempFile, agentd_async, store_dir, until_up};
 use mcp_events::webhook::Secret;
 use mcp_reference_server::{Options, ReferenceServer};
 use serde_json::{Value, json};
@@ -219,9 +224,10 @@ impl Route {
 /// What was acknowledged, and what was sent and not.
 #[derive(Default)]
 struct Acked {
-    /// Webhook deliveries answered 200, by event id; and those that were not, with their
-    /// number, to be sent again.
+    /// Webhook deliveries answered 200, by event id, and of those the ones no check has
+    /// looked for yet; and those that were not, with their number, to be sent again.
     delivered: BTreeSet<String>,
+    unchecked: Vec<String>,
     undelivered: BTreeMap<String, u64>,
     /// The statuses of the deliveries not answered 200 (0: none, the daemon gone).
     turned: BTreeMap<u16, u64>,
@@ -236,16 +242,104 @@ struct Acked {
     emitted: Vec<String>,
 }
 
-/// What the checks have seen: the occurrence of each event-started run, every run by its
-/// workflow, the last run listed, and how far the checks of the writes went.
-#[derive(Default)]
+/// What the checks have seen: both streams as far as read, the occurrence of each
+/// event-started run (and the runs by occurrence), every run by its workflow, the last run
+/// listed, the occurrences whose run is still to be seen, and how far the checks of the
+/// emitted occurrences and of the writes went.
 struct Seen {
+    tickets: Stream,
+    hooks: Stream,
     started: BTreeMap<String, (String, String)>,
+    runs_of: BTreeSet<(String, String)>,
     runs: BTreeMap<String, String>,
     listed: Option<String>,
+    unstarted: Vec<(String, String)>,
+    checked_emitted: usize,
     checked_set: usize,
     checked_artifacts: usize,
     checked_runs: usize,
+}
+
+impl Seen {
+    fn new(store: &std::path::Path) -> Self {
+        Self {
+            tickets: Stream::new(store, "tickets", "on_ticket"),
+            hooks: Stream::new(store, "hooks", "on_hook"),
+            started: BTreeMap::new(),
+            runs_of: BTreeSet::new(),
+            runs: BTreeMap::new(),
+            listed: None,
+            unstarted: Vec::new(),
+            checked_emitted: 0,
+            checked_set: 0,
+            checked_artifacts: 0,
+            checked_runs: 0,
+        }
+    }
+}
+
+/// A stream of the store as far as the checks read it: the ids of its records, each once.
+struct Stream {
+    db: std::path::PathBuf,
+    name: &'static str,
+    /// The workflow each of its occurrences starts.
+    workflow: &'static str,
+    /// The last sequence number read.
+    after: i64,
+    ids: BTreeSet<String>,
+}
+
+impl Stream {
+    fn new(store: &std::path::Path, name: &'static str, workflow: &'static str) -> Self {
+        Self {
+            db: store.join("agentd.sqlite3"),
+            name,
+            workflow,
+            after: 0,
+            ids: BTreeSet::new(),
+        }
+    }
+
+    /// Reads the records appended since the last read: their ids, each new to the stream.
+    /// Those read before must all still be there.
+    fn read(&mut self) -> Vec<String> {
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = rusqlite::Connection::open_with_flags(&self.db, flags).expect("the store");
+        // One read transaction: the count and the new records of one snapshot.
+        db.execute_batch("BEGIN").expect("a read transaction");
+        let count = "SELECT COUNT(*) FROM events WHERE stream = ?1 AND seq <= ?2";
+        let kept: i64 = db
+            .query_row(count, (self.name, self.after), |r| r.get(0))
+            .expect("a count");
+        let read = i64::try_from(self.ids.len()).expect("a count");
+        assert_eq!(kept, read, "records of {} gone", self.name);
+        let mut select = db
+            .prepare("SELECT seq, body FROM events WHERE stream = ?1 AND seq > ?2 ORDER BY seq")
+            .expect("a query");
+        let rows = select
+            .query_map((self.name, self.after), |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .expect("the records");
+        let mut new = Vec::new();
+        for row in rows {
+            let (seq, body) = row.expect("a record");
+            let record: Value = serde_json::from_slice(&body).expect("a JSON record");
+            let id = record["id"].as_str().expect("a record id").to_owned();
+            assert!(self.ids.insert(id.clone()), "{id} twice in {}", self.name);
+            self.after = seq;
+            new.push(id);
+        }
+        new
+    }
+
+    /// [`Self::read`], the occurrences read added to those whose run is to be seen.
+    fn read_into(&mut self, unstarted: &mut Vec<(String, String)>) {
+        let workflow = self.workflow;
+        let new = self.read();
+        unstarted.extend(new.into_iter().map(|id| (workflow.to_owned(), id)));
+    }
 }
 
 /// What was sent, counted across rounds.
@@ -265,8 +359,6 @@ struct Load {
 
 /// What the end found.
 struct Settled {
-    tickets: usize,
-    hooks: usize,
     runs: usize,
     completed: usize,
     calls: usize,
@@ -293,7 +385,8 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
     let acked = Arc::new(Mutex::new(Acked::default()));
     let counts = Arc::new(Counts::default());
     let made = Arc::new(AtomicU64::new(0));
-    let mut seen = Seen::default();
+    let mut seen = Seen::new(dir.path());
+    let began = Instant::now();
     let (mut kills, mut early) = (0, 0);
 
     for round in 0..rounds {
@@ -308,7 +401,7 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
         until_up(&file);
         let route = Route::of(&mut daemon, &server, round).await;
         check(&file, &route, &acked, &counts, &mut seen).await;
-        progress(round, kills, early, &acked.lock().unwrap(), &seen);
+        progress(round, kills, early, &acked.lock().unwrap(), &seen, began);
 
         let draws: Vec<u64> = (0..64).map(|_| rng.next_u64()).collect();
         let load = load(&file, &server, &route, &acked, &counts, &made, draws);
@@ -342,9 +435,9 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
         count(&counts.deliveries_sent_again),
         acked.turned,
         acked.delivered.len(),
-        settled.hooks,
+        seen.hooks.ids.len(),
         acked.emitted.len(),
-        settled.tickets,
+        seen.tickets.ids.len(),
         count(&counts.tool_writes),
         acked.set.len() + acked.pushed.len() + acked.artifacts.len(),
         acked.set.len(),
@@ -362,12 +455,13 @@ async fn nothing_acknowledged_is_lost_or_duplicated_across_random_sigkills() {
 }
 
 /// What the checks found so far, a line a round: the figures of a run cut short.
-fn progress(round: u64, kills: u64, early: u64, acked: &Acked, seen: &Seen) {
+fn progress(round: u64, kills: u64, early: u64, acked: &Acked, seen: &Seen, began: Instant) {
     println!(
-        "crash: round {round} checked: {kills} kills ({early} while restoring); {} deliveries \
+        "crash: round {round} checked at {} s: {kills} kills ({early} while restoring); {} deliveries \
          acknowledged, all found once; {} occurrences emitted, all appended once; {} tool \
          writes acknowledged, all found; {} runs, {} started by occurrences (one each), {} \
          manual acknowledged, all there",
+        began.elapsed().as_secs(),
         acked.delivered.len(),
         acked.emitted.len(),
         acked.set.len() + acked.pushed.len() + acked.artifacts.len(),
@@ -414,7 +508,8 @@ fn load(
                 {
                     let mut acked = acked.lock().unwrap();
                     if status == 200 {
-                        acked.delivered.insert(id);
+                        acked.delivered.insert(id.clone());
+                        acked.unchecked.push(id);
                     } else {
                         // Sent again after the restart.
                         *acked.turned.entry(status).or_default() += 1;
@@ -483,17 +578,6 @@ fn load(
     Load { stop, tasks }
 }
 
-/// The ids of `stream`'s records, in order; each only once.
-fn ids(file: &TempFile, stream: &str) -> Vec<String> {
-    let ids: Vec<String> = tail(file, stream)
-        .iter()
-        .map(|r| r["id"].as_str().expect("a record id").to_owned())
-        .collect();
-    let distinct: BTreeSet<&String> = ids.iter().collect();
-    assert_eq!(distinct.len(), ids.len(), "an occurrence twice in {stream}");
-    ids
-}
-
 /// The record id of the server's occurrence `id`, of a delivery `id`.
 fn ticket(id: &str) -> String {
     format!("mcp/ref/ticket.created/{id}")
@@ -528,21 +612,20 @@ async fn check(
     seen: &mut Seen,
 ) {
     // Every delivery answered 200 was appended before it was answered.
-    let hooks: BTreeSet<String> = ids(file, "hooks").into_iter().collect();
-    let lost: Vec<String> = {
-        let acked = acked.lock().unwrap();
-        let lost = acked
-            .delivered
-            .iter()
-            .filter(|id| !hooks.contains(&hook(id)));
-        lost.cloned().collect()
+    seen.hooks.read_into(&mut seen.unstarted);
+    let lost = |seen: &Seen, ids: &[String]| {
+        let lost = ids.iter().filter(|id| !seen.hooks.ids.contains(&hook(id)));
+        lost.cloned().collect::<Vec<String>>()
     };
+    let unchecked = std::mem::take(&mut acked.lock().unwrap().unchecked);
+    let gone = lost(seen, &unchecked);
     assert!(
-        lost.is_empty(),
-        "deliveries answered 200 and lost: {lost:?}"
+        gone.is_empty(),
+        "deliveries answered 200 and lost: {gone:?}"
     );
     // Those not answered are sent again, as a sender does; a 200 now, once.
     let again = std::mem::take(&mut acked.lock().unwrap().undelivered);
+    let mut taken = Vec::new();
     for (id, n) in again {
         counts.deliveries_sent_again.fetch_add(1, Ordering::SeqCst);
         within(&format!("{id} taken"), async || {
@@ -552,29 +635,34 @@ async fn check(
             }
         })
         .await;
-        acked.lock().unwrap().delivered.insert(id);
+        acked.lock().unwrap().delivered.insert(id.clone());
+        taken.push(id);
     }
-    let hooks = ids(file, "hooks");
+    seen.hooks.read_into(&mut seen.unstarted);
+    let gone = lost(seen, &taken);
+    assert!(
+        gone.is_empty(),
+        "deliveries sent again, answered 200 and lost: {gone:?}"
+    );
 
     // Every occurrence the server emitted is appended once, from the cursor kept.
-    let emitted: Vec<String> = acked
-        .lock()
-        .unwrap()
-        .emitted
-        .iter()
-        .map(|i| ticket(i))
-        .collect();
-    let tickets = within("every occurrence emitted appended", async || {
-        let tickets = ids(file, "tickets");
-        let have: BTreeSet<&String> = tickets.iter().collect();
-        let missing: Vec<&String> = emitted.iter().filter(|id| !have.contains(id)).collect();
+    let (emitted, all): (Vec<String>, usize) = {
+        let acked = acked.lock().unwrap();
+        let emitted = acked.emitted[seen.checked_emitted..].iter();
+        (emitted.map(|i| ticket(i)).collect(), acked.emitted.len())
+    };
+    within("every occurrence emitted appended", async || {
+        seen.tickets.read_into(&mut seen.unstarted);
+        let have = &seen.tickets.ids;
+        let missing: Vec<&String> = emitted.iter().filter(|id| !have.contains(*id)).collect();
         match missing.is_empty() {
-            true => Ok(tickets),
+            true => Ok(()),
             false => Err(format!("missing {missing:?}")),
         }
     })
     .await;
-    assert_eq!(tickets.len(), emitted.len(), "only the occurrences emitted");
+    seen.checked_emitted = all;
+    assert_eq!(seen.tickets.ids.len(), all, "only the occurrences emitted");
 
     // Every write answered is there.
     let (set, pushed, artifacts, runs) = {
@@ -609,23 +697,13 @@ async fn check(
     seen.checked_runs += runs.len();
 
     // Every occurrence of either stream started one run.
-    let of = |workflow: &str, ids: Vec<String>| {
-        let workflow = workflow.to_owned();
-        ids.into_iter().map(move |id| (workflow.clone(), id))
-    };
-    let occurrences: Vec<(String, String)> = of("on_ticket", tickets)
-        .chain(of("on_hook", hooks))
-        .collect();
     within("a run of every occurrence", async || {
         list_runs(file, seen).await;
-        let started: BTreeSet<&(String, String)> = seen.started.values().collect();
-        let missing: Vec<_> = occurrences
-            .iter()
-            .filter(|o| !started.contains(o))
-            .collect();
-        match missing.is_empty() {
+        let runs_of = &seen.runs_of;
+        seen.unstarted.retain(|o| !runs_of.contains(o));
+        match seen.unstarted.is_empty() {
             true => Ok(()),
-            false => Err(format!("no run of {missing:?}")),
+            false => Err(format!("no run of {:?}", seen.unstarted)),
         }
     })
     .await;
@@ -651,8 +729,8 @@ async fn list_runs(file: &TempFile, seen: &mut Seen) {
                 let status = ask(file, "workflow.status", json!({"run": id})).await;
                 let occurrence = status["input"]["id"].as_str().expect("an occurrence");
                 let started = (workflow.to_owned(), occurrence.to_owned());
-                let twice = seen.started.values().any(|o| *o == started);
-                assert!(!twice, "{started:?} started a second run, {id}");
+                let once = seen.runs_of.insert(started.clone());
+                assert!(once, "{started:?} started a second run, {id}");
                 seen.started.insert(id.to_owned(), started);
             }
             seen.listed = Some(id.to_owned());
@@ -715,9 +793,18 @@ async fn settle(
         acked.runs.iter().all(|r| manual.contains(r)),
         "every run answered exists"
     );
+    // The streams hold what they held, and no more.
+    assert_eq!(
+        seen.tickets.read(),
+        Vec::<String>::new(),
+        "tickets after the end"
+    );
+    assert_eq!(
+        seen.hooks.read(),
+        Vec::<String>::new(),
+        "hooks after the end"
+    );
     Settled {
-        tickets: ids(file, "tickets").len(),
-        hooks: ids(file, "hooks").len(),
         runs: seen.runs.len(),
         completed: seen.runs.len(),
         calls: keys.len(),
