@@ -126,21 +126,22 @@ pub(crate) fn serve(
 /// client before it has read the answer. A fresh socket's send buffer takes the answer at
 /// once; the write side is shut down (FIN) before the socket is closed.
 fn turn_away(tcp: tokio::net::TcpStream) {
-    read_away(&tcp);
+    read_away(|unread| tcp.try_read(unread));
     let _ = tcp.try_write(TURNED_AWAY);
     if let Ok(tcp) = tcp.into_std() {
         let _ = tcp.shutdown(std::net::Shutdown::Write);
     }
 }
 
-/// Reads and lets go what `tcp` has sent already, without waiting for more: at most
-/// [`TURNED_AWAY_READ`] bytes, never one past. How many were read.
-fn read_away(tcp: &tokio::net::TcpStream) -> usize {
+/// Reads and lets go what a connection has sent already, by `try_read` (a socket's read
+/// that does not wait), until it has no more: at most [`TURNED_AWAY_READ`] bytes, never
+/// one past, however short its reads. How many were read.
+fn read_away(mut try_read: impl FnMut(&mut [u8]) -> std::io::Result<usize>) -> usize {
     let mut unread = [0; 4096];
     let mut read = 0;
     while read < TURNED_AWAY_READ {
         let room = unread.len().min(TURNED_AWAY_READ - read);
-        match tcp.try_read(&mut unread[..room]) {
+        match try_read(&mut unread[..room]) {
             Ok(0) | Err(_) => break,
             Ok(n) => read += n,
         }
@@ -309,11 +310,33 @@ mod tests {
                 );
                 tokio::task::yield_now().await;
             }
-            assert_eq!(read_away(&tcp), TURNED_AWAY_READ, "{sent}");
+            let read = read_away(|unread| tcp.try_read(unread));
+            assert_eq!(read, TURNED_AWAY_READ, "{sent}");
             let left = tcp.try_read(&mut peeked);
             match sent - TURNED_AWAY_READ {
                 0 => assert!(left.is_err(), "{sent}: {left:?}"),
                 _ => assert_eq!(left.ok(), Some(1), "{sent}"),
+            }
+        }
+    }
+
+    /// What a turned-away connection sent, read in pieces of odd sizes (as when its bytes
+    /// come in while they are read), is read up to [`TURNED_AWAY_READ`] bytes and never
+    /// one past: at the bound all of it, one past it all but the last byte.
+    #[test]
+    fn a_turned_away_connection_read_in_odd_pieces_stops_at_its_bound() {
+        for piece in [1, 1000, 4095] {
+            for sent in [TURNED_AWAY_READ, TURNED_AWAY_READ + 1] {
+                let mut left = sent;
+                let read = read_away(|unread| match unread.len().min(piece).min(left) {
+                    0 => Err(std::io::ErrorKind::WouldBlock.into()),
+                    n => {
+                        left -= n;
+                        Ok(n)
+                    }
+                });
+                let past = sent - TURNED_AWAY_READ;
+                assert_eq!((read, left), (TURNED_AWAY_READ, past), "{sent} in {piece}s");
             }
         }
     }
