@@ -242,15 +242,14 @@ struct Acked {
     emitted: Vec<String>,
 }
 
-/// What the checks have seen: both streams as far as read, the occurrence of each
-/// event-started run (and the runs by occurrence), every run by its workflow, the last run
-/// listed, the occurrences whose run is still to be seen, and how far the checks of the
-/// emitted occurrences and of the writes went.
+/// What the checks have seen: both streams as far as read, the occurrence (with its
+/// workflow) of each event-started run, every run by its workflow, the last run listed,
+/// the occurrences whose run is still to be seen, and how far the checks of the emitted
+/// occurrences and of the writes went.
 struct Seen {
     tickets: Stream,
     hooks: Stream,
-    started: BTreeMap<String, (String, String)>,
-    runs_of: BTreeSet<(String, String)>,
+    started: BTreeSet<(String, String)>,
     runs: BTreeMap<String, String>,
     listed: Option<String>,
     unstarted: Vec<(String, String)>,
@@ -265,8 +264,7 @@ impl Seen {
         Self {
             tickets: Stream::new(store, "tickets", "on_ticket"),
             hooks: Stream::new(store, "hooks", "on_hook"),
-            started: BTreeMap::new(),
-            runs_of: BTreeSet::new(),
+            started: BTreeSet::new(),
             runs: BTreeMap::new(),
             listed: None,
             unstarted: Vec::new(),
@@ -699,8 +697,8 @@ async fn check(
     // Every occurrence of either stream started one run.
     within("a run of every occurrence", async || {
         list_runs(file, seen).await;
-        let runs_of = &seen.runs_of;
-        seen.unstarted.retain(|o| !runs_of.contains(o));
+        let started = &seen.started;
+        seen.unstarted.retain(|o| !started.contains(o));
         match seen.unstarted.is_empty() {
             true => Ok(()),
             false => Err(format!("no run of {:?}", seen.unstarted)),
@@ -729,9 +727,8 @@ async fn list_runs(file: &TempFile, seen: &mut Seen) {
                 let status = ask(file, "workflow.status", json!({"run": id})).await;
                 let occurrence = status["input"]["id"].as_str().expect("an occurrence");
                 let started = (workflow.to_owned(), occurrence.to_owned());
-                let once = seen.runs_of.insert(started.clone());
-                assert!(once, "{started:?} started a second run, {id}");
-                seen.started.insert(id.to_owned(), started);
+                let twice = !seen.started.insert(started.clone());
+                assert!(!twice, "{started:?} started a second run, {id}");
             }
             seen.listed = Some(id.to_owned());
         }
