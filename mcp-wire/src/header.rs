@@ -161,21 +161,37 @@ impl ToolHeaders {
         &self,
         arguments: Option<&Map<String, Value>>,
     ) -> Result<Vec<(String, String)>, Error> {
-        let mut out = Vec::with_capacity(self.0.len());
-        for header in &self.0 {
-            let Some(value) = lookup(arguments, &header.path) else {
-                continue;
-            };
-            let text = stringify(value).map_err(|detail| Error::HeaderValue {
-                name: header.name.clone(),
-                detail: detail.into(),
-            })?;
-            out.push((
-                format!("{PARAM_PREFIX}{}", header.name),
-                encode_value(&text).into_owned(),
-            ));
-        }
-        Ok(out)
+        self.values(arguments)
+            .map(|derived| {
+                let (index, value) = derived?;
+                let name = &self.0[index].name;
+                Ok((format!("{PARAM_PREFIX}{name}"), value.into_owned()))
+            })
+            .collect()
+    }
+
+    /// The encoded value of each header a call with these arguments carries, with the
+    /// header's index in [`ToolHeaders::headers`], in schema order: what
+    /// [`ToolHeaders::derive`] pairs with the headers' names, for a caller that holds the
+    /// names ready.
+    pub fn values<'a>(
+        &'a self,
+        arguments: Option<&'a Map<String, Value>>,
+    ) -> impl Iterator<Item = Result<(usize, Cow<'a, str>), Error>> + 'a {
+        self.0
+            .iter()
+            .enumerate()
+            .filter_map(move |(index, header)| {
+                let value = lookup(arguments, &header.path)?;
+                Some(match stringify(value) {
+                    Ok(Cow::Borrowed(text)) => Ok((index, encode_value(text))),
+                    Ok(Cow::Owned(text)) => Ok((index, encode_value(&text).into_owned().into())),
+                    Err(detail) => Err(Error::HeaderValue {
+                        name: header.name.clone(),
+                        detail: detail.into(),
+                    }),
+                })
+            })
     }
 }
 
