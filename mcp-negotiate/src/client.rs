@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use mcp_transport::Error as TransportError;
-use mcp_transport::driver::{Answer, Delivery, Notice, Routing};
+use mcp_transport::driver::{Answer, Delivery, Notice, Routing, ToolRoute};
 use mcp_wire::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, Cursor, ElicitAction,
     ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired, InputResponse,
@@ -123,7 +124,8 @@ pub struct DroppedTool {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     tools: Vec<Tool>,
-    headers: HashMap<String, ToolHeaders>,
+    /// How a call to each tool kept is routed (2026-07-28).
+    routes: HashMap<String, ToolRoute>,
     dropped: Vec<DroppedTool>,
 }
 
@@ -159,11 +161,13 @@ struct Current {
 /// have run): they fail with the transport's `SessionLost`.
 pub struct Client {
     dialer: Dialer,
-    current: RwLock<Arc<Current>>,
+    /// Read on every request without a lock; replaced at a re-dial.
+    current: ArcSwap<Current>,
     redial: Mutex<()>,
     /// The session is lost and waits for its owner's re-dial ([`Recovery::ByOwner`]).
     lost: tokio::sync::watch::Sender<bool>,
-    catalog: RwLock<Arc<Catalog>>,
+    /// Read on every call without a lock; replaced at a listing.
+    catalog: ArcSwap<Catalog>,
 }
 
 impl fmt::Debug for Client {
@@ -190,13 +194,13 @@ impl Client {
         let list_tools = dialer.lists_tools() && dialed.connected.capabilities.tools();
         let connection = Self {
             dialer,
-            current: RwLock::new(Arc::new(Current {
+            current: ArcSwap::from_pointee(Current {
                 dialed,
                 generation: 0,
-            })),
+            }),
             redial: Mutex::new(()),
             lost: tokio::sync::watch::Sender::new(false),
-            catalog: RwLock::new(Arc::new(Catalog::default())),
+            catalog: ArcSwap::from_pointee(Catalog::default()),
         };
         if list_tools {
             connection.refresh_tools().await?;
@@ -205,10 +209,7 @@ impl Client {
     }
 
     fn current(&self) -> Arc<Current> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.load_full()
     }
 
     /// Resolves once the legacy session is lost and waits for [`Client::redial`] (with
@@ -287,7 +288,7 @@ impl Client {
 
     /// The revision agreed.
     pub fn revision(&self) -> Revision {
-        self.current().dialed.connected.revision
+        self.current.load().dialed.connected.revision
     }
 
     /// The server's capabilities.
@@ -297,10 +298,7 @@ impl Client {
 
     /// The tool catalogue made at connect (or at the last [`Client::refresh_tools`]).
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.catalog.load_full()
     }
 
     /// Lists the tools again, every page, and keeps the result as the catalogue. Unlike the
@@ -310,31 +308,24 @@ impl Client {
         let modern = self.revision().era() == mcp_wire::Era::Modern;
         let mut catalog = Catalog::default();
         for tool in tools {
-            match ToolHeaders::from_schema(&tool.input_schema) {
-                Ok(headers) => {
-                    catalog.headers.insert(tool.name.clone(), headers);
+            match route(&tool) {
+                Ok(route) => {
+                    catalog.routes.insert(tool.name.clone(), route);
                     catalog.tools.push(tool);
                 }
                 // Annotations mean nothing to a legacy server: only a modern listing drops.
                 Err(_) if !modern => catalog.tools.push(tool),
-                Err(mcp_wire::Error::InvalidHeaderAnnotation(reason)) => {
+                Err(reason) => {
                     tracing::debug!(tool = %tool.name, %reason, "tool dropped from the listing");
                     catalog.dropped.push(DroppedTool {
                         tool: tool.name,
                         reason,
                     });
                 }
-                Err(_) => {
-                    tracing::debug!(tool = %tool.name, "tool dropped from the listing: schema");
-                    catalog.dropped.push(DroppedTool {
-                        tool: tool.name,
-                        reason: InvalidAnnotation::Schema,
-                    });
-                }
             }
         }
         let catalog = Arc::new(catalog);
-        *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = catalog.clone();
+        self.catalog.store(catalog.clone());
         Ok(catalog)
     }
 
@@ -412,25 +403,21 @@ impl Client {
         on_notice: impl FnMut(Notice),
         cancel: impl Future<Output = ()> + Send,
     ) -> Result<CallToolResult, Error> {
-        let catalog = self.catalog();
-        if let Some(dropped) = catalog.dropped.iter().find(|d| d.tool == name) {
-            return Err(Error::ToolDropped(dropped.clone()));
-        }
+        let routing = {
+            let catalog = self.catalog.load();
+            if let Some(dropped) = catalog.dropped.iter().find(|d| d.tool == name) {
+                return Err(Error::ToolDropped(dropped.clone()));
+            }
+            match (&self.current.load().dialed.link, catalog.routes.get(name)) {
+                (Link::Modern { .. }, Some(route)) => route.routing(arguments.as_ref())?,
+                (Link::Modern { .. }, None) => Routing::named(name)?,
+                (Link::Legacy(_), _) => Routing::default(),
+            }
+        };
         let mut params = CallToolParams::new(name);
         params.arguments = arguments;
-        let headers = match self.revision().era() {
-            mcp_wire::Era::Modern => catalog
-                .headers
-                .get(name)
-                .map(|h| h.derive(params.arguments.as_ref()))
-                .transpose()
-                .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
         let target = Target {
-            name: Some(name),
-            params: &headers,
+            routing: Some(&routing),
             progress: true,
             meta,
         };
@@ -451,8 +438,9 @@ impl Client {
     /// ([`Error::Unanswerable`]), as the reference's known limits say.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
         let params = ReadResourceParams::new(uri);
+        let routing = Routing::named(uri)?;
         let target = Target {
-            name: Some(uri),
+            routing: Some(&routing),
             ..Target::default()
         };
         match self
@@ -480,8 +468,9 @@ impl Client {
     ) -> Result<GetPromptResult, Error> {
         let mut params = GetPromptParams::new(name);
         params.arguments = arguments;
+        let routing = Routing::named(name)?;
         let target = Target {
-            name: Some(name),
+            routing: Some(&routing),
             ..Target::default()
         };
         self.with_input(
@@ -700,9 +689,8 @@ impl Client {
                 } => {
                     meta.modern = Some(rendered);
                     encode(&mut body, &id, method_name, params, meta)?;
-                    let mut routing = Routing::default();
-                    routing.name = target.name;
-                    routing.params = target.params;
+                    let plain = Routing::default();
+                    let routing = target.routing.unwrap_or(&plain);
                     transport
                         .call::<T>(id, method_name, Bytes::from(body), routing)
                         .await?
@@ -782,13 +770,26 @@ impl Client {
             .dial(Start::Like(reached_by))
             .await
             .map_err(Error::Negotiation)?;
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Current {
+        self.current.store(Arc::new(Current {
             dialed,
             generation: generation + 1,
-        });
+        }));
         self.lost.send_replace(false);
         Ok(())
     }
+}
+
+/// How calls to `tool` are routed, or why the tool is left out of a 2026-07-28 listing.
+fn route(tool: &Tool) -> Result<ToolRoute, InvalidAnnotation> {
+    let headers = match ToolHeaders::from_schema(&tool.input_schema) {
+        Ok(headers) => headers,
+        Err(mcp_wire::Error::InvalidHeaderAnnotation(reason)) => return Err(reason),
+        Err(_) => return Err(InvalidAnnotation::Schema),
+    };
+    // The annotations' names are HTTP tokens, so each makes a header name.
+    ToolRoute::new(&tool.name, headers).map_err(|_| InvalidAnnotation::BadCharacter {
+        name: tool.name.clone(),
+    })
 }
 
 fn encode<P: Serialize>(
@@ -827,10 +828,8 @@ type Cancel<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 /// Where a request goes and what it carries besides its params.
 #[derive(Debug, Clone, Copy, Default)]
 struct Target<'a> {
-    /// `Mcp-Name`.
-    name: Option<&'a str>,
-    /// `Mcp-Param-*`.
-    params: &'a [(String, String)],
+    /// `Mcp-Name` and `Mcp-Param-*` (2026-07-28); none when `None`.
+    routing: Option<&'a Routing>,
     /// Ask for progress notifications (the request id is the token).
     progress: bool,
     /// The caller's own `_meta` keys.

@@ -195,7 +195,7 @@ impl Dialer {
         let body = encode(&id, method::SERVER_DISCOVER, &params);
         let transport = ModernTransport::new(self.client.clone(), revision);
         let call = transport
-            .call::<DiscoverResult>(id, method::SERVER_DISCOVER, body, Routing::default())
+            .call::<DiscoverResult>(id, method::SERVER_DISCOVER, body, &Routing::default())
             .await;
         match call {
             Ok(call) => reply_of(call.response(|_| {}).await, Reply::Discovered),

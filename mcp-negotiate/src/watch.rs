@@ -476,7 +476,12 @@ impl Client {
         let mut routing = Routing::default();
         routing.silence = Some(idle_limit(self.timeout()).saturating_mul(2));
         Ok(transport
-            .call::<Value>(id, method::SUBSCRIPTIONS_LISTEN, Bytes::from(body), routing)
+            .call::<Value>(
+                id,
+                method::SUBSCRIPTIONS_LISTEN,
+                Bytes::from(body),
+                &routing,
+            )
             .await?)
     }
 

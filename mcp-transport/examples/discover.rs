@@ -49,7 +49,12 @@ async fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     encode_request(&mut body, &id, "server/discover", Some(&params))?;
 
     let call = transport
-        .call::<DiscoverResult>(id, "server/discover", Bytes::from(body), Routing::default())
+        .call::<DiscoverResult>(
+            id,
+            "server/discover",
+            Bytes::from(body),
+            &Routing::default(),
+        )
         .await?;
     let response = call
         .response(|notice| println!("notification {}", notice.method))

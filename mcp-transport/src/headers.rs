@@ -1,10 +1,8 @@
 //! The HTTP headers an MCP client sets itself, and the check that keeps configuration from
 //! setting them.
 
-use std::borrow::Cow;
-
-use mcp_wire::header::{PARAM_PREFIX, encode_value};
-use mcp_wire::{Revision, method};
+use mcp_wire::header::PARAM_PREFIX;
+use mcp_wire::method;
 
 use crate::Error;
 
@@ -60,33 +58,4 @@ pub fn name_source(method: &str) -> Option<&'static str> {
         method::RESOURCES_READ => Some("uri"),
         _ => None,
     }
-}
-
-/// The standard headers of a 2026-07-28 POST: `MCP-Protocol-Version`, `Mcp-Method`, and
-/// `Mcp-Name` when a name is given, encoded by the `=?base64?…?=` rule when it is not plain
-/// ASCII.
-///
-/// ```
-/// use mcp_transport::headers::modern;
-/// use mcp_wire::Revision;
-///
-/// let h = modern(Revision::V2026_07_28, "tools/call", Some("get_weather"));
-/// assert_eq!(h, [
-///     ("MCP-Protocol-Version", "2026-07-28".into()),
-///     ("Mcp-Method", "tools/call".into()),
-///     ("Mcp-Name", "get_weather".into()),
-/// ]);
-/// ```
-pub fn modern<'a>(
-    revision: Revision,
-    method: &'a str,
-    name: Option<&'a str>,
-) -> Vec<(&'static str, Cow<'a, str>)> {
-    let mut out = Vec::with_capacity(3);
-    out.push((MCP_PROTOCOL_VERSION, Cow::Borrowed(revision.as_str())));
-    out.push((MCP_METHOD, Cow::Borrowed(method)));
-    if let Some(name) = name {
-        out.push((MCP_NAME, encode_value(name)));
-    }
-    out
 }

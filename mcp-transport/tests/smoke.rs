@@ -36,7 +36,7 @@ async fn modern_discover_and_legacy_initialize() {
             RequestId::Number(0),
             "server/discover",
             Bytes::from(body),
-            Routing::default(),
+            &Routing::default(),
         )
         .await
         .unwrap();

@@ -7,9 +7,12 @@ mod common;
 use std::time::Duration;
 
 use common::{MODERN, add_args, bounded, client, modern_meta, object, request, wait_until};
+use http::{HeaderName, HeaderValue};
 use mcp_reference_server::{Fault, Options, ReferenceServer, Times};
 use mcp_transport::Error;
-use mcp_transport::driver::{Call, Config, Delivery, HttpClient, ModernTransport, Routing};
+use mcp_transport::driver::{
+    Call, Config, Delivery, HttpClient, ModernTransport, Routing, ToolRoute,
+};
 use mcp_transport::reply::{Failure, Limits};
 use mcp_wire::header::PARAM_PREFIX;
 use mcp_wire::{
@@ -35,7 +38,7 @@ async fn discover(transport: &ModernTransport, id: i64) -> Result<Call<DiscoverR
             RequestId::Number(id),
             "server/discover",
             request(id, "server/discover", &params),
-            Routing::default(),
+            &Routing::default(),
         )
         .await
 }
@@ -53,14 +56,14 @@ async fn call_tool(
     transport: &ModernTransport,
     id: i64,
     params: &CallToolParams,
-    routing: Routing<'_>,
+    routing: Routing,
 ) -> Result<ToolResponse, Error> {
     let call = transport
         .call::<Outcome<CallToolResult>>(
             RequestId::Number(id),
             "tools/call",
             request(id, "tools/call", params),
-            routing,
+            &routing,
         )
         .await?;
     call.response(|_| {}).await
@@ -69,7 +72,7 @@ async fn call_tool(
 /// `add(a, b)` through the transport, as the text of its result.
 async fn add(transport: &ModernTransport, id: i64, a: i64, b: i64) -> Result<String, Error> {
     let params = tool_params("add", add_args(a, b));
-    let response = call_tool(transport, id, &params, Routing::named("add")).await?;
+    let response = call_tool(transport, id, &params, Routing::named("add").unwrap()).await?;
     Ok(text(response))
 }
 
@@ -97,7 +100,7 @@ async fn list_tools(transport: &ModernTransport, first_id: i64) -> (Vec<Tool>, u
                 RequestId::Number(id),
                 "tools/list",
                 request(id, "tools/list", &params),
-                Routing::default(),
+                &Routing::default(),
             )
             .await
             .expect("tools/list is answered");
@@ -144,7 +147,7 @@ async fn every_post_carries_the_standard_headers_and_one_message() {
             RequestId::Number(11),
             "resources/read",
             request(11, "resources/read", &read),
-            Routing::named("demo://greeting"),
+            &Routing::named("demo://greeting").unwrap(),
         )
         .await
         .unwrap();
@@ -156,7 +159,7 @@ async fn every_post_carries_the_standard_headers_and_one_message() {
             RequestId::Number(12),
             "prompts/get",
             request(12, "prompts/get", &prompt),
-            Routing::named("greet"),
+            &Routing::named("greet").unwrap(),
         )
         .await
         .unwrap();
@@ -227,8 +230,8 @@ async fn tool_call_carries_name_and_param_headers_from_the_listed_schema() {
         derived,
         [("Mcp-Param-Region".to_owned(), "us-west1".to_owned())]
     );
-    let mut routing = Routing::named("region");
-    routing.params = &derived;
+    let route = ToolRoute::new("region", headers.clone()).unwrap();
+    let routing = route.routing(Some(&args)).unwrap();
     let response = call_tool(&transport, 10, &tool_params("region", args), routing)
         .await
         .unwrap();
@@ -239,9 +242,7 @@ async fn tool_call_carries_name_and_param_headers_from_the_listed_schema() {
 
     // Not ASCII: base64 between the sentinels, and the server decodes it.
     let args = object(json!({"region": "Zürich"}));
-    let derived = headers.derive(Some(&args)).unwrap();
-    let mut routing = Routing::named("region");
-    routing.params = &derived;
+    let routing = route.routing(Some(&args)).unwrap();
     let response = call_tool(&transport, 11, &tool_params("region", args), routing)
         .await
         .unwrap();
@@ -253,9 +254,12 @@ async fn tool_call_carries_name_and_param_headers_from_the_listed_schema() {
 
     // A header that does not match the arguments: -32020 in the response.
     let args = object(json!({"region": "us-west1"}));
-    let wrong = vec![(format!("{PARAM_PREFIX}Region"), "eu-central1".to_owned())];
-    let mut routing = Routing::named("region");
-    routing.params = &wrong;
+    let wrong = format!("{PARAM_PREFIX}Region");
+    let mut routing = Routing::named("region").unwrap();
+    routing.params = vec![(
+        HeaderName::from_bytes(wrong.as_bytes()).unwrap(),
+        HeaderValue::from_static("eu-central1"),
+    )];
     let response = call_tool(&transport, 12, &tool_params("region", args), routing)
         .await
         .expect("a header mismatch is an MCP error, not a transport error");
@@ -294,7 +298,7 @@ async fn json_and_event_stream_answers_both_work() {
         );
         // An error answer comes the same way.
         let params = tool_params("nope", Map::new());
-        let response = call_tool(&transport, 11, &params, Routing::named("nope"))
+        let response = call_tool(&transport, 11, &params, Routing::named("nope").unwrap())
             .await
             .unwrap();
         assert_eq!(error_of(response).code, code::INVALID_PARAMS, "sse: {sse}");
@@ -360,7 +364,7 @@ async fn silence_bounds_silence_not_duration() {
         .as_mut()
         .unwrap()
         .insert(meta::key::PROGRESS_TOKEN.into(), json!("p-1"));
-    let mut routing = Routing::named("slow");
+    let mut routing = Routing::named("slow").unwrap();
     routing.silence = Some(Duration::from_millis(400));
     let start = Instant::now();
     let mut call = transport
@@ -368,7 +372,7 @@ async fn silence_bounds_silence_not_duration() {
             RequestId::Number(1),
             "tools/call",
             request(1, "tools/call", &params),
-            routing,
+            &routing,
         )
         .await
         .unwrap();
@@ -401,7 +405,7 @@ async fn silence_bounds_silence_not_duration() {
         Fault::Silence(Duration::from_secs(3)),
         Times::Once,
     );
-    let mut routing = Routing::named("add");
+    let mut routing = Routing::named("add").unwrap();
     routing.silence = Some(Duration::from_millis(300));
     let start = Instant::now();
     let outcome = transport
@@ -409,7 +413,7 @@ async fn silence_bounds_silence_not_duration() {
             RequestId::Number(2),
             "tools/call",
             request(2, "tools/call", &tool_params("add", add_args(1, 2))),
-            routing,
+            &routing,
         )
         .await;
     assert_eq!(outcome.unwrap_err(), Error::Silent { after_ms: 300 });
@@ -444,7 +448,7 @@ async fn a_silent_call_holds_up_no_other_call() {
 
     let silent_transport = transport.clone();
     let silent = tokio::spawn(async move {
-        let mut routing = Routing::named("add");
+        let mut routing = Routing::named("add").unwrap();
         routing.silence = Some(Duration::from_millis(1500));
         let start = Instant::now();
         let outcome = silent_transport
@@ -452,7 +456,7 @@ async fn a_silent_call_holds_up_no_other_call() {
                 RequestId::Number(1),
                 "tools/call",
                 request(1, "tools/call", &tool_params("add", add_args(0, 0))),
-                routing,
+                &routing,
             )
             .await;
         (outcome.map(drop), start.elapsed())
@@ -508,7 +512,7 @@ async fn dropping_a_listen_closes_it_on_the_server() {
             listen_id.clone(),
             "subscriptions/listen",
             request(7, "subscriptions/listen", &params),
-            Routing::default(),
+            &Routing::default(),
         )
         .await
         .unwrap();
@@ -616,7 +620,7 @@ async fn errors_keep_what_matters() {
             RequestId::Number(3),
             "tools/list",
             request(3, "tools/list", &params),
-            Routing::default(),
+            &Routing::default(),
         )
         .await
         .unwrap_err();
@@ -649,7 +653,7 @@ async fn errors_keep_what_matters() {
             RequestId::Number(5),
             "nope/nothing",
             request(5, "nope/nothing", &params),
-            Routing::default(),
+            &Routing::default(),
         )
         .await
         .expect("a 404 with an error body is no transport error")
@@ -670,7 +674,7 @@ async fn input_required_then_retry_with_input_responses() {
     let transport = modern(&server);
 
     let first = tool_params("ask", Map::new());
-    let response = call_tool(&transport, 1, &first, Routing::named("ask"))
+    let response = call_tool(&transport, 1, &first, Routing::named("ask").unwrap())
         .await
         .unwrap();
     let Ok(Outcome::InputRequired(required)) = response.outcome else {
@@ -692,7 +696,7 @@ async fn input_required_then_retry_with_input_responses() {
     );
     retry.input_responses = Some(responses);
     retry.request_state = Some(state.clone());
-    let response = call_tool(&transport, 2, &retry, Routing::named("ask"))
+    let response = call_tool(&transport, 2, &retry, Routing::named("ask").unwrap())
         .await
         .unwrap();
     assert_eq!(response.id, Some(RequestId::Number(2)));
@@ -762,7 +766,7 @@ async fn keep_alive_comments_hold_a_quiet_listen() {
             RequestId::Number(1),
             "subscriptions/listen",
             request(1, "subscriptions/listen", &params),
-            routing,
+            &routing,
         )
         .await
         .unwrap();

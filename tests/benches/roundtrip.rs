@@ -240,6 +240,8 @@ impl Caller for BareBound {
 struct Transport {
     transport: ModernTransport,
     meta: RenderedMeta,
+    /// `Mcp-Name: add`, built once as the client's catalogue holds it.
+    routing: Routing,
 }
 
 impl Transport {
@@ -267,12 +269,7 @@ impl Caller for Transport {
         let body = self.request(n);
         let call = self
             .transport
-            .call::<Outcome<CallToolResult>>(
-                id,
-                "tools/call",
-                Bytes::from(body),
-                Routing::named("add"),
-            )
+            .call::<Outcome<CallToolResult>>(id, "tools/call", Bytes::from(body), &self.routing)
             .await
             .expect("a call");
         let response = call.response(|_| {}).await.expect("a response");
@@ -510,6 +507,7 @@ fn main() {
             }
             .render()
             .expect("renders"),
+            routing: Routing::named("add").expect("a plain name"),
         });
         let mut http = HttpConnector::new();
         http.set_nodelay(true);

@@ -188,7 +188,7 @@ async fn python_modern_in_json_and_stream_modes() {
                 RequestId::Number(1),
                 "server/discover",
                 request(1, "server/discover", &DiscoverParams::new(modern_meta())),
-                Routing::default(),
+                &Routing::default(),
             )
             .await
             .expect("discover is answered");
@@ -207,7 +207,7 @@ async fn python_modern_in_json_and_stream_modes() {
                 RequestId::Number(2),
                 "tools/call",
                 request(2, "tools/call", &params),
-                Routing::named("add"),
+                &Routing::named("add").unwrap(),
             )
             .await
             .expect("tools/call is answered");
@@ -224,7 +224,7 @@ async fn python_modern_in_json_and_stream_modes() {
                 RequestId::from("listen-1"),
                 "subscriptions/listen",
                 request_str("listen-1", "subscriptions/listen", &listen),
-                silence,
+                &silence,
             )
             .await
             .expect("the listen is answered");
@@ -245,7 +245,7 @@ async fn python_modern_in_json_and_stream_modes() {
                 RequestId::Number(3),
                 "tools/call",
                 request(3, "tools/call", &touch),
-                Routing::named("touch"),
+                &Routing::named("touch").unwrap(),
             )
             .await
             .expect("touch is answered");

@@ -20,7 +20,7 @@ use mcp_wire::{
 };
 use serde::de::DeserializeOwned;
 
-use super::client::{HttpClient, Silence, next_chunk};
+use super::client::{HttpClient, Silence, next_chunk, typed};
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::session::{Loss, Resume, Resumption, Session};
@@ -145,15 +145,15 @@ impl Legacy {
         let bound = self.client.config().answer_timeout;
         let _ = tokio::time::timeout(bound, async {
             let timer = pin!(tokio::time::sleep(bound));
+            let request = self.client.request(
+                Method::POST,
+                Some(Bytes::from(body)),
+                ACCEPT_POST,
+                typed(&self.headers())?,
+            )?;
             let response = self
                 .client
-                .send(
-                    Method::POST,
-                    Some(Bytes::from(body)),
-                    ACCEPT_POST,
-                    &self.headers(),
-                    &mut Silence::new(timer, bound),
-                )
+                .send(request, &mut Silence::new(timer, bound))
                 .await?;
             drop(response);
             Ok::<_, Error>(())
@@ -173,15 +173,12 @@ impl Legacy {
         }
         let bound = silence.unwrap_or(self.client.config().silence);
         let timer = pin!(tokio::time::sleep(bound));
+        let request = self
+            .client
+            .request(Method::GET, None, ACCEPT_STREAM, typed(&headers)?)?;
         let response = self
             .client
-            .send(
-                Method::GET,
-                None,
-                ACCEPT_STREAM,
-                &headers,
-                &mut Silence::new(timer, bound),
-            )
+            .send(request, &mut Silence::new(timer, bound))
             .await?;
         let sent = headers
             .iter()

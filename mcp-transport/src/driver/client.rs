@@ -19,7 +19,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::{Instant, Sleep};
 
 use crate::Error;
-use crate::headers::check_configured;
+use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, check_configured};
 use crate::reply::Limits;
 
 /// How a transport talks to one server. Its `Debug` shows the headers' names, never their
@@ -156,38 +156,47 @@ impl HttpClient {
         &self.endpoint
     }
 
-    /// Sends a request to the endpoint and waits for the head of the answer, at most
-    /// `silence`.
-    pub(crate) async fn send(
+    /// A request to the endpoint: the configured headers, `Accept`, `Content-Type` when there
+    /// is a body, then `headers`. Made before [`HttpClient::send`], so that no header is
+    /// held across its waits.
+    pub(crate) fn request(
         &self,
         method: Method,
         body: Option<Bytes>,
         accept: &'static str,
-        headers: &[(&str, &str)],
-        silence: &mut Silence<'_>,
-    ) -> Result<http::Response<Incoming>, Error> {
+        headers: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
+    ) -> Result<Request<Full<Bytes>>, Error> {
+        let headers = headers.into_iter();
+        let (least, most) = headers.size_hint();
         let mut request = Request::builder().method(method).uri(self.endpoint.clone());
         let map = request.headers_mut().expect("a fresh builder has headers");
         // Room for every header at once: the map does not grow while it is filled.
-        map.reserve(self.headers.len() + headers.len() + 2);
+        map.reserve(self.headers.len() + most.unwrap_or(least) + 2);
         map.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // `accept` is one of the client's own constants: taken as it is, not parsed.
-        map.insert(ACCEPT, HeaderValue::from_static(accept));
+        map.insert(ACCEPT, accept_value(accept));
         if body.is_some() {
-            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            map.insert(
+                CONTENT_TYPE,
+                const { HeaderValue::from_static("application/json") },
+            );
         }
         for (name, value) in headers {
-            let header = match known(name) {
-                Some(header) => header,
-                None => HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?,
-            };
-            map.insert(header, HeaderValue::from_str(value).map_err(|_| bad(name))?);
+            map.insert(name, value);
         }
-        let request = request
+        request
             .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| Error::Broken {
                 detail: e.to_string(),
-            })?;
+            })
+    }
+
+    /// Sends a request made by [`HttpClient::request`] and waits for the head of the answer,
+    /// at most `silence`.
+    pub(crate) async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+        silence: &mut Silence<'_>,
+    ) -> Result<http::Response<Incoming>, Error> {
         match silence.within(self.client.request(request)).await? {
             Ok(response) => Ok(response),
             Err(e) if e.is_connect() => Err(Error::Unreachable {
@@ -246,19 +255,55 @@ impl<'a> Silence<'a> {
     }
 }
 
+/// `Accept`: one of the client's own constants, taken as it is, not parsed.
+fn accept_value(accept: &'static str) -> HeaderValue {
+    match accept {
+        ACCEPT_POST => const { HeaderValue::from_static(ACCEPT_POST) },
+        ACCEPT_STREAM => const { HeaderValue::from_static(ACCEPT_STREAM) },
+        other => HeaderValue::from_static(other),
+    }
+}
+
+/// Headers given as text, checked and made typed for [`HttpClient::send`]: the client's own
+/// names are taken as they are, not parsed.
+pub(crate) fn typed(headers: &[(&str, &str)]) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let header = match known(name) {
+                Some(header) => header,
+                None => HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?,
+            };
+            Ok((header, HeaderValue::from_str(value).map_err(|_| bad(name))?))
+        })
+        .collect()
+}
+
 /// The headers the client sets on every request, without parsing their names each time.
 fn known(name: &str) -> Option<HeaderName> {
     use crate::headers::{
         LAST_EVENT_ID, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
     };
-    Some(HeaderName::from_static(match name {
-        MCP_PROTOCOL_VERSION => "mcp-protocol-version",
-        MCP_METHOD => "mcp-method",
-        MCP_NAME => "mcp-name",
-        MCP_SESSION_ID => "mcp-session-id",
-        LAST_EVENT_ID => "last-event-id",
+    Some(match name {
+        MCP_PROTOCOL_VERSION => names::PROTOCOL_VERSION,
+        MCP_METHOD => names::METHOD,
+        MCP_NAME => names::NAME,
+        MCP_SESSION_ID => const { HeaderName::from_static("mcp-session-id") },
+        LAST_EVENT_ID => const { HeaderName::from_static("last-event-id") },
         _ => return None,
-    }))
+    })
+}
+
+/// The names of the headers every 2026-07-28 request carries, ready.
+pub(crate) mod names {
+    use http::HeaderName;
+
+    /// `MCP-Protocol-Version`.
+    pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    /// `Mcp-Method`.
+    pub(crate) const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+    /// `Mcp-Name`.
+    pub(crate) const NAME: HeaderName = HeaderName::from_static("mcp-name");
 }
 
 fn bad(name: &str) -> Error {

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use super::call::{Call, Legacy};
-use super::client::{HttpClient, Silence, read_body};
+use super::client::{HttpClient, Silence, read_body, typed};
 use super::features::ClientFeatures;
 use crate::Error;
 use crate::headers::{ACCEPT_POST, ACCEPT_STREAM, LAST_EVENT_ID, MCP_SESSION_ID};
@@ -111,10 +111,8 @@ impl LegacyTransport {
             Some(_) => ACCEPT_POST,
             None => ACCEPT_STREAM,
         };
-        let response = self
-            .client
-            .send(http, body, accept, &headers, silence)
-            .await?;
+        let request = self.client.request(http, body, accept, typed(&headers)?)?;
+        let response = self.client.send(request, silence).await?;
         let status = response.status().as_u16();
         // A 404 to a request that carried a session, current or already replaced, means the
         // request was not served: both are `Error::SessionLost`.
@@ -226,16 +224,10 @@ impl LegacyTransport {
         let bound = self.client.config().answer_timeout;
         let timer = pin!(tokio::time::sleep(bound));
         let mut silence = Silence::new(timer, bound);
-        self.client
-            .send(
-                Method::DELETE,
-                None,
-                ACCEPT_POST,
-                &legacy.headers(),
-                &mut silence,
-            )
-            .await
-            .map(drop)
+        let request =
+            self.client
+                .request(Method::DELETE, None, ACCEPT_POST, typed(&legacy.headers())?)?;
+        self.client.send(request, &mut silence).await.map(drop)
     }
 }
 

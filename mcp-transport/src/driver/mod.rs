@@ -18,4 +18,4 @@ pub use call::{Call, Delivery, Notice};
 pub use client::{Config, HttpClient};
 pub use features::{Answer, ClientFeatures, Elicitor, Unserved};
 pub use legacy::{LegacyTransport, Posted};
-pub use modern::{ModernTransport, Routing};
+pub use modern::{ModernTransport, Routing, ToolRoute};
