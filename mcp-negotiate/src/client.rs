@@ -561,7 +561,8 @@ impl Client {
                     // question with it), and no further round is sent.
                     let (responses, state) = tokio::select! {
                         biased;
-                        answered = self.answer(asked) => answered?,
+                        // Boxed: a rare path, kept out of every request's future.
+                        answered = Box::pin(self.answer(asked)) => answered?,
                         () = cancel.as_mut() => return Err(Error::Cancelled),
                     };
                     answer(&mut params, responses, state);
@@ -648,7 +649,8 @@ impl Client {
                     // request.
                     tokio::select! {
                         biased;
-                        dialed = self.redial_from(current.generation) => dialed?,
+                        // Boxed: a rare path, kept out of every request's future.
+                        dialed = Box::pin(self.redial_from(current.generation)) => dialed?,
                         () = cancel.as_mut() => return Err(Error::Cancelled),
                     }
                 }
