@@ -15,6 +15,10 @@
 //! does not use) and say `truncated`, so a caller that bounds what it reads (a turn, a
 //! workflow's output) always gets the answer whole.
 //!
+//! Called in a model's turn, a command is ended at the turn's end if its timeout would come
+//! later ([`Command::within`]): its answer says `timed_out` and keeps the output it wrote, so
+//! the turn reads what the command did rather than a cut call.
+//!
 //! Without a runner the tool is not offered, and a call is `not_offered` ([`NOT_OFFERED`]
 //! says why).
 
@@ -57,6 +61,9 @@ pub struct Command {
     pub stdin: Option<String>,
     /// How long it may run; `None`: the runner's default.
     pub timeout: Option<Duration>,
+    /// What is left of the turn that calls it, when a turn does: it is ended then, as at
+    /// its timeout, if its timeout comes later. `None`: its timeout alone ends it.
+    pub within: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +81,7 @@ impl Command {
             argv,
             stdin: None,
             timeout: None,
+            within: None,
         }
     }
 
@@ -88,6 +96,7 @@ impl Command {
             argv: args.command,
             stdin: args.stdin,
             timeout,
+            within: None,
         };
         command.check()?;
         Ok(command)
@@ -174,7 +183,7 @@ pub struct Ran {
     pub stdout: Captured,
     /// Its standard error.
     pub stderr: Captured,
-    /// Whether its timeout ended it.
+    /// Whether its timeout, or the end of the turn that called it, ended it.
     pub timed_out: bool,
     /// How long it ran.
     pub duration: Duration,
@@ -273,9 +282,14 @@ pub trait Exec: Send + Sync {
     fn run(&self, command: Command) -> Running<'_>;
 }
 
-/// Runs `exec` over `runner`.
-pub(crate) async fn call(runner: &dyn Exec, arguments: Value) -> Result<Value, Error> {
-    let command = Command::parse(arguments)?;
+/// Runs `exec` over `runner`, in a turn of which `within` is left when given.
+pub(crate) async fn call(
+    runner: &dyn Exec,
+    arguments: Value,
+    within: Option<Duration>,
+) -> Result<Value, Error> {
+    let mut command = Command::parse(arguments)?;
+    command.within = within;
     Ok(runner.run(command).await?.to_value())
 }
 
@@ -370,7 +384,7 @@ mod tests {
             last: Mutex::new(None),
         };
         let args = json!({"command": ["sh", "-c", "exit 3"], "stdin": "in"});
-        let answer = call(&echo, args).await.unwrap();
+        let answer = call(&echo, args.clone(), None).await.unwrap();
         assert_answer(TOOL, &answer);
         assert_eq!(
             answer,
@@ -381,6 +395,15 @@ mod tests {
         let last = echo.last.lock().unwrap().clone().unwrap();
         assert_eq!(last.argv, ["sh", "-c", "exit 3"]);
         assert_eq!(last.stdin.as_deref(), Some("in"));
+        assert_eq!(last.within, None, "no turn calls it");
+        let within = Duration::from_secs(7);
+        call(&echo, args, Some(within)).await.unwrap();
+        let last = echo.last.lock().unwrap().clone().unwrap();
+        assert_eq!(
+            last.within,
+            Some(within),
+            "the turn's time left reaches the runner"
+        );
         ran.exit = Exit::Signal(9);
         ran.timed_out = true;
         let answer = ran.to_value();

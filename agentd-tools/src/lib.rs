@@ -38,7 +38,7 @@ pub use error::Error;
 pub use grants::{Grants, PatternError};
 pub use meta::AgentMeta;
 pub use schema::DURATION_MAX_MS;
-pub use tools::{Services, Tools};
+pub use tools::{Services, Tools, Turn};
 
 /// Who calls a tool: the scope whose grants apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

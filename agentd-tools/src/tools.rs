@@ -1,6 +1,8 @@
 //! The runtime: [`Tools`] checks who calls and with what, then runs the tool against the
 //! daemon's [`Services`].
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::artifact::{self, Artifacts};
@@ -85,6 +87,24 @@ pub trait Services: Send + Sync {
     }
 }
 
+/// A model's turn a tool is called in ([`Tools::call_in`]).
+#[derive(Clone, Copy)]
+pub struct Turn<'a> {
+    /// The turn's model and context, which the model-only tools reason over.
+    pub reasoning: &'a dyn Reasoning,
+    /// What is left of the turn when the call starts.
+    pub within: Duration,
+}
+
+/// Shown without its model: what is left of the turn.
+impl std::fmt::Debug for Turn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Turn")
+            .field("within", &self.within)
+            .finish_non_exhaustive()
+    }
+}
+
 /// agentd's own tools over `services`, offered as `grants` say.
 ///
 /// The events tools (`events.*`) are offered per owner (a grant with `tools: true`) and are
@@ -143,14 +163,15 @@ impl<S: Services> Tools<S> {
         self.call_in(caller, name, arguments, None).await
     }
 
-    /// [`Tools::call`] in a model's turn, the model-only tools ([`reasoning`]) run over
-    /// `reasoning`, the turn's model and context (`model_only` without it).
+    /// [`Tools::call`] in a model's `turn`, when given: the model-only tools ([`reasoning`])
+    /// run over its model and context (`model_only` without a turn), and `exec` ends its
+    /// command when the turn ends ([`exec::Command::within`]).
     pub async fn call_in(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Value,
-        reasoning: Option<&dyn Reasoning>,
+        turn: Option<Turn<'_>>,
     ) -> Result<Value, Error> {
         let tool = tool(name).ok_or_else(|| Error::UnknownTool {
             tool: name.to_owned(),
@@ -220,8 +241,8 @@ impl<S: Services> Tools<S> {
                 let unit = caller.unit();
                 subagent::call(s.subagents(), &unit, max, name, arguments).await
             }
-            _ if reasoning::is_reasoning(name) => match reasoning {
-                Some(reasoning) => reasoning::call(reasoning, name, arguments).await,
+            _ if reasoning::is_reasoning(name) => match turn {
+                Some(turn) => reasoning::call(turn.reasoning, name, arguments).await,
                 None => Err(Error::ModelOnly {
                     tool: name.to_owned(),
                 }),
@@ -233,7 +254,10 @@ impl<S: Services> Tools<S> {
                 let unit = caller.unit();
                 workflow::call(s.workflows(), &unit, name, arguments).await
             }
-            "exec" => exec::call(s.exec().ok_or_else(no_runner)?, arguments).await,
+            "exec" => {
+                let runner = s.exec().ok_or_else(no_runner)?;
+                exec::call(runner, arguments, turn.map(|t| t.within)).await
+            }
             _ => Err(Error::NotBuilt {
                 tool: name.to_owned(),
             }),

@@ -97,8 +97,11 @@ impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Too
         arguments: Value,
         turn: Option<Turn<'a>>,
     ) -> Called<'a> {
-        let reasoning = turn.map(|t| t.reasoning);
-        let called = Self::call_in(self, caller, name, arguments, reasoning);
+        let in_turn = turn.map(|t| agentd_tools::Turn {
+            reasoning: t.reasoning,
+            within: t.bound.saturating_duration_since(Instant::now()),
+        });
+        let called = Self::call_in(self, caller, name, arguments, in_turn);
         Box::pin(bounded(name, turn.map(|t| t.bound), called))
     }
 
@@ -108,14 +111,19 @@ impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Too
 }
 
 /// `called`, the call of `tool`, ended at `bound` when given ([`agentd_tools::Error::Cut`]).
+/// `exec` ends its command at the bound itself, keeping what it wrote
+/// ([`agentd_tools::exec::Command::within`]): it is cut only [`BACKSTOP`] later.
 pub(crate) async fn bounded<T>(
     tool: &str,
     bound: Option<Instant>,
     called: impl Future<Output = Result<T, agentd_tools::Error>>,
 ) -> Result<T, agentd_tools::Error> {
-    let Some(bound) = bound else {
+    let Some(mut bound) = bound else {
         return called.await;
     };
+    if tool == agentd_tools::exec::TOOL {
+        bound += BACKSTOP;
+    }
     timeout_at(bound, called).await.unwrap_or_else(|_| {
         Err(agentd_tools::Error::Cut {
             tool: tool.to_owned(),
@@ -342,7 +350,7 @@ pub(crate) fn cut(mut text: String, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use mcp_wire::ContentBlock;
     use serde_json::json;
 
@@ -452,7 +460,7 @@ mod tests {
     }
 
     /// A model that is never asked.
-    struct Unasked;
+    pub(crate) struct Unasked;
 
     impl Reasoning for Unasked {
         fn ask<'a>(&'a self, _: &'a str) -> agentd_tools::reasoning::Answer<'a, String> {

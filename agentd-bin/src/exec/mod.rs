@@ -29,6 +29,8 @@
 //!   (the command's exit is seen before it is reaped, and the group killed between, so that
 //!   its id cannot have been taken by another group);
 //!   a process that left the group (`setsid`) and holds the output open is cut at the timeout.
+//!   Called in a model's turn, the command is ended the same way when the turn ends, if its
+//!   timeout would come later (`timed_out`, with what it wrote).
 //! - **Its output.** stdout and stderr are each read to their end, the first `output_max`
 //!   bytes kept and the rest dropped (`truncated`), so a command writing more never blocks.
 
@@ -100,9 +102,11 @@ impl Runner {
         }
     }
 
-    /// Runs `command` to its end or its timeout.
+    /// Runs `command` to its end or its timeout, or the end of the turn that called it
+    /// when that comes first.
     async fn command(&self, command: Command) -> Result<Ran, Error> {
         let timeout = self.timeout(command.timeout)?;
+        let timeout = command.within.map_or(timeout, |within| within.min(timeout));
         self.command_until(command, tokio::time::sleep(timeout))
             .await
     }

@@ -207,6 +207,16 @@ async fn exec_timeout_is_the_call_s_or_the_default_and_at_most_the_maximum() {
     );
     slow.timeout = Some(security::TIMEOUT_MAX);
     assert!(runner.run(slow.clone()).await.unwrap().timed_out);
+    // Called in a turn: ended at the turn's end or the timeout, whichever comes first.
+    for (within, ended) in [(3, 3), (7, 5)] {
+        let mut in_turn = argv(&["sleep", "1000"]);
+        in_turn.timeout = Some(Duration::from_secs(5));
+        in_turn.within = Some(Duration::from_secs(within));
+        let started = Instant::now();
+        let got = runner.run(in_turn).await.unwrap();
+        assert!(got.timed_out, "{got:?}");
+        assert_eq!(started.elapsed().as_secs(), ended, "within {within}");
+    }
     slow.timeout = Some(security::TIMEOUT_MAX + Duration::from_millis(1));
     let past = runner.run(slow).await.unwrap_err();
     assert!(

@@ -170,8 +170,13 @@ impl Own {
         {
             Ok(answer) => answer,
             Err(arguments) => {
-                let reasoning = turn.map(|t| t.reasoning);
-                let called = self.tools.call_in(caller, name, arguments, reasoning);
+                let in_turn = turn.map(|t| agentd_tools::Turn {
+                    reasoning: t.reasoning,
+                    within: t
+                        .bound
+                        .saturating_duration_since(tokio::time::Instant::now()),
+                });
+                let called = self.tools.call_in(caller, name, arguments, in_turn);
                 calls::bounded(name, bound, called).await
             }
         };

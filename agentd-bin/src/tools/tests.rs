@@ -36,13 +36,19 @@ pub(crate) async fn parts(store: &Store, shutdown: &CancellationToken) -> Parts 
 }
 
 async fn own(dir: &std::path::Path, grants: Grants) -> (Own, CancellationToken) {
+    own_of(dir, grants, "").await
+}
+
+/// As [`own`], the configuration's TOML `extra` after the instance's name.
+async fn own_of(dir: &std::path::Path, grants: Grants, extra: &str) -> (Own, CancellationToken) {
     let limits = Limits {
         max_value_bytes: 1024,
     };
     let store = Store::open(dir, limits).await.unwrap();
     let shutdown = CancellationToken::new();
     let metrics = Arc::new(Metrics::default());
-    let mut config = crate::config::parse("t.toml", "instance = \"t\"", &|_| None).unwrap();
+    let toml = format!("instance = \"t\"\n{extra}");
+    let mut config = crate::config::parse("t.toml", &toml, &|_| None).unwrap();
     config.tool_grants = grants;
     config.max_value_bytes = 1024;
     let parts = parts(&store, &shutdown).await;
@@ -239,4 +245,41 @@ async fn a_mapped_contract_is_offered_and_called_through_the_registry() {
     // Checked, then called through the registry: these servers hold no kb.
     let call = own.call(&root, "knowledge.search", json!({"query": "x"}), None);
     assert_eq!(call.await.unwrap_err().code(), "not_connected");
+}
+
+/// An `exec` command called in a model's turn that ends before the command's timeout is
+/// ended with the turn: the model reads what it wrote and `timed_out`, not a cut call.
+#[cfg(feature = "exec")]
+#[tokio::test]
+async fn exec_in_a_turn_is_ended_with_the_turn_and_keeps_its_output() {
+    use crate::agent::calls::tests::Unasked;
+    use crate::agent::calls::{Planned, Runner};
+    use crate::agent::workers::{self, Workers};
+
+    let dir = tempfile::tempdir().unwrap();
+    let enabled = "[security.exec]\nenabled = true\n";
+    let (own, _) = own_of(dir.path(), Grants::default(), enabled).await;
+    let workers = Workers::new(workers::cancelling(), Default::default());
+    let caller = Caller::root("root");
+    // The turn ends well before the runner's default timeout (60 s).
+    let within = Duration::from_secs(5);
+    let runner = Runner {
+        own: &own,
+        workers: &workers,
+        caller: &caller,
+        deadline: tokio::time::Instant::now() + within,
+    };
+    let planned = Planned::Own {
+        tool: "exec".into(),
+        arguments: json!({"command": ["sh", "-c", "echo started; exec sleep 1000"]}),
+    };
+    let said = runner
+        .run(planned, AgentMeta::new("r", "t"), &Unasked)
+        .await;
+    let answer: Value = serde_json::from_str(&said.text).expect(&said.text);
+    assert_eq!(
+        (&answer["timed_out"], &answer["signal"], &answer["stdout"]),
+        (&json!(true), &json!(9), &json!("started\n")),
+        "{answer}"
+    );
 }
