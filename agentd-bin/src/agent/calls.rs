@@ -97,10 +97,7 @@ impl<S: agentd_tools::Services + std::fmt::Debug> OwnTools for agentd_tools::Too
         arguments: Value,
         turn: Option<Turn<'a>>,
     ) -> Called<'a> {
-        let in_turn = turn.map(|t| agentd_tools::Turn {
-            reasoning: t.reasoning,
-            within: t.bound.saturating_duration_since(Instant::now()),
-        });
+        let in_turn = turn.map(|t| t.for_tools());
         let called = Self::call_in(self, caller, name, arguments, in_turn);
         Box::pin(bounded(name, turn.map(|t| t.bound), called))
     }
@@ -142,6 +139,16 @@ pub(crate) struct Turn<'a> {
     /// When a call through the supervisor's tool registry is cancelled on the wire: the
     /// turn's deadline, at most [`CALL_MAX`] after the call starts.
     pub(crate) bound: Instant,
+}
+
+impl<'a> Turn<'a> {
+    /// The turn as the own tools take it: its model, and what is left of it now.
+    pub(crate) fn for_tools(&self) -> agentd_tools::Turn<'a> {
+        agentd_tools::Turn {
+            reasoning: self.reasoning,
+            within: self.bound.saturating_duration_since(Instant::now()),
+        }
+    }
 }
 
 /// A tool call of the model, resolved.

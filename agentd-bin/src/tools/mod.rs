@@ -170,12 +170,7 @@ impl Own {
         {
             Ok(answer) => answer,
             Err(arguments) => {
-                let in_turn = turn.map(|t| agentd_tools::Turn {
-                    reasoning: t.reasoning,
-                    within: t
-                        .bound
-                        .saturating_duration_since(tokio::time::Instant::now()),
-                });
+                let in_turn = turn.map(|t| t.for_tools());
                 let called = self.tools.call_in(caller, name, arguments, in_turn);
                 calls::bounded(name, bound, called).await
             }
