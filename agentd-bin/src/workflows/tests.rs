@@ -129,6 +129,31 @@ mod engine {
     use crate::workflows::{Bounds, Setup, Subagent, Workflows};
 
     /// The engine over a store in `dir` and `server`, as `ref`.
+    /// A reference server, a fresh store and its folder.
+    async fn fresh() -> (ReferenceServer, tempfile::TempDir, Store) {
+        let server = ReferenceServer::start(Options::default()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreLimits::default())
+            .await
+            .unwrap();
+        (server, dir, store)
+    }
+
+    /// Workflow `held`, whose run waits for signal `go` and which a change of `demo://x`
+    /// on `ref` starts, and bounds that let one run at a time.
+    fn held_for_room() -> (Definition, Bounds) {
+        let body = json!({
+            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
+            "starts": [{"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}],
+        });
+        let held = Definition::parse("held", &body).unwrap();
+        let bounds = Bounds {
+            running_max: 1,
+            ..Bounds::default()
+        };
+        (held, bounds)
+    }
+
     async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
         let store = Store::open(dir, StoreLimits::default()).await.unwrap();
         let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
@@ -303,11 +328,7 @@ mod engine {
     /// change of another resource, or an occurrence on another stream, starts nothing.
     #[tokio::test]
     async fn starts_start_runs() {
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
         let workflows = engine_on(store.clone(), &server, Vec::new(), &tasks, shutdown).await;
         let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
@@ -354,11 +375,7 @@ mod engine {
     /// is appended after it.
     #[tokio::test]
     async fn an_occurrence_committed_before_a_crash_starts_its_run_after_it_once() {
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
         let on_event = json!({"steps": steps, "starts": [{"event": {"stream": "alerts"}}]});
         let configured = vec![Definition::parse("alerted", &on_event).unwrap()];
@@ -484,11 +501,7 @@ mod engine {
     /// stands at its stream's end: what was appended meanwhile starts nothing.
     #[tokio::test]
     async fn a_burst_of_occurrences_holds_up_no_run_behind_it() {
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let steps = json!([{"id": "a", "type": "wait", "on": {"duration": 1}}]);
         let on_event = json!({"steps": steps, "starts": [{"event": {"stream": "alerts"}}]});
         let manual = Definition::parse("manual", &json!({"steps": steps})).unwrap();
@@ -539,11 +552,7 @@ mod engine {
         use agentd_tools::Error;
         use agentd_tools::workflow::Command;
 
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let body = json!({
             "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
             "starts": [
@@ -600,20 +609,8 @@ mod engine {
     async fn room_freed_by_a_run_set_back_serves_the_starts_waiting() {
         use agentd_tools::workflow::Command;
 
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
-        let body = json!({
-            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
-            "starts": [{"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}],
-        });
-        let held = Definition::parse("held", &body).unwrap();
-        let bounds = Bounds {
-            running_max: 1,
-            ..Bounds::default()
-        };
+        let (server, dir, store) = fresh().await;
+        let (held, bounds) = held_for_room();
         let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
         let workflows =
             engine_bounded(store.clone(), &server, vec![held], bounds, &tasks, shutdown).await;
@@ -647,20 +644,8 @@ mod engine {
     async fn a_change_held_for_room_starts_its_run_after_a_restart() {
         use agentd_tools::workflow::Command;
 
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
-        let body = json!({
-            "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
-            "starts": [{"id": "doc", "subscribe": {"server": "ref", "uri": "demo://x"}}],
-        });
-        let held = Definition::parse("held", &body).unwrap();
-        let bounds = Bounds {
-            running_max: 1,
-            ..Bounds::default()
-        };
+        let (server, _dir, store) = fresh().await;
+        let (held, bounds) = held_for_room();
         let first = {
             let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
             let configured = vec![held.clone()];
@@ -710,11 +695,7 @@ mod engine {
 
         use crate::store::starts::Start;
 
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let body = json!({
             "steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}],
             "starts": [{"id": "alert", "event": {"stream": "alerts"}}],
@@ -763,11 +744,7 @@ mod engine {
         use agentd_tools::Error;
         use agentd_tools::workflow::run::Run;
 
-        let server = ReferenceServer::start(Options::default()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), StoreLimits::default())
-            .await
-            .unwrap();
+        let (server, _dir, store) = fresh().await;
         let body =
             json!({"steps": [{"id": "go", "type": "wait", "on": {"signal": {"name": "go"}}}]});
         let definition = Definition::parse("held", &body).unwrap();
