@@ -88,6 +88,23 @@ fn calls(server: &ReferenceServer) -> Vec<Value> {
     called.map(|l| l.body["params"]["_meta"].clone()).collect()
 }
 
+/// Waits until `server` is sent `notifications/cancelled` for the last `tools/call` it
+/// received.
+async fn last_call_cancelled(server: &ReferenceServer) {
+    let log = server.log();
+    let mut sent = log
+        .iter()
+        .filter(|l| l.method.as_deref() == Some("tools/call"));
+    let hushed = sent.next_back().expect("the call was sent").body["id"].clone();
+    let told = || {
+        server.log().iter().any(|l| {
+            l.method.as_deref() == Some("notifications/cancelled")
+                && l.body["params"]["requestId"] == hushed
+        })
+    };
+    until("notifications/cancelled", told).await;
+}
+
 /// Whether `id` is 32 lowercase hex digits.
 fn is_hex_id(id: &Value) -> bool {
     id.as_str().is_some_and(|id| {
@@ -504,18 +521,7 @@ async fn a_contract_call_cut_at_the_turns_deadline_is_cancelled() {
     let (code, _, stderr) = agentd(&file, &["tool", "call"], &["message.send", &sent]);
     assert_eq!(code, 0, "{stderr}");
     until("the turn's call sent", || calls(&server).len() == 2).await;
-    let log = server.log();
-    let mut sent = log
-        .iter()
-        .filter(|l| l.method.as_deref() == Some("tools/call"));
-    let hushed = sent.next_back().expect("the call was sent").body["id"].clone();
-    let told = || {
-        server.log().iter().any(|l| {
-            l.method.as_deref() == Some("notifications/cancelled")
-                && l.body["params"]["requestId"] == hushed
-        })
-    };
-    until("notifications/cancelled", told).await;
+    last_call_cancelled(&server).await;
 
     // The next message waits for the first turn's end; its turn shows the model the cut.
     let (code, _, stderr) = agentd(&file, &["say"], &["--conversation", "c1", "and?"]);
@@ -642,18 +648,7 @@ async fn silent(options: Options) {
     assert!(stderr.starts_with("agentd: server: "), "{stderr}");
     assert!(stderr.contains("no answer for 3000 ms"), "{stderr}");
     if legacy {
-        let log = server.log();
-        let mut sent = log
-            .iter()
-            .filter(|l| l.method.as_deref() == Some("tools/call"));
-        let hushed = sent.next_back().expect("the call was sent").body["id"].clone();
-        let told = || {
-            server.log().iter().any(|l| {
-                l.method.as_deref() == Some("notifications/cancelled")
-                    && l.body["params"]["requestId"] == hushed
-            })
-        };
-        until("notifications/cancelled", told).await;
+        last_call_cancelled(&server).await;
     }
     let (code, _, stderr) = call(&file, "knowledge.search", json!({"query": "again"}));
     assert_eq!(code, 0, "{stderr}");

@@ -1829,18 +1829,28 @@ async fn a_legacy_call_given_up_silent_notifies_the_server() {
         Times::Once,
     );
     let added = connection.call_tool_with("add", Some(add_args(1, 2)), None, |_: Notice| {});
-    let added = tokio::time::timeout(Duration::from_secs(300), added)
+    given_up_silent_and_told(&server, "add", added).await;
+}
+
+/// `called`, a legacy call of `tool`, ends within 300 s given up at the silence bound, and
+/// the server is told once, with the call's id.
+async fn given_up_silent_and_told<T: std::fmt::Debug>(
+    server: &ReferenceServer,
+    tool: &str,
+    called: impl std::future::Future<Output = Result<T, Error>>,
+) {
+    let called = tokio::time::timeout(Duration::from_secs(300), called)
         .await
         .expect("the call ends");
     assert!(
         matches!(
-            added,
+            called,
             Err(Error::Transport(mcp_transport::Error::Silent { .. }))
         ),
-        "{added:?}"
+        "{called:?}"
     );
-    let call = calls_of(&server, "add").pop().expect("the call was sent");
-    let cancelled = told(&server).await;
+    let call = calls_of(server, tool).pop().expect("the call was sent");
+    let cancelled = told(server).await;
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
 }
@@ -1889,20 +1899,7 @@ async fn a_legacy_call_silent_mid_answer_notifies_the_server() {
     let connection = connect(&server, Era::Legacy, supervisor_kind()).await;
     let quiet = args(json!({"steps": 1, "delay_ms": 600_000}));
     let counted = connection.call_tool_with("slow", quiet, None, |_: Notice| {});
-    let counted = tokio::time::timeout(Duration::from_secs(300), counted)
-        .await
-        .expect("the call ends");
-    assert!(
-        matches!(
-            counted,
-            Err(Error::Transport(mcp_transport::Error::Silent { .. }))
-        ),
-        "{counted:?}"
-    );
-    let call = calls_of(&server, "slow").pop().expect("the call was sent");
-    let cancelled = told(&server).await;
-    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
-    assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
+    given_up_silent_and_told(&server, "slow", counted).await;
 }
 
 /// A legacy call abandoned while the client answers its server's elicitation: the answer's
