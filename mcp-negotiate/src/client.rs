@@ -16,7 +16,7 @@ use mcp_wire::{
     ElicitResult, ErrorObject, GetPromptParams, GetPromptResult, InputRequired, InputResponse,
     InputResponses, InvalidAnnotation, Meta, Outcome, Page, PageItem, PageParams, Prompt,
     ReadResourceParams, ReadResourceResult, RequestMeta, Resource, ResourceTemplate, Revision,
-    ServerCapabilities, Tool, ToolHeaders, TypedResponse, WithMeta, encode_request, method,
+    ServerCapabilities, Tool, ToolHeaders, TypedResponse, encode_request_with_meta, method,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -801,7 +801,7 @@ fn encode<P: Serialize>(
     params: &P,
     meta: RequestMeta<'_>,
 ) -> Result<(), Error> {
-    encode_request(body, id, method_name, Some(&WithMeta { params, meta }))
+    encode_request_with_meta(body, id, method_name, params, &meta)
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))
 }
 

@@ -12,8 +12,8 @@ use mcp_transport::driver::{
 use mcp_transport::reply::Failure;
 use mcp_wire::{
     ClientCapabilities, DiscoverResult, Implementation, InitializeParams, InitializeResult,
-    ModernMeta, RenderedMeta, RequestId, RequestMeta, WithMeta, encode_notification,
-    encode_request, method,
+    ModernMeta, RenderedMeta, RequestId, RequestMeta, encode_notification,
+    encode_request_with_meta, method,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -187,12 +187,13 @@ impl Dialer {
         let meta = self.modern_meta(revision);
         let mut request_meta = RequestMeta::default();
         request_meta.modern = Some(&meta);
-        let params = WithMeta {
-            params: &Map::<String, Value>::new(),
-            meta: request_meta,
-        };
         let id = self.next_id();
-        let body = encode(&id, method::SERVER_DISCOVER, &params);
+        let body = encode(
+            &id,
+            method::SERVER_DISCOVER,
+            &Map::<String, Value>::new(),
+            &request_meta,
+        );
         let transport = ModernTransport::new(self.client.clone(), revision);
         let call = transport
             .call::<DiscoverResult>(id, method::SERVER_DISCOVER, body, &Routing::default())
@@ -210,7 +211,7 @@ impl Dialer {
     ) -> (Reply, Option<Vec<u8>>) {
         let params = InitializeParams::new(revision, self.capabilities.clone(), self.info.clone());
         let id = self.next_id();
-        let body = encode(&id, method::INITIALIZE, &params);
+        let body = encode(&id, method::INITIALIZE, &params, &RequestMeta::default());
         match legacy
             .call::<InitializeResult>(id, method::INITIALIZE, body, None)
             .await
@@ -260,9 +261,9 @@ impl Dialer {
     }
 }
 
-fn encode<P: Serialize>(id: &RequestId, method: &str, params: &P) -> Bytes {
+fn encode<P: Serialize>(id: &RequestId, method: &str, params: &P, meta: &RequestMeta) -> Bytes {
     let mut body = Vec::with_capacity(256);
-    encode_request(&mut body, id, method, Some(params))
+    encode_request_with_meta(&mut body, id, method, params, meta)
         .expect("params of the crate's types encode");
     Bytes::from(body)
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mcp_transport::driver::{Call, Delivery, Notice, Routing};
 use mcp_wire::{
-    ListenFilter, ListenParams, RequestMeta, ServerNotification, SubscribeParams, WithMeta,
-    encode_request, method,
+    ListenFilter, ListenParams, RequestMeta, ServerNotification, SubscribeParams,
+    encode_request_with_meta, method,
 };
 use serde_json::Value;
 
@@ -463,14 +463,12 @@ impl Client {
         let mut request_meta = RequestMeta::default();
         request_meta.modern = Some(meta);
         let mut body = Vec::with_capacity(256);
-        encode_request(
+        encode_request_with_meta(
             &mut body,
             &id,
             method::SUBSCRIPTIONS_LISTEN,
-            Some(&WithMeta {
-                params,
-                meta: request_meta,
-            }),
+            params,
+            &request_meta,
         )
         .map_err(|e| Error::Transport(mcp_transport::Error::Malformed(e)))?;
         let mut routing = Routing::default();

@@ -109,6 +109,13 @@ impl Error {
         }
     }
 
+    /// Maps a serde_json error met while writing a value.
+    pub(crate) fn encoding(e: &serde_json::Error) -> Self {
+        Self::Encode {
+            detail: e.to_string(),
+        }
+    }
+
     pub(crate) fn shape(detail: impl Into<String>) -> Self {
         Self::Shape {
             detail: detail.into(),

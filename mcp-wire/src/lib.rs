@@ -4,6 +4,7 @@ mod capabilities;
 mod completion;
 mod content;
 mod elicitation;
+mod encode;
 mod error;
 mod error_object;
 pub mod events;
@@ -33,6 +34,9 @@ pub use completion::{
 };
 pub use content::{Annotations, BinaryContent, ContentBlock, EmbeddedResource, Role, TextContent};
 pub use elicitation::{ElicitAction, ElicitMode, ElicitRequestParams, ElicitResult};
+pub use encode::{
+    encode_error, encode_notification, encode_request, encode_request_with_meta, encode_result,
+};
 pub use error::Error;
 pub use error_object::{ErrorKind, ErrorObject, code};
 pub use header::{InvalidAnnotation, ParamHeader, ToolHeaders};
@@ -42,9 +46,9 @@ pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, Initialize
 pub use log_text::{LOG_TEXT_MAX, log_text};
 pub use message::{
     Message, Notification, Request, Response, TypedMessage, TypedResponse, decode, decode_as,
-    decode_response, encode_error, encode_notification, encode_request, encode_result,
+    decode_response,
 };
-pub use meta::{Meta, ModernMeta, RenderedMeta, RequestMeta, WithMeta};
+pub use meta::{Meta, ModernMeta, RenderedMeta, RequestMeta};
 pub use notifications::{
     CancelledParams, ElicitationCompleteParams, LoggingLevel, LoggingMessageParams, ProgressParams,
     ProgressToken, ResourceUpdatedParams, ServerNotification,

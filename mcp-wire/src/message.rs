@@ -11,10 +11,12 @@ use std::fmt;
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::{Error, ErrorObject, RequestId};
+use crate::{
+    Error, ErrorObject, RequestId, encode_error, encode_notification, encode_request, encode_result,
+};
 
 /// The only `jsonrpc` value there is.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -383,127 +385,6 @@ pub fn decode_response<'a, T: Deserialize<'a>>(
             "expected a response, found a request or notification",
         )),
     }
-}
-
-#[derive(Serialize)]
-struct Outgoing<'a, P: ?Sized, R: ?Sized> {
-    jsonrpc: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a RequestId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    method: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a P>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a R>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorObject>,
-}
-
-impl<'a, P: Serialize + ?Sized, R: Serialize + ?Sized> Outgoing<'a, P, R> {
-    fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
-        serde_json::to_writer(out, self).map_err(|e| Error::Encode {
-            detail: e.to_string(),
-        })
-    }
-}
-
-/// Appends a request to `out`: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
-///
-/// The params are serialized once, straight into `out`.
-///
-/// ```
-/// use mcp_wire::{encode_request, RequestId};
-///
-/// let mut out = Vec::new();
-/// encode_request(&mut out, &RequestId::Number(1), "ping", None::<&()>).unwrap();
-/// assert_eq!(out, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
-/// ```
-pub fn encode_request<P: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    id: &RequestId,
-    method: &str,
-    params: Option<&P>,
-) -> Result<(), Error> {
-    Outgoing::<P, ()> {
-        jsonrpc: JSONRPC_VERSION,
-        id: Some(id),
-        method: Some(method),
-        params,
-        result: None,
-        error: None,
-    }
-    .write(out)
-}
-
-/// Appends a notification to `out`.
-///
-/// ```
-/// use mcp_wire::encode_notification;
-///
-/// let mut out = Vec::new();
-/// encode_notification(&mut out, "notifications/initialized", None::<&()>).unwrap();
-/// assert_eq!(out, br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-/// ```
-pub fn encode_notification<P: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    method: &str,
-    params: Option<&P>,
-) -> Result<(), Error> {
-    Outgoing::<P, ()> {
-        jsonrpc: JSONRPC_VERSION,
-        id: None,
-        method: Some(method),
-        params,
-        result: None,
-        error: None,
-    }
-    .write(out)
-}
-
-/// Appends a successful response to `out`.
-pub fn encode_result<R: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    id: &RequestId,
-    result: &R,
-) -> Result<(), Error> {
-    Outgoing::<(), R> {
-        jsonrpc: JSONRPC_VERSION,
-        id: Some(id),
-        method: None,
-        params: None,
-        result: Some(result),
-        error: None,
-    }
-    .write(out)
-}
-
-/// Appends an error response to `out`; `id` is `None` only when the request could not be
-/// read, and is then left out, as MCP's schema has it (`id?: RequestId`), rather than written
-/// as JSON-RPC's `null`.
-pub fn encode_error(
-    out: &mut Vec<u8>,
-    id: Option<&RequestId>,
-    error: &ErrorObject,
-) -> Result<(), Error> {
-    #[derive(Serialize)]
-    struct ErrorResponse<'a> {
-        jsonrpc: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<&'a RequestId>,
-        error: &'a ErrorObject,
-    }
-    serde_json::to_writer(
-        out,
-        &ErrorResponse {
-            jsonrpc: JSONRPC_VERSION,
-            id,
-            error,
-        },
-    )
-    .map_err(|e| Error::Encode {
-        detail: e.to_string(),
-    })
 }
 
 impl Message<'_> {

@@ -1,10 +1,9 @@
 //! `_meta`: the open metadata object on params, results and notifications, and its keys.
 
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{ClientCapabilities, Error, Implementation, RawJson, Revision};
+use crate::{ClientCapabilities, Error, Implementation, Revision};
 
 /// A `_meta` object, kept whole so that keys this crate does not know survive.
 pub type Meta = Map<String, Value>;
@@ -62,10 +61,19 @@ pub struct ModernMeta<'a> {
 impl ModernMeta<'_> {
     /// Renders the three keys once, for a connection to write on every request as text.
     pub fn render(&self) -> Result<RenderedMeta, Error> {
+        let mut members = Vec::with_capacity(256);
+        member(&mut members, key::PROTOCOL_VERSION, self.revision.as_str())?;
+        members.push(b',');
+        member(&mut members, key::CLIENT_INFO, self.client_info)?;
+        members.push(b',');
+        member(
+            &mut members,
+            key::CLIENT_CAPABILITIES,
+            self.client_capabilities,
+        )?;
         Ok(RenderedMeta {
             revision: self.revision,
-            client_info: RawJson::from_value(self.client_info)?,
-            client_capabilities: RawJson::from_value(self.client_capabilities)?,
+            members: members.into_boxed_slice(),
         })
     }
 
@@ -85,8 +93,8 @@ impl ModernMeta<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedMeta {
     revision: Revision,
-    client_info: RawJson,
-    client_capabilities: RawJson,
+    /// `"…protocolVersion":…,"…clientInfo":…,"…clientCapabilities":…`, an object's members.
+    members: Box<[u8]>,
 }
 
 impl RenderedMeta {
@@ -97,11 +105,11 @@ impl RenderedMeta {
 }
 
 /// A request's `_meta`, written in one pass from its parts: the modern keys rendered once per
-/// connection, a progress token, and the caller's own keys.
+/// connection, a progress token, and the caller's own keys. [`crate::encode_request_with_meta`]
+/// writes it into a request's params.
 ///
 /// ```
-/// use mcp_wire::{CallToolParams, ClientCapabilities, Implementation, Meta, ModernMeta,
-///     RequestMeta, Revision, WithMeta};
+/// use mcp_wire::{ClientCapabilities, Implementation, Meta, ModernMeta, RequestMeta, Revision};
 ///
 /// let info = Implementation::new("my-client", "0.1.0");
 /// let caps = ClientCapabilities::none();
@@ -112,13 +120,13 @@ impl RenderedMeta {
 /// let mut meta = RequestMeta::default();
 /// meta.modern = Some(&rendered);
 /// meta.extra = Some(&mine);
-/// let params = CallToolParams::new("add");
-/// let text = serde_json::to_string(&WithMeta { params: &params, meta }).unwrap();
-/// assert_eq!(text, concat!(r#"{"name":"add","_meta":{"#,
+/// let mut text = Vec::new();
+/// meta.write(&mut text).unwrap();
+/// assert_eq!(String::from_utf8(text).unwrap(), concat!("{",
 ///     r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
 ///     r#""io.modelcontextprotocol/clientInfo":{"name":"my-client","version":"0.1.0"},"#,
 ///     r#""io.modelcontextprotocol/clientCapabilities":{},"#,
-///     r#""example.com/run":"run-1"}}"#));
+///     r#""example.com/run":"run-1"}"#));
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
@@ -139,9 +147,48 @@ impl RequestMeta<'_> {
             && self.extra.is_none_or(Map::is_empty)
     }
 
+    /// Appends the `_meta` object to `out`; when it fails (a key of `extra` whose value does
+    /// not serialize), `out` is left as it was.
+    pub fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let len = out.len();
+        let written = self.write_members(out);
+        if written.is_err() {
+            out.truncate(len);
+        }
+        written
+    }
+
+    fn write_members(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        out.push(b'{');
+        let open = out.len();
+        let comma = |out: &mut Vec<u8>| {
+            if out.len() > open {
+                out.push(b',');
+            }
+        };
+        if let Some(m) = self.modern {
+            out.extend_from_slice(&m.members);
+        }
+        if let Some(token) = self.progress_token {
+            comma(out);
+            member(out, key::PROGRESS_TOKEN, token)?;
+        }
+        for (k, v) in self.extra.into_iter().flatten() {
+            if !self.writes(k) {
+                comma(out);
+                member(out, k, v)?;
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
     /// Writes the keys into `meta`, replacing any already there.
     pub fn insert_into(&self, meta: &mut Meta) {
-        if let Ok(Value::Object(map)) = serde_json::to_value(self) {
+        let mut text = Vec::with_capacity(256);
+        if self.write(&mut text).is_ok()
+            && let Ok(map) = serde_json::from_slice::<Meta>(&text)
+        {
             meta.extend(map);
         }
     }
@@ -157,34 +204,9 @@ impl RequestMeta<'_> {
     }
 }
 
-impl Serialize for RequestMeta<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(m) = self.modern {
-            map.serialize_entry(key::PROTOCOL_VERSION, m.revision.as_str())?;
-            map.serialize_entry(key::CLIENT_INFO, &m.client_info)?;
-            map.serialize_entry(key::CLIENT_CAPABILITIES, &m.client_capabilities)?;
-        }
-        if let Some(token) = self.progress_token {
-            map.serialize_entry(key::PROGRESS_TOKEN, token)?;
-        }
-        for (k, v) in self.extra.into_iter().flatten() {
-            if !self.writes(k) {
-                map.serialize_entry(k, v)?;
-            }
-        }
-        map.end()
-    }
-}
-
-/// Params written with a [`RequestMeta`] as their `_meta`, in one pass. The params' own
-/// `_meta` must be unset, or it would be written twice.
-#[derive(Debug, Serialize)]
-pub struct WithMeta<'a, P: Serialize> {
-    /// The params.
-    #[serde(flatten)]
-    pub params: &'a P,
-    /// Their `_meta`.
-    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
-    pub meta: RequestMeta<'a>,
+/// An object's member: `"key":value`.
+fn member<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) -> Result<(), Error> {
+    serde_json::to_writer(&mut *out, key).map_err(|e| Error::encoding(&e))?;
+    out.push(b':');
+    serde_json::to_writer(out, value).map_err(|e| Error::encoding(&e))
 }

@@ -31,9 +31,7 @@ impl RawJson {
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, crate::Error> {
         serde_json::value::to_raw_value(value)
             .map(Self)
-            .map_err(|e| crate::Error::Encode {
-                detail: e.to_string(),
-            })
+            .map_err(|e| crate::Error::encoding(&e))
     }
 
     /// The JSON text.

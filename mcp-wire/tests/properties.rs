@@ -4,8 +4,9 @@
 
 use mcp_wire::header::{PARAM_PREFIX, decode_value, encode_value};
 use mcp_wire::{
-    Error, ErrorObject, Message, RequestId, ToolHeaders, decode, decode_response, encode_error,
-    encode_notification, encode_request, encode_result,
+    ClientCapabilities, Error, ErrorObject, Implementation, Message, Meta, ModernMeta, RequestId,
+    RequestMeta, Revision, ToolHeaders, decode, decode_response, encode_error, encode_notification,
+    encode_request, encode_request_with_meta, encode_result,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -338,6 +339,50 @@ proptest! {
     #[test]
     fn decoders_never_panic_on_json_text(text in message_like()) {
         check_decode_consistency(text.as_bytes())?;
+    }
+
+    /// A request written with its `_meta` in one pass is the request whose params hold that
+    /// `_meta` as a member: the same JSON, and no key written twice.
+    #[test]
+    fn a_request_with_meta_is_its_params_with_the_member(
+        id in request_id(),
+        method in method(),
+        mut params in any_object(),
+        modern in any::<bool>(),
+        token in proptest::option::of(request_id()),
+        extra in proptest::option::of(any_object()),
+    ) {
+        params.remove("_meta");
+        let info = Implementation::new("c", "1");
+        let caps = ClientCapabilities::none();
+        let rendered = ModernMeta {
+            revision: Revision::V2026_07_28,
+            client_info: &info,
+            client_capabilities: &caps,
+        }
+        .render()
+        .unwrap();
+        let mut meta = RequestMeta::default();
+        meta.modern = modern.then_some(&rendered);
+        meta.progress_token = token.as_ref();
+        meta.extra = extra.as_ref();
+        let mut out = b"kept".to_vec();
+        encode_request_with_meta(&mut out, &id, &method, &params, &meta).unwrap();
+        prop_assert!(out.starts_with(b"kept"));
+        let out = &out[4..];
+
+        let mut whole = params.clone();
+        if !meta.is_empty() {
+            let mut member = Meta::new();
+            meta.insert_into(&mut member);
+            whole.insert("_meta".into(), Value::Object(member));
+        }
+        let mut expected = Vec::new();
+        encode_request(&mut expected, &id, &method, Some(&whole)).unwrap();
+        let written: Value = serde_json::from_slice(out).unwrap();
+        prop_assert_eq!(&written, &serde_json::from_slice::<Value>(&expected).unwrap());
+        // A key written twice would be dropped by the parse, and the text would shrink.
+        prop_assert_eq!(serde_json::to_vec(&written).unwrap().len(), out.len());
     }
 
     #[test]

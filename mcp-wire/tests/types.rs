@@ -1186,11 +1186,16 @@ fn the_callers_keys_never_repeat_or_replace_the_clients() {
     meta.progress_token = Some(&token);
     meta.extra = Some(&extra);
     let params = CallToolParams::new("add");
-    let text = serde_json::to_string(&mcp_wire::WithMeta {
-        params: &params,
-        meta,
-    })
+    let mut text = Vec::new();
+    mcp_wire::encode_request_with_meta(
+        &mut text,
+        &mcp_wire::RequestId::Number(1),
+        "tools/call",
+        &params,
+        &meta,
+    )
     .unwrap();
+    let text = String::from_utf8(text).unwrap();
     for key in [
         "\"progressToken\"",
         "\"io.modelcontextprotocol/clientInfo\"",
@@ -1199,10 +1204,54 @@ fn the_callers_keys_never_repeat_or_replace_the_clients() {
         assert_eq!(text.matches(key).count(), 1, "{key} in {text}");
     }
     let value: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(value["_meta"]["progressToken"], 4);
+    let meta = &value["params"]["_meta"];
+    assert_eq!(meta["progressToken"], 4);
     assert_eq!(
-        value["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
         "my-client"
     );
-    assert_eq!(value["_meta"]["example.com/run"], "r-1");
+    assert_eq!(meta["example.com/run"], "r-1");
+}
+
+/// `_meta` joins params of any object shape, the empty one too; params that are not an object
+/// cannot carry it, and a request that cannot be written leaves the buffer as it was.
+#[test]
+fn meta_joins_object_params_and_refuses_others() {
+    let token = mcp_wire::ProgressToken::Number(4);
+    let mut meta = mcp_wire::RequestMeta::default();
+    meta.progress_token = Some(&token);
+    let id = mcp_wire::RequestId::Number(1);
+    let written = |params: &Value, meta: &mcp_wire::RequestMeta| {
+        let mut out = b"kept".to_vec();
+        let result = mcp_wire::encode_request_with_meta(&mut out, &id, "m", params, meta);
+        (result, String::from_utf8(out).unwrap())
+    };
+    assert_eq!(
+        written(&json!({}), &meta).1,
+        r#"kept{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":4}}}"#
+    );
+    assert_eq!(
+        written(&json!({"a": {}}), &meta).1,
+        r#"kept{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{},"_meta":{"progressToken":4}}}"#
+    );
+    // With nothing to add, any params are written as they are.
+    assert_eq!(
+        written(&json!([1]), &mcp_wire::RequestMeta::default()).1,
+        r#"kept{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#
+    );
+    for params in [json!([1]), json!(null), json!("{}"), json!(7)] {
+        let (result, out) = written(&params, &meta);
+        assert!(
+            matches!(result, Err(Error::Encode { .. })),
+            "{params}: {result:?}"
+        );
+        assert_eq!(out, "kept", "{params}");
+    }
+    // A value that does not serialize: the buffer is left as it was.
+    let mut keyed = std::collections::BTreeMap::new();
+    keyed.insert((1, 2), 3);
+    let mut out = b"kept".to_vec();
+    let result = mcp_wire::encode_request(&mut out, &id, "m", Some(&keyed));
+    assert!(matches!(result, Err(Error::Encode { .. })), "{result:?}");
+    assert_eq!(out, b"kept");
 }

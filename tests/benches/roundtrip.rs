@@ -50,7 +50,7 @@ use mcp_negotiate::Client;
 use mcp_transport::driver::{Config, HttpClient, ModernTransport, Routing};
 use mcp_wire::{
     CallToolParams, CallToolResult, ClientCapabilities, Implementation, ListToolsResult,
-    ModernMeta, Outcome, RenderedMeta, RequestId, RequestMeta, Revision, WithMeta, encode_request,
+    ModernMeta, Outcome, RenderedMeta, RequestId, RequestMeta, Revision, encode_request_with_meta,
 };
 use nix::sys::resource::{UsageWho, getrusage};
 use serde_json::{Value, json};
@@ -254,11 +254,7 @@ impl Transport {
         meta.modern = Some(&self.meta);
         meta.progress_token = Some(&id);
         let mut body = Vec::with_capacity(256);
-        let params = WithMeta {
-            params: &params,
-            meta,
-        };
-        encode_request(&mut body, &id, "tools/call", Some(&params)).expect("encodes");
+        encode_request_with_meta(&mut body, &id, "tools/call", &params, &meta).expect("encodes");
         body
     }
 }
