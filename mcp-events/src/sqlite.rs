@@ -98,17 +98,13 @@ impl Sqlite {
         batches: &[(&str, &str, &Batch)],
     ) -> Vec<Result<usize, StoreError>> {
         let all_fail = |e: StoreError| batches.iter().map(|_| Err(e.clone())).collect();
-        let mut tx = match self.db.transaction() {
+        let tx = match self.db.transaction() {
             Ok(tx) => tx,
             Err(e) => return all_fail(failed(e)),
         };
         let mut outcomes = Vec::with_capacity(batches.len());
         for &(binding, stream, batch) in batches {
-            let outcome = tx.savepoint().and_then(|point| {
-                let appended = append(&point, binding, stream, batch)?;
-                point.commit()?;
-                Ok(appended)
-            });
+            let outcome = in_savepoint(&tx, || append(&tx, binding, stream, batch));
             if outcome.is_err() && tx.is_autocommit() {
                 // The failure ended the transaction (SQLite rolled it back): nothing of the
                 // group is written.
@@ -126,6 +122,29 @@ impl Sqlite {
     }
 }
 
+/// Runs `write` under a savepoint of `db`'s transaction: what it wrote is kept when it
+/// succeeds and rolled back when it fails. The statements are prepared once per connection.
+fn in_savepoint<T>(
+    db: &Connection,
+    write: impl FnOnce() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    db.prepare_cached("SAVEPOINT batch")?.execute([])?;
+    match write() {
+        Ok(written) => {
+            db.prepare_cached("RELEASE batch")?.execute([])?;
+            Ok(written)
+        }
+        Err(e) => {
+            // Left to the transaction when it is over already (SQLite rolled it back).
+            if !db.is_autocommit() {
+                db.prepare_cached("ROLLBACK TO batch")?.execute([])?;
+                db.prepare_cached("RELEASE batch")?.execute([])?;
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Appends `batch`'s records to `stream` (passing over the ids it holds) and stores its
 /// cursor as `binding`'s, in the transaction (or savepoint) `db` is in: how many it appended.
 fn append(db: &Connection, binding: &str, stream: &str, batch: &Batch) -> rusqlite::Result<usize> {
@@ -136,11 +155,11 @@ fn append(db: &Connection, binding: &str, stream: &str, batch: &Batch) -> rusqli
     for record in &batch.records {
         appended += insert.execute(params![stream, record.id, binding, record.bytes])?;
     }
-    db.execute(
+    db.prepare_cached(
         "INSERT INTO bindings (key, cursor) VALUES (?1, ?2)
          ON CONFLICT (key) DO UPDATE SET cursor = ?2",
-        params![binding, batch.cursor],
-    )?;
+    )?
+    .execute(params![binding, batch.cursor])?;
     Ok(appended)
 }
 
