@@ -682,7 +682,8 @@ impl Client {
         if target.progress {
             meta.progress_token = Some(&sent);
         }
-        let mut body = Vec::with_capacity(256);
+        // Room for the envelope, a 2026-07-28 `_meta` and small arguments, grown only for more.
+        let mut body = Vec::with_capacity(512);
         let call = async {
             Ok::<_, Error>(match &current.dialed.link {
                 Link::Modern {

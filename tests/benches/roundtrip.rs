@@ -23,10 +23,13 @@
 //!   `Client vs bare, bounded` show how much of the client's cost over the anchor is that
 //!   work.
 //!
-//! The rounds interleave (`Client`, anchor, `ModernTransport`, …), 7 of each; the medians
-//! over rounds are printed. At concurrency 1 every call's latency is kept and p50/p99 are
-//! over all the calls of the rounds; at concurrency 64 the throughput and the CPU time
-//! (user + sys) per call. Then the typed decode of a 100-tool `tools/list` answer (the one
+//! The rounds interleave, 15 of each side, each round running the four sides one after the
+//! other, starting with a different one each round. At concurrency 1 every call's latency is
+//! kept and p50/p99 are over all the calls of the rounds; at concurrency 64 the throughput and
+//! the CPU time (user + sys) per call, medians over rounds. A ratio to the anchor is the
+//! median over rounds of each round's ratio to the anchor's run in the same round (its p50,
+//! its throughput, its CPU per call): a shared machine's speed drifts from second to second,
+//! and a side measured beside the anchor drifts with it. Then the typed decode of a 100-tool `tools/list` answer (the one
 //! the server sends) with `mcp_wire::decode_response::<ListToolsResult>`, against
 //! `serde_json::from_slice::<Value>` of the same bytes. A summary table closes the run, then
 //! the process's peak RSS.
@@ -76,9 +79,9 @@ impl Plan {
             }
         } else {
             Self {
-                rounds: 7,
-                latency_calls: 10_000,
-                throughput_calls: 64_000,
+                rounds: 15,
+                latency_calls: 4_000,
+                throughput_calls: 25_600,
                 decode_batches: 31,
                 decode_batch: 200,
             }
@@ -253,7 +256,7 @@ impl Transport {
         let mut meta = RequestMeta::default();
         meta.modern = Some(&self.meta);
         meta.progress_token = Some(&id);
-        let mut body = Vec::with_capacity(256);
+        let mut body = Vec::with_capacity(512);
         encode_request_with_meta(&mut body, &id, "tools/call", &params, &meta).expect("encodes");
         body
     }
@@ -352,16 +355,25 @@ async fn throughput<C: Caller>(caller: Arc<C>, total: usize) -> Round {
     }
 }
 
+/// The median over rounds of `measure(ours) / measure(anchor)`, round by round.
+fn paired<T>(ours: &[T], anchor: &[T], measure: impl Fn(&T) -> f64) -> f64 {
+    median(
+        ours.iter()
+            .zip(anchor)
+            .map(|(o, a)| measure(o) / measure(a))
+            .collect(),
+    )
+}
+
 fn median<T: PartialOrd + Copy>(mut v: Vec<T>) -> T {
     v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
     v[v.len() / 2]
 }
 
-/// The `q` quantile (0..=1) of `v`.
-fn quantile(v: &mut [Duration], q: f64) -> Duration {
+/// The median of `v`.
+fn p50(v: &mut [Duration]) -> Duration {
     v.sort_unstable();
-    let at = ((v.len() - 1) as f64 * q).round() as usize;
-    v[at]
+    v[(v.len() - 1) / 2]
 }
 
 fn micros(d: Duration) -> f64 {
@@ -372,13 +384,41 @@ fn micros(d: Duration) -> f64 {
 #[derive(Default)]
 struct Side {
     latencies: Vec<Duration>,
+    /// Each latency round's p50.
+    p50s: Vec<Duration>,
     serial: Vec<Round>,
     parallel: Vec<Round>,
 }
 
 impl Side {
-    fn p(&mut self, q: f64) -> Duration {
-        quantile(&mut self.latencies, q)
+    /// Keeps a latency round.
+    fn add_serial(&mut self, (mut latencies, round): (Vec<Duration>, Round)) {
+        self.p50s.push(p50(&mut latencies));
+        self.latencies.extend(latencies);
+        self.serial.push(round);
+    }
+
+    /// The `q` quantile (0..=1) of the latencies, once they are sorted.
+    fn p(&self, q: f64) -> Duration {
+        let at = ((self.latencies.len() - 1) as f64 * q).round() as usize;
+        self.latencies[at]
+    }
+
+    /// The median over rounds of this side's p50 latency over the anchor's, round by round.
+    fn p50_ratio(&self, anchor: &Self) -> f64 {
+        paired(&self.p50s, &anchor.p50s, |d| d.as_secs_f64())
+    }
+
+    /// The same of the throughput at concurrency 64.
+    fn throughput_ratio(&self, anchor: &Self) -> f64 {
+        paired(&self.parallel, &anchor.parallel, Round::calls_per_second)
+    }
+
+    /// The same of the CPU per call at concurrency 64.
+    fn cpu_ratio(&self, anchor: &Self) -> f64 {
+        paired(&self.parallel, &anchor.parallel, |r| {
+            r.cpu_per_call().as_secs_f64()
+        })
     }
 
     fn serial_cpu(&self) -> Duration {
@@ -452,8 +492,7 @@ enum Goal {
 
 /// A line of the summary: the measure, ours, the anchor, the ratio, the goal and whether it
 /// was met.
-fn summary_row(measure: &str, ours: f64, anchor: f64, unit: &str, goal: Goal) {
-    let ratio = ours / anchor;
+fn summary_row(measure: &str, (ours, anchor, ratio): (f64, f64, f64), unit: &str, goal: Goal) {
     let (goal, met) = match goal {
         Goal::AtMost(max) => (format!("≤ {max:.2}×"), ratio <= max),
         Goal::AtLeast(min) => (format!("≥ {min:.2}×"), ratio >= min),
@@ -549,49 +588,55 @@ fn main() {
 
         let (mut ours, mut layer, mut anchor) = (Side::default(), Side::default(), Side::default());
         let mut floor = Side::default();
-        for _ in 0..plan.rounds {
-            let (l, r) = latencies(client.clone(), plan.latency_calls).await;
-            ours.latencies.extend(l);
-            ours.serial.push(r);
-            let (l, r) = latencies(bare.clone(), plan.latency_calls).await;
-            anchor.latencies.extend(l);
-            anchor.serial.push(r);
-            let (l, r) = latencies(transport.clone(), plan.latency_calls).await;
-            layer.latencies.extend(l);
-            layer.serial.push(r);
-            let (l, r) = latencies(bound.clone(), plan.latency_calls).await;
-            floor.latencies.extend(l);
-            floor.serial.push(r);
+        let calls = plan.latency_calls;
+        for round in 0..plan.rounds {
+            // Each round starts with another side.
+            for turn in 0..4 {
+                match (round + turn) % 4 {
+                    0 => ours.add_serial(latencies(client.clone(), calls).await),
+                    1 => anchor.add_serial(latencies(bare.clone(), calls).await),
+                    2 => layer.add_serial(latencies(transport.clone(), calls).await),
+                    _ => floor.add_serial(latencies(bound.clone(), calls).await),
+                }
+            }
         }
-        for _ in 0..plan.rounds {
-            ours.parallel.push(throughput(client.clone(), plan.throughput_calls).await);
-            anchor.parallel.push(throughput(bare.clone(), plan.throughput_calls).await);
-            layer.parallel.push(throughput(transport.clone(), plan.throughput_calls).await);
-            floor.parallel.push(throughput(bound.clone(), plan.throughput_calls).await);
+        let calls = plan.throughput_calls;
+        for round in 0..plan.rounds {
+            for turn in 0..4 {
+                match (round + turn) % 4 {
+                    0 => ours.parallel.push(throughput(client.clone(), calls).await),
+                    1 => anchor.parallel.push(throughput(bare.clone(), calls).await),
+                    2 => layer.parallel.push(throughput(transport.clone(), calls).await),
+                    _ => floor.parallel.push(throughput(bound.clone(), calls).await),
+                }
+            }
         }
 
-        println!("\nconcurrency 1 (latency over every call; CPU/call median of rounds)");
+        println!("\nconcurrency 1 (latency over every call; CPU/call median of rounds; ratio: median of rounds' p50 ratios)");
         println!("  {:<16} {:>9} {:>9} {:>12} {:>10}", "side", "p50 µs", "p99 µs", "CPU µs/call", "p50 ratio");
+        for side in [&mut ours, &mut layer, &mut anchor, &mut floor] {
+            side.latencies.sort_unstable();
+        }
         let anchor_p50 = anchor.p(0.5);
-        for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer), ("bare hyper", &mut anchor), ("bare, bounded", &mut floor)] {
+        for (name, side) in [("Client", &ours), ("ModernTransport", &layer), ("bare hyper", &anchor), ("bare, bounded", &floor)] {
             let p50 = side.p(0.5);
             println!(
                 "  {name:<16} {:>9.2} {:>9.2} {:>12.2} {:>9.3}×",
                 micros(p50),
                 micros(side.p(0.99)),
                 micros(side.serial_cpu()),
-                p50.as_secs_f64() / anchor_p50.as_secs_f64(),
+                side.p50_ratio(&anchor),
             );
         }
-        println!("\nconcurrency {CONCURRENCY} (medians of rounds)");
+        println!("\nconcurrency {CONCURRENCY} (medians of rounds; ratios: medians of rounds' ratios)");
         println!("  {:<16} {:>10} {:>12} {:>12} {:>10}", "side", "calls/s", "CPU µs/call", "calls/s ratio", "CPU ratio");
         for (name, side) in [("Client", &ours), ("ModernTransport", &layer), ("bare hyper", &anchor), ("bare, bounded", &floor)] {
             println!(
                 "  {name:<16} {:>10.0} {:>12.2} {:>12.3}× {:>9.3}×",
                 side.calls_per_second(),
                 micros(side.parallel_cpu()),
-                side.calls_per_second() / anchor.calls_per_second(),
-                side.parallel_cpu().as_secs_f64() / anchor.parallel_cpu().as_secs_f64(),
+                side.throughput_ratio(&anchor),
+                side.cpu_ratio(&anchor),
             );
         }
 
@@ -619,53 +664,61 @@ fn main() {
         for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer)] {
             summary_row(
                 &format!("{name}: tools/call p50 latency, concurrency 1"),
-                micros(side.p(0.5)),
-                micros(anchor_p50),
+                (micros(side.p(0.5)), micros(anchor_p50), side.p50_ratio(&anchor)),
                 "µs",
                 Goal::AtMost(1.05),
             );
             summary_row(
                 &format!("{name}: tools/call throughput, concurrency {CONCURRENCY}"),
-                side.calls_per_second(),
-                anchor.calls_per_second(),
+                (
+                    side.calls_per_second(),
+                    anchor.calls_per_second(),
+                    side.throughput_ratio(&anchor),
+                ),
                 "/s",
                 Goal::AtLeast(0.95),
             );
             summary_row(
                 &format!("{name}: CPU per call, concurrency {CONCURRENCY}"),
-                micros(side.parallel_cpu()),
-                micros(anchor.parallel_cpu()),
+                (
+                    micros(side.parallel_cpu()),
+                    micros(anchor.parallel_cpu()),
+                    side.cpu_ratio(&anchor),
+                ),
                 "µs",
                 Goal::AtMost(1.15),
             );
         }
         // What the client costs over the work every call must do (`BareBound`).
-        let floor_p50 = floor.p(0.5);
         summary_row(
             "Client vs bare, bounded: p50 latency, concurrency 1",
-            micros(ours.p(0.5)),
-            micros(floor_p50),
+            (micros(ours.p(0.5)), micros(floor.p(0.5)), ours.p50_ratio(&floor)),
             "µs",
             Goal::Shown,
         );
         summary_row(
             &format!("Client vs bare, bounded: throughput, concurrency {CONCURRENCY}"),
-            ours.calls_per_second(),
-            floor.calls_per_second(),
+            (
+                ours.calls_per_second(),
+                floor.calls_per_second(),
+                ours.throughput_ratio(&floor),
+            ),
             "/s",
             Goal::Shown,
         );
         summary_row(
             &format!("Client vs bare, bounded: CPU per call, concurrency {CONCURRENCY}"),
-            micros(ours.parallel_cpu()),
-            micros(floor.parallel_cpu()),
+            (
+                micros(ours.parallel_cpu()),
+                micros(floor.parallel_cpu()),
+                ours.cpu_ratio(&floor),
+            ),
             "µs",
             Goal::Shown,
         );
         summary_row(
             "typed decode of a 100-tool tools/list (time)",
-            micros(typed),
-            micros(tree),
+            (micros(typed), micros(tree), typed.as_secs_f64() / tree.as_secs_f64()),
             "µs",
             Goal::AtMost(1.0),
         );
