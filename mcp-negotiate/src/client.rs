@@ -684,44 +684,49 @@ impl Client {
         }
         // Room for the envelope, a 2026-07-28 `_meta` and small arguments, grown only for more.
         let mut body = Vec::with_capacity(512);
-        let call = async {
-            Ok::<_, Error>(match &current.dialed.link {
-                Link::Modern {
-                    transport,
-                    meta: rendered,
-                } => {
-                    meta.modern = Some(rendered);
-                    encode(&mut body, &id, method_name, params, meta)?;
-                    let plain = Routing::default();
-                    let routing = target.routing.unwrap_or(&plain);
-                    transport
-                        .call::<T>(id, method_name, Bytes::from(body), routing)
-                        .await?
-                }
-                Link::Legacy(transport) => {
-                    encode(&mut body, &id, method_name, params, meta)?;
-                    transport
-                        .call::<T>(id, method_name, Bytes::from(body), None)
-                        .await?
-                        .call
-                }
-            })
-        };
-        // Each wait is raced against the cancel, what is in hand first: an answer that came
-        // with the cancel is kept.
-        let mut call = tokio::select! {
-            biased;
-            call = call => match call {
-                Ok(call) => call,
-                Err(e) => {
-                    // Given up at the silence bound before its answer began.
-                    if matches!(e, Error::Transport(TransportError::Silent { .. })) {
-                        told_silent(&current.dialed.link, sent);
+        // Each future is pinned where it is made, and raced against the cancel by reference:
+        // a call's state is not copied into the race. What is in hand first wins: an answer
+        // that came with the cancel is kept.
+        let started = {
+            let call = pin!(async {
+                Ok::<_, Error>(match &current.dialed.link {
+                    Link::Modern {
+                        transport,
+                        meta: rendered,
+                    } => {
+                        meta.modern = Some(rendered);
+                        encode(&mut body, &id, method_name, params, meta)?;
+                        let plain = Routing::default();
+                        let routing = target.routing.unwrap_or(&plain);
+                        transport
+                            .call::<T>(id, method_name, Bytes::from(body), routing)
+                            .await?
                     }
-                    return Err(e);
+                    Link::Legacy(transport) => {
+                        encode(&mut body, &id, method_name, params, meta)?;
+                        transport
+                            .call::<T>(id, method_name, Bytes::from(body), None)
+                            .await?
+                            .call
+                    }
+                })
+            });
+            tokio::select! {
+                biased;
+                call = call => Some(call),
+                () = cancel.as_mut() => None,
+            }
+        };
+        let mut call = match started {
+            Some(Ok(call)) => call,
+            Some(Err(e)) => {
+                // Given up at the silence bound before its answer began.
+                if matches!(e, Error::Transport(TransportError::Silent { .. })) {
+                    told_silent(&current.dialed.link, sent);
                 }
-            },
-            () = cancel.as_mut() => {
+                return Err(e);
+            }
+            None => {
                 // A 2026-07-28 request is abandoned with its connection's stream; a legacy
                 // server is told, on a task of the transport's: the cancel is not held up.
                 if let Link::Legacy(transport) = &current.dialed.link {
@@ -730,19 +735,21 @@ impl Client {
                 return Err(Error::Cancelled);
             }
         };
-        let read = async {
-            loop {
-                match call.next().await? {
-                    Some(Delivery::Notification(n)) => on_notice(n),
-                    Some(Delivery::Response(r)) => return Ok(r),
-                    None => return Err(mcp_transport::Error::Ended),
+        let read = {
+            let read = pin!(async {
+                loop {
+                    match call.next().await? {
+                        Some(Delivery::Notification(n)) => on_notice(n),
+                        Some(Delivery::Response(r)) => return Ok(r),
+                        None => return Err(mcp_transport::Error::Ended),
+                    }
                 }
+            });
+            tokio::select! {
+                biased;
+                read = read => Some(read),
+                () = cancel.as_mut() => None,
             }
-        };
-        let read = tokio::select! {
-            biased;
-            read = read => Some(read),
-            () = cancel.as_mut() => None,
         };
         match read {
             Some(Err(e @ TransportError::Silent { .. })) => {
