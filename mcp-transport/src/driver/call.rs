@@ -232,7 +232,8 @@ pub struct Call<T> {
     source: Source,
     silence: Option<Duration>,
     event_limit: usize,
-    legacy: Option<Legacy>,
+    /// Boxed: most calls have none, and the call is kept small for the futures that hold it.
+    legacy: Option<Box<Legacy>>,
     /// A GET stream waits for no response and is reopened whenever it closes.
     endless: bool,
     /// The last event id of a stream that is done.
@@ -330,7 +331,7 @@ impl<T: DeserializeOwned> Call<T> {
         body: Body,
         silence: Option<Duration>,
         event_limit: usize,
-        legacy: Option<Legacy>,
+        legacy: Option<Box<Legacy>>,
     ) -> Self {
         let source = Source::Stream {
             body,
@@ -350,7 +351,7 @@ impl<T: DeserializeOwned> Call<T> {
         source: Source,
         silence: Option<Duration>,
         event_limit: usize,
-        legacy: Option<Legacy>,
+        legacy: Option<Box<Legacy>>,
     ) -> Self {
         Self {
             id,
@@ -411,7 +412,7 @@ impl<T: DeserializeOwned> Call<T> {
     /// its own bounded by the answer timeout, which is returned; a modern one sees its
     /// stream close.
     pub fn cancel(self, reason: Option<String>) -> Option<JoinHandle<()>> {
-        let legacy = self.legacy.clone()?;
+        let legacy = Legacy::clone(self.legacy.as_deref()?);
         if self.endless || matches!(self.source, Source::Done) {
             return None;
         }
@@ -428,7 +429,7 @@ impl<T: DeserializeOwned> Call<T> {
                     let Some(body) = body.take() else {
                         return Ok(None);
                     };
-                    let legacy = self.legacy.as_ref();
+                    let legacy = self.legacy.as_deref();
                     let answering = &mut self.answering;
                     return match Self::handle(&self.id, self.endless, legacy, answering, &body)? {
                         Some(delivery) => Ok(Some(delivery)),
@@ -449,7 +450,7 @@ impl<T: DeserializeOwned> Call<T> {
                             continue;
                         }
                         let bytes = event.data.as_bytes();
-                        let legacy = self.legacy.as_ref();
+                        let legacy = self.legacy.as_deref();
                         let answering = &mut self.answering;
                         let handled =
                             Self::handle(&self.id, self.endless, legacy, answering, bytes)?;

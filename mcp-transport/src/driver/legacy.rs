@@ -66,9 +66,9 @@ impl LegacyTransport {
         self.session().initialized(revision, session_id)
     }
 
-    /// The session's headers and features for a request of `method_name`, and the session id
-    /// it carries; refused once the client ended the session, except for `initialize`.
-    fn legacy(&self, method_name: &str) -> Result<(Legacy, Option<String>), Error> {
+    /// The session's headers and features for a request of `method_name` (boxed, as a call
+    /// holds them), and the session id it carries; refused once the client ended the session, except for `initialize`.
+    fn legacy(&self, method_name: &str) -> Result<(Box<Legacy>, Option<String>), Error> {
         let session = self.session();
         if !session.allows(method_name) {
             return Err(Error::SessionLost);
@@ -82,12 +82,12 @@ impl LegacyTransport {
             method::INITIALIZE => None,
             _ => session.id().map(str::to_owned),
         };
-        let legacy = Legacy {
+        let legacy = Box::new(Legacy {
             client: self.client.clone(),
             headers,
             features: self.features.clone(),
             session: self.session.clone(),
-        };
+        });
         Ok((legacy, sent))
     }
 
@@ -101,7 +101,7 @@ impl LegacyTransport {
         body: Option<Bytes>,
         last_event_id: Option<&str>,
         silence: &mut Silence<'_>,
-    ) -> Result<(Legacy, http::Response<hyper::body::Incoming>), Error> {
+    ) -> Result<(Box<Legacy>, http::Response<hyper::body::Incoming>), Error> {
         let (legacy, sent) = self.legacy(method_name)?;
         let mut headers = legacy.headers();
         if let Some(id) = last_event_id {
@@ -243,7 +243,7 @@ pub(crate) async fn answer<T: DeserializeOwned>(
     id: RequestId,
     response: http::Response<hyper::body::Incoming>,
     silence: &mut Silence<'_>,
-    legacy: Option<Legacy>,
+    legacy: Option<Box<Legacy>>,
 ) -> Result<Call<T>, Error> {
     let limits = client.config().limits;
     let status = response.status().as_u16();
