@@ -476,7 +476,8 @@ impl<T: DeserializeOwned> Call<T> {
                     };
                     match chunk {
                         Some(bytes) => decoder.push(&bytes),
-                        None => self.reopen().await?,
+                        // Boxed: a rare path, kept out of every read's future.
+                        None => Box::pin(self.reopen()).await?,
                     }
                 }
             }
