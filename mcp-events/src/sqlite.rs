@@ -122,27 +122,26 @@ impl Sqlite {
     }
 }
 
-/// Runs `write` under a savepoint of `db`'s transaction: what it wrote is kept when it
-/// succeeds and rolled back when it fails. The statements are prepared once per connection.
+/// Runs `write` under a savepoint of `db`'s transaction: what it wrote is kept when it and the
+/// savepoint's release succeed, and rolled back otherwise, its own error returned. When the
+/// rollback itself fails, the whole transaction is rolled back, so that nothing of a failed
+/// batch is committed (the caller sees the transaction ended). The statements are prepared
+/// once per connection.
 fn in_savepoint<T>(
     db: &Connection,
     write: impl FnOnce() -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {
-    db.prepare_cached("SAVEPOINT batch")?.execute([])?;
-    match write() {
-        Ok(written) => {
-            db.prepare_cached("RELEASE batch")?.execute([])?;
-            Ok(written)
-        }
-        Err(e) => {
-            // Left to the transaction when it is over already (SQLite rolled it back).
-            if !db.is_autocommit() {
-                db.prepare_cached("ROLLBACK TO batch")?.execute([])?;
-                db.prepare_cached("RELEASE batch")?.execute([])?;
-            }
-            Err(e)
-        }
+    let run = |sql: &str| db.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    run("SAVEPOINT batch")?;
+    let written = write().and_then(|written| run("RELEASE batch").map(|_| written));
+    // Left to the transaction when it is over already (SQLite rolled it back).
+    if written.is_err()
+        && !db.is_autocommit()
+        && (run("ROLLBACK TO batch").is_err() || run("RELEASE batch").is_err())
+    {
+        let _ = db.execute_batch("ROLLBACK");
     }
+    written
 }
 
 /// Appends `batch`'s records to `stream` (passing over the ids it holds) and stores its

@@ -82,13 +82,17 @@ pub fn encode_request_with_meta<P: Serialize + ?Sized>(
         let start = out.len();
         json(out, params)?;
         if !meta.is_empty() {
-            if out[start] != b'{' || out.last() != Some(&b'}') {
+            if out.get(start) != Some(&b'{') || out.last() != Some(&b'}') {
                 return Err(Error::Encode {
                     detail: "params with a _meta must be a JSON object".into(),
                 });
             }
             // The object is reopened: its `}` gives way to `_meta` and comes back after it.
+            // Raw params may keep whitespace before their `}`; an empty object takes no comma.
             out.pop();
+            while out.len() > start + 1 && out.last().is_some_and(u8::is_ascii_whitespace) {
+                out.pop();
+            }
             if out.len() > start + 1 {
                 out.push(b',');
             }

@@ -1234,6 +1234,21 @@ fn meta_joins_object_params_and_refuses_others() {
         written(&json!({"a": {}}), &meta).1,
         r#"kept{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{},"_meta":{"progressToken":4}}}"#
     );
+    // Raw params keep their whitespace; `_meta` joins them as members all the same.
+    for (raw, joined) in [
+        ("{ }", r#"{"_meta":{"progressToken":4}}"#),
+        (
+            "{\n \"a\": 1 \n}",
+            "{\n \"a\": 1,\"_meta\":{\"progressToken\":4}}",
+        ),
+    ] {
+        let params = serde_json::value::RawValue::from_string(raw.into()).unwrap();
+        let mut out = Vec::new();
+        mcp_wire::encode_request_with_meta(&mut out, &id, "m", &params, &meta).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with(&format!(r#""params":{joined}}}"#)), "{text}");
+        serde_json::from_str::<Value>(&text).unwrap();
+    }
     // With nothing to add, any params are written as they are.
     assert_eq!(
         written(&json!([1]), &mcp_wire::RequestMeta::default()).1,

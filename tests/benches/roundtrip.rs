@@ -23,14 +23,16 @@
 //!   `Client vs bare, bounded` show how much of the client's cost over the anchor is that
 //!   work.
 //!
-//! The rounds interleave, 15 of each side, each round running the four sides one after the
-//! other, starting with a different one each round. At concurrency 1 every call's latency is
-//! kept and p50/p99 are over all the calls of the rounds; at concurrency 64 the throughput and
-//! the CPU time (user + sys) per call, medians over rounds. A ratio to the anchor is the
-//! median over rounds of each round's ratio to the anchor's run in the same round (its p50,
-//! its throughput, its CPU per call): a shared machine's speed drifts from second to second,
-//! and a side measured beside the anchor drifts with it. Then the typed decode of a 100-tool `tools/list` answer (the one
-//! the server sends) with `mcp_wire::decode_response::<ListToolsResult>`, against
+//! The rounds interleave, 16 of each side, each round running the four sides one after the
+//! other in one of four orders (a Williams square: over four rounds each side runs first once
+//! and follows each other side once, so what one run leaves to the next falls on all alike).
+//! At concurrency 1 every call's latency is kept and p50/p99 are over all the calls of the
+//! rounds; at concurrency 64 the throughput and the CPU time (user + sys) per call, medians
+//! over rounds. A ratio to the anchor is the median over rounds of each round's ratio to the
+//! anchor's run in the same round (its p50, its throughput, its CPU per call): a shared
+//! machine's speed drifts from second to second, and a side measured beside the anchor
+//! drifts with it. Then the typed decode of a 100-tool `tools/list` answer (the one the
+//! server sends) with `mcp_wire::decode_response::<ListToolsResult>`, against
 //! `serde_json::from_slice::<Value>` of the same bytes. A summary table closes the run, then
 //! the process's peak RSS.
 //!
@@ -79,7 +81,7 @@ impl Plan {
             }
         } else {
             Self {
-                rounds: 15,
+                rounds: 16,
                 latency_calls: 4_000,
                 throughput_calls: 25_600,
                 decode_batches: 31,
@@ -90,6 +92,11 @@ impl Plan {
 }
 
 const CONCURRENCY: usize = 64;
+
+/// The orders of the four sides (0 `Client`, 1 the anchor, 2 `ModernTransport`, 3 `bare,
+/// bounded`) in rounds 0, 1, 2, 3 (mod 4): a Williams square, each side first once and right
+/// after each other side once.
+const ORDERS: [[usize; 4]; 4] = [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]];
 
 /// The bench server's process; it ends when its stdin closes, with this value.
 struct Server {
@@ -590,9 +597,8 @@ fn main() {
         let mut floor = Side::default();
         let calls = plan.latency_calls;
         for round in 0..plan.rounds {
-            // Each round starts with another side.
-            for turn in 0..4 {
-                match (round + turn) % 4 {
+            for side in ORDERS[round % 4] {
+                match side {
                     0 => ours.add_serial(latencies(client.clone(), calls).await),
                     1 => anchor.add_serial(latencies(bare.clone(), calls).await),
                     2 => layer.add_serial(latencies(transport.clone(), calls).await),
@@ -602,8 +608,8 @@ fn main() {
         }
         let calls = plan.throughput_calls;
         for round in 0..plan.rounds {
-            for turn in 0..4 {
-                match (round + turn) % 4 {
+            for side in ORDERS[round % 4] {
+                match side {
                     0 => ours.parallel.push(throughput(client.clone(), calls).await),
                     1 => anchor.parallel.push(throughput(bare.clone(), calls).await),
                     2 => layer.parallel.push(throughput(transport.clone(), calls).await),
@@ -659,6 +665,7 @@ fn main() {
             typed.as_secs_f64() / tree.as_secs_f64(),
         );
 
+        println!("\nours and anchor: medians; ratio: the median of the rounds' ratios, not ours / anchor");
         println!("\n| {:<54} | {:>12} | {:>12} | {:>7} | {:<7} | {:<7} |", "measure", "ours", "anchor", "ratio", "goal", "met");
         println!("|{:-<56}|{:-<14}|{:-<14}|{:-<9}|{:-<9}|{:-<9}|", "", "", "", "", "", "");
         for (name, side) in [("Client", &mut ours), ("ModernTransport", &mut layer)] {

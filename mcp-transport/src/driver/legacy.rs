@@ -67,7 +67,8 @@ impl LegacyTransport {
     }
 
     /// The session's headers and features for a request of `method_name` (boxed, as a call
-    /// holds them), and the session id it carries; refused once the client ended the session, except for `initialize`.
+    /// holds them), and the session id it carries; refused once the client ended the
+    /// session, except for `initialize`.
     fn legacy(&self, method_name: &str) -> Result<(Box<Legacy>, Option<String>), Error> {
         let session = self.session();
         if !session.allows(method_name) {
