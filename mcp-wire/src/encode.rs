@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::text::{value as json, whole};
 use crate::{Error, ErrorObject, RequestId, RequestMeta};
 
 /// Every message's first member: `{"jsonrpc":"2.0"` (see [`crate::message::JSONRPC_VERSION`]).
@@ -27,14 +28,7 @@ pub fn encode_request<P: Serialize + ?Sized>(
     method: &str,
     params: Option<&P>,
 ) -> Result<(), Error> {
-    whole(out, |out| {
-        head(out, Some(id), method)?;
-        if let Some(params) = params {
-            member(out, br#","params":"#, params)?;
-        }
-        out.push(b'}');
-        Ok(())
-    })
+    sent(out, Some(id), method, params)
 }
 
 /// Appends a request whose params carry `meta` as their `_meta`, written in the same pass:
@@ -76,31 +70,31 @@ pub fn encode_request_with_meta<P: Serialize + ?Sized>(
     params: &P,
     meta: &RequestMeta<'_>,
 ) -> Result<(), Error> {
+    if meta.is_empty() {
+        return sent(out, Some(id), method, Some(params));
+    }
     whole(out, |out| {
         head(out, Some(id), method)?;
         out.extend_from_slice(br#","params":"#);
         let start = out.len();
         json(out, params)?;
-        if !meta.is_empty() {
-            if out.get(start) != Some(&b'{') || out.last() != Some(&b'}') {
-                return Err(Error::Encode {
-                    detail: "params with a _meta must be a JSON object".into(),
-                });
-            }
-            // The object is reopened: its `}` gives way to `_meta` and comes back after it.
-            // Raw params may keep whitespace before their `}`; an empty object takes no comma.
-            out.pop();
-            while out.len() > start + 1 && out.last().is_some_and(u8::is_ascii_whitespace) {
-                out.pop();
-            }
-            if out.len() > start + 1 {
-                out.push(b',');
-            }
-            out.extend_from_slice(br#""_meta":"#);
-            meta.write(out)?;
-            out.push(b'}');
+        if out.get(start) != Some(&b'{') || out.last() != Some(&b'}') {
+            return Err(Error::Encode {
+                detail: "params with a _meta must be a JSON object".into(),
+            });
         }
-        out.push(b'}');
+        // The object is reopened: its `}` gives way to `_meta` and comes back after it.
+        // Raw params may keep whitespace before their `}`; an empty object takes no comma.
+        out.pop();
+        while out.len() > start + 1 && out.last().is_some_and(u8::is_ascii_whitespace) {
+            out.pop();
+        }
+        if out.len() > start + 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#""_meta":"#);
+        meta.write(out)?;
+        out.extend_from_slice(b"}}");
         Ok(())
     })
 }
@@ -119,14 +113,7 @@ pub fn encode_notification<P: Serialize + ?Sized>(
     method: &str,
     params: Option<&P>,
 ) -> Result<(), Error> {
-    whole(out, |out| {
-        head(out, None, method)?;
-        if let Some(params) = params {
-            member(out, br#","params":"#, params)?;
-        }
-        out.push(b'}');
-        Ok(())
-    })
+    sent(out, None, method, params)
 }
 
 /// Appends a successful response to `out`.
@@ -143,13 +130,7 @@ pub fn encode_result<R: Serialize + ?Sized>(
     id: &RequestId,
     result: &R,
 ) -> Result<(), Error> {
-    whole(out, |out| {
-        out.extend_from_slice(OPEN);
-        member(out, br#","id":"#, id)?;
-        member(out, br#","result":"#, result)?;
-        out.push(b'}');
-        Ok(())
-    })
+    answer(out, Some(id), br#","result":"#, result)
 }
 
 /// Appends an error response to `out`; `id` is `None` only when the request could not be
@@ -160,28 +141,43 @@ pub fn encode_error(
     id: Option<&RequestId>,
     error: &ErrorObject,
 ) -> Result<(), Error> {
+    answer(out, id, br#","error":"#, error)
+}
+
+/// A request or a notification: the version, the id if any, the method, the params if any.
+fn sent<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: Option<&RequestId>,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), Error> {
     whole(out, |out| {
-        out.extend_from_slice(OPEN);
-        if let Some(id) = id {
-            member(out, br#","id":"#, id)?;
+        head(out, id, method)?;
+        if let Some(params) = params {
+            member(out, br#","params":"#, params)?;
         }
-        member(out, br#","error":"#, error)?;
         out.push(b'}');
         Ok(())
     })
 }
 
-/// Runs `write`, leaving `out` as it was if it fails.
-fn whole(
+/// A response: the version, the id if any, and its result or error as `name` (a ready
+/// `,"key":`).
+fn answer<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
-    write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+    id: Option<&RequestId>,
+    name: &[u8],
+    value: &T,
 ) -> Result<(), Error> {
-    let len = out.len();
-    let written = write(out);
-    if written.is_err() {
-        out.truncate(len);
-    }
-    written
+    whole(out, |out| {
+        out.extend_from_slice(OPEN);
+        if let Some(id) = id {
+            member(out, br#","id":"#, id)?;
+        }
+        member(out, name, value)?;
+        out.push(b'}');
+        Ok(())
+    })
 }
 
 /// A request's or notification's beginning: the version, the id if any, the method.
@@ -197,9 +193,4 @@ fn head(out: &mut Vec<u8>, id: Option<&RequestId>, method: &str) -> Result<(), E
 fn member<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &[u8], value: &T) -> Result<(), Error> {
     out.extend_from_slice(name);
     json(out, value)
-}
-
-/// Writes `value` as JSON.
-fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
-    serde_json::to_writer(out, value).map_err(|e| Error::encoding(&e))
 }

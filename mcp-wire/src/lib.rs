@@ -25,6 +25,7 @@ mod result;
 mod revision;
 mod roots;
 mod subscriptions;
+mod text;
 mod tools;
 
 pub use capabilities::{ClientCapabilities, ServerCapabilities};

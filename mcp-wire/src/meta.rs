@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::text::{self, whole};
 use crate::{ClientCapabilities, Error, Implementation, Revision};
 
 /// A `_meta` object, kept whole so that keys this crate does not know survive.
@@ -150,12 +151,7 @@ impl RequestMeta<'_> {
     /// Appends the `_meta` object to `out`; when it fails (a key of `extra` whose value does
     /// not serialize), `out` is left as it was.
     pub fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
-        let len = out.len();
-        let written = self.write_members(out);
-        if written.is_err() {
-            out.truncate(len);
-        }
-        written
+        whole(out, |out| self.write_members(out))
     }
 
     fn write_members(&self, out: &mut Vec<u8>) -> Result<(), Error> {
@@ -206,7 +202,7 @@ impl RequestMeta<'_> {
 
 /// An object's member: `"key":value`.
 fn member<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) -> Result<(), Error> {
-    serde_json::to_writer(&mut *out, key).map_err(|e| Error::encoding(&e))?;
+    text::value(out, key)?;
     out.push(b':');
-    serde_json::to_writer(out, value).map_err(|e| Error::encoding(&e))
+    text::value(out, value)
 }

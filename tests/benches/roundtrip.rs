@@ -567,7 +567,9 @@ fn main() {
             let calls = std::env::var("ROUNDTRIP_CALLS")
                 .ok()
                 .and_then(|n| n.parse().ok())
-                .unwrap_or(256_000);
+                .unwrap_or(256_000)
+                // A round at concurrency 64 makes whole sets of 64 calls.
+                .max(CONCURRENCY);
             match side.as_str() {
                 "bare" => profile(&side, bare, calls).await,
                 "bound" => profile(&side, bound, calls).await,

@@ -128,7 +128,6 @@ mod engine {
     use crate::store::{Limits as StoreLimits, Store};
     use crate::workflows::{Bounds, Setup, Subagent, Workflows};
 
-    /// The engine over a store in `dir` and `server`, as `ref`.
     /// A reference server, a fresh store and its folder.
     async fn fresh() -> (ReferenceServer, tempfile::TempDir, Store) {
         let server = ReferenceServer::start(Options::default()).await;
@@ -154,6 +153,7 @@ mod engine {
         (held, bounds)
     }
 
+    /// The engine over a store in `dir` and `server`, as `ref`.
     async fn engine(dir: &std::path::Path, server: &ReferenceServer) -> Workflows {
         let store = Store::open(dir, StoreLimits::default()).await.unwrap();
         let (tasks, shutdown) = (TaskTracker::new(), CancellationToken::new());
