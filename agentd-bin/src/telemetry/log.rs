@@ -6,7 +6,9 @@
 //! written as the JSON it is. The libraries' diagnostics (`mcp_negotiate`, `mcp_transport`, any
 //! other target) are written the same way: their `event` is their target, `instance` the
 //! daemon's current one ([`set_instance`]), then `message`, then their fields (a value only
-//! `Debug` can show is written as a string).
+//! `Debug` can show is written as a string), then `spans`: the spans the line was written in,
+//! outermost first, each as its name (`span`) and its fields (so the lines of two dials at
+//! once tell which dial they belong to).
 
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
@@ -14,9 +16,11 @@ use std::sync::RwLock;
 use std::time::SystemTime;
 
 use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
 
 /// The target of agentd's own events.
 pub(crate) const TARGET: &str = "agentd";
@@ -110,17 +114,39 @@ impl<W: Fn(&str) + Send + Sync + 'static> Ndjson<W> {
     }
 }
 
-impl<S: Subscriber, W: Fn(&str) + Send + Sync + 'static> Layer<S> for Ndjson<W> {
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+/// A span's fields as written on the lines inside it: `,"name":value` members.
+struct SpanFields(String);
+
+impl<S, W> Layer<S> for Ndjson<W>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: Fn(&str) + Send + Sync + 'static,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::new(false);
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut()
+                .insert(SpanFields(fields.into_members()));
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields::new(false);
+        values.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            let members = fields.into_members();
+            match span.extensions_mut().get_mut::<SpanFields>() {
+                Some(SpanFields(written)) => written.push_str(&members),
+                None => span.extensions_mut().insert(SpanFields(members)),
+            }
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
         let ours = meta.target() == TARGET;
-        let mut fields = Fields {
-            ours,
-            event: None,
-            instance: None,
-            message: None,
-            rest: String::new(),
-        };
+        let mut fields = Fields::new(ours);
         event.record(&mut fields);
         let level = match *meta.level() {
             tracing::Level::ERROR => "error",
@@ -147,6 +173,18 @@ impl<S: Subscriber, W: Fn(&str) + Send + Sync + 'static> Layer<S> for Ndjson<W> 
             let _ = write!(line, ",\"message\":{}", quoted(message));
         }
         line.push_str(&fields.rest);
+        if let Some(scope) = ctx.event_scope(event).filter(|_| !ours) {
+            line.push_str(",\"spans\":[");
+            for (i, span) in scope.from_root().enumerate() {
+                let comma = if i == 0 { "" } else { "," };
+                let _ = write!(line, "{comma}{{\"span\":{}", quoted(span.name()));
+                if let Some(SpanFields(members)) = span.extensions().get::<SpanFields>() {
+                    line.push_str(members);
+                }
+                line.push('}');
+            }
+            line.push(']');
+        }
         line.push('}');
         (self.write)(&line);
     }
@@ -167,6 +205,24 @@ struct Fields {
 }
 
 impl Fields {
+    fn new(ours: bool) -> Self {
+        Self {
+            ours,
+            event: None,
+            instance: None,
+            message: None,
+            rest: String::new(),
+        }
+    }
+
+    /// A span's fields, `message` among them, as `,"name":value` members.
+    fn into_members(self) -> String {
+        match self.message {
+            Some(message) => format!(",\"message\":{}{}", quoted(&message), self.rest),
+            None => self.rest,
+        }
+    }
+
     fn push(&mut self, field: &Field, value: impl fmt::Display) {
         let _ = write!(self.rest, ",{}:{value}", quoted(field.name()));
     }
@@ -254,14 +310,14 @@ pub(crate) mod tests {
         fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
             false
         }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
         }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
         fn event(&self, _: &Event<'_>) {}
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
     }
 
     /// The lines written while `f` runs.
@@ -270,6 +326,48 @@ pub(crate) mod tests {
         f();
         drop(guard);
         std::mem::take(&mut *lines.lock().unwrap())
+    }
+
+    #[test]
+    fn a_library_line_names_the_spans_it_was_written_in() {
+        set_instance("lib");
+        let lines = captured(|| {
+            let dial = tracing::debug_span!(
+                "mcp.dial",
+                host = "127.0.0.1:8080",
+                step = tracing::field::Empty
+            );
+            let _dial = dial.enter();
+            dial.record("step", 2);
+            let inner = tracing::debug_span!("listen", uri = ?Some("u"));
+            inner.in_scope(|| {
+                tracing::debug!(target: "mcp_transport::listen", ok = true, "opened");
+                // agentd's own events say all they mean themselves: no spans.
+                tracing::info!(target: TARGET, event = "mcp.connect", server = "a");
+            });
+            tracing::debug!(target: "mcp_negotiate::dial", "sent");
+        });
+        assert_eq!(lines.len(), 3);
+        let rest = |line: &str| line.split_once(",\"level\"").unwrap().1.to_owned();
+        assert_eq!(
+            rest(&lines[0]),
+            ":\"debug\",\"event\":\"mcp_transport::listen\",\"instance\":\"lib\",\
+             \"message\":\"opened\",\"ok\":true,\"spans\":[\
+             {\"span\":\"mcp.dial\",\"host\":\"127.0.0.1:8080\",\"step\":2},\
+             {\"span\":\"listen\",\"uri\":\"Some(\\\"u\\\")\"}]}"
+        );
+        assert!(!lines[1].contains("spans"), "{}", lines[1]);
+        assert!(
+            lines[2].ends_with(
+                "\"message\":\"sent\",\"spans\":[\
+                 {\"span\":\"mcp.dial\",\"host\":\"127.0.0.1:8080\",\"step\":2}]}"
+            ),
+            "{}",
+            lines[2]
+        );
+        for line in &lines {
+            serde_json::from_str::<serde_json::Value>(line).expect("a line is JSON");
+        }
     }
 
     #[test]
