@@ -311,9 +311,36 @@ impl Daemon {
             ),
         };
         let listening = listener.as_ref().and_then(|l| l.local_addr().ok());
-        let store = Store::open(&config.store_path, Limits::from(&config))
-            .await
-            .map_err(StartError::Store)?;
+        // Bound before any server is dialed, so that it is there once one is connected.
+        let socket = crate::control::bind(&config.store_path)
+            .map_err(|e| StartError::ControlSocket(config.store_path.clone(), e))?;
+        let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
+        let updates = shared.updates();
+        // Dialed before the store is opened: the store opens while the servers answer.
+        let servers: BTreeMap<String, Handle> = config
+            .servers
+            .iter()
+            .map(|server| {
+                let handle = Handle::start(&shared, server.clone(), None);
+                (server.name.clone(), handle)
+            })
+            .collect();
+        // A start that fails from here stops the servers it dialed and unbinds the socket.
+        let abandon = |servers: BTreeMap<String, Handle>| {
+            shutdown.cancel();
+            let _ = std::fs::remove_file(crate::control::path(&config.store_path));
+            for handle in servers.into_values() {
+                handle.stop(Stop::Shutdown);
+            }
+            shared.drain(config.drain_timeout)
+        };
+        let store = match Store::open(&config.store_path, Limits::from(&config)).await {
+            Ok(store) => store,
+            Err(e) => {
+                abandon(servers).await;
+                return Err(StartError::Store(e));
+            }
+        };
         let gate = match Gate::start(
             store.clone(),
             &config.instance,
@@ -324,6 +351,7 @@ impl Daemon {
         {
             Ok(gate) => gate,
             Err(e) => {
+                abandon(servers).await;
                 store.close().await;
                 return Err(StartError::Store(e));
             }
@@ -331,31 +359,14 @@ impl Daemon {
         let subagents = match Subagents::start(store.clone()).await {
             Ok(subagents) => subagents,
             Err(e) => {
+                abandon(servers).await;
                 store.close().await;
                 return Err(StartError::Store(e));
             }
         };
-        // Bound before any server is dialed, so that it is there once one is connected.
-        let socket = match crate::control::bind(&config.store_path) {
-            Ok(socket) => socket,
-            Err(e) => {
-                store.close().await;
-                return Err(StartError::ControlSocket(config.store_path.clone(), e));
-            }
-        };
-        let (shared, reports) = Shared::reporting(&config.instance, metrics.clone());
-        let updates = shared.updates();
         let (events_to, events_reported) = mpsc::unbounded_channel();
         let events_reports = Reports::new(events_to);
         let events_degraded = Arc::new(AtomicBool::new(false));
-        let servers: BTreeMap<String, Handle> = config
-            .servers
-            .iter()
-            .map(|server| {
-                let handle = Handle::start(&shared, server.clone(), None);
-                (server.name.clone(), handle)
-            })
-            .collect();
         let held = Held::default();
         held.set(&servers);
         let workflows = Workflows::start(
@@ -408,12 +419,7 @@ impl Daemon {
         let events = match started.transpose() {
             Ok(events) => events,
             Err(e) => {
-                shutdown.cancel();
-                let _ = std::fs::remove_file(crate::control::path(&config.store_path));
-                for handle in servers.into_values() {
-                    handle.stop(Stop::Shutdown);
-                }
-                shared.drain(config.drain_timeout).await;
+                abandon(servers).await;
                 store.close().await;
                 return Err(StartError::Events(e));
             }

@@ -453,3 +453,39 @@ async fn a_summary_outlives_a_restart() {
     tasks.wait().await;
     store.close().await;
 }
+
+/// The servers are dialed before the store opens: a start that then fails at its store
+/// stops them, unbinds its control socket and releases its lock, so that a start on the
+/// mended store holds the same servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_failing_at_its_store_stops_the_servers_it_dialed() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &server, "");
+    let store = dir.path().join("store");
+    // A directory where the database file goes: SQLite cannot open it.
+    let blocked = store.join("agentd.sqlite3");
+    std::fs::create_dir_all(&blocked).unwrap();
+    let config = config::load(&path, &|_| None).unwrap();
+    match Daemon::start(config, path.clone()).await {
+        Err(StartError::Store(_)) => {}
+        Err(e) => panic!("failed otherwise: {e}"),
+        Ok(_) => panic!("started on a store it cannot open"),
+    }
+    assert!(
+        !crate::control::path(&store).exists(),
+        "the socket is unbound"
+    );
+    let bound = tokio::time::Instant::now() + Duration::from_secs(30);
+    while server.listens() > 0 {
+        assert!(
+            tokio::time::Instant::now() < bound,
+            "a listen outlived the start"
+        );
+        tokio::task::yield_now().await;
+    }
+    std::fs::remove_dir(&blocked).unwrap();
+    let daemon = daemon(dir.path(), &server).await;
+    assert!(daemon.servers.contains_key("s"));
+    daemon.drain().await;
+}
