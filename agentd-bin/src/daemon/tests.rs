@@ -454,37 +454,51 @@ async fn a_summary_outlives_a_restart() {
     store.close().await;
 }
 
-/// The servers are dialed before the store opens: a start that then fails at its store
-/// stops them, unbinds its control socket and releases its lock, so that a start on the
-/// mended store holds the same servers.
+/// The servers are dialed before the store opens: a start that then fails at its store (held
+/// locked by another process past the wait for a lock) stops the servers it connected to,
+/// unbinds its control socket and releases its lock, so that a start once the lock is gone
+/// holds the same servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_failing_at_its_store_stops_the_servers_it_dialed() {
     let server = ReferenceServer::start(Options::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), &server, "");
     let store = dir.path().join("store");
-    // A directory where the database file goes: SQLite cannot open it.
-    let blocked = store.join("agentd.sqlite3");
-    std::fs::create_dir_all(&blocked).unwrap();
+    // A first start makes the store.
+    daemon(dir.path(), &server).await.drain().await;
+    let bound = tokio::time::Instant::now() + Duration::from_secs(30);
+    let until = |state: &'static str, reached: &dyn Fn() -> bool| {
+        assert!(tokio::time::Instant::now() < bound, "not {state} in time");
+        !reached()
+    };
+    while until("closed", &|| server.listens() == 0) {
+        tokio::task::yield_now().await;
+    }
+    let lock = rusqlite::Connection::open(store.join("agentd.sqlite3")).unwrap();
+    lock.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;")
+        .unwrap();
     let config = config::load(&path, &|_| None).unwrap();
-    match Daemon::start(config, path.clone()).await {
+    let start = Daemon::start(config, path.clone());
+    // The server is connected (its listen open) while the store waits for its lock.
+    let connected = async {
+        while until("listened to", &|| server.listens() == 1) {
+            tokio::task::yield_now().await;
+        }
+    };
+    let (started, ()) = tokio::join!(start, connected);
+    match started {
         Err(StartError::Store(_)) => {}
         Err(e) => panic!("failed otherwise: {e}"),
-        Ok(_) => panic!("started on a store it cannot open"),
+        Ok(_) => panic!("started on a store held locked"),
     }
     assert!(
         !crate::control::path(&store).exists(),
         "the socket is unbound"
     );
-    let bound = tokio::time::Instant::now() + Duration::from_secs(30);
-    while server.listens() > 0 {
-        assert!(
-            tokio::time::Instant::now() < bound,
-            "a listen outlived the start"
-        );
+    while until("closed after the failed start", &|| server.listens() == 0) {
         tokio::task::yield_now().await;
     }
-    std::fs::remove_dir(&blocked).unwrap();
+    drop(lock);
     let daemon = daemon(dir.path(), &server).await;
     assert!(daemon.servers.contains_key("s"));
     daemon.drain().await;

@@ -114,8 +114,52 @@ impl<W: Fn(&str) + Send + Sync + 'static> Ndjson<W> {
     }
 }
 
-/// A span's fields as written on the lines inside it: `,"name":value` members.
-struct SpanFields(String);
+/// A span's fields as written on the lines inside it, each its `,"name":value` member, in
+/// the order first given: a field recorded again replaces its value.
+#[derive(Default)]
+struct SpanFields(Vec<(&'static str, String)>);
+
+impl SpanFields {
+    fn set(&mut self, field: &Field, record: impl FnOnce(&mut Fields)) {
+        let mut one = Fields::new(false);
+        record(&mut one);
+        let member = one.into_members();
+        match self.0.iter_mut().find(|(name, _)| *name == field.name()) {
+            Some((_, written)) => *written = member,
+            None => self.0.push((field.name(), member)),
+        }
+    }
+}
+
+impl Visit for SpanFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.set(field, |f| f.record_str(field, value));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field, |f| f.record_i64(field, value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field, |f| f.record_u64(field, value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.set(field, |f| f.record_bool(field, value));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.set(field, |f| f.record_f64(field, value));
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.set(field, |f| f.record_error(field, value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.set(field, |f| f.record_debug(field, value));
+    }
+}
 
 impl<S, W> Layer<S> for Ndjson<W>
 where
@@ -123,22 +167,22 @@ where
     W: Fn(&str) + Send + Sync + 'static,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut fields = Fields::new(false);
+        let mut fields = SpanFields::default();
         attrs.record(&mut fields);
         if let Some(span) = ctx.span(id) {
-            span.extensions_mut()
-                .insert(SpanFields(fields.into_members()));
+            span.extensions_mut().insert(fields);
         }
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let mut fields = Fields::new(false);
-        values.record(&mut fields);
-        if let Some(span) = ctx.span(id) {
-            let members = fields.into_members();
-            match span.extensions_mut().get_mut::<SpanFields>() {
-                Some(SpanFields(written)) => written.push_str(&members),
-                None => span.extensions_mut().insert(SpanFields(members)),
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        match extensions.get_mut::<SpanFields>() {
+            Some(fields) => values.record(fields),
+            None => {
+                let mut fields = SpanFields::default();
+                values.record(&mut fields);
+                extensions.insert(fields);
             }
         }
     }
@@ -178,8 +222,10 @@ where
             for (i, span) in scope.from_root().enumerate() {
                 let comma = if i == 0 { "" } else { "," };
                 let _ = write!(line, "{comma}{{\"span\":{}", quoted(span.name()));
-                if let Some(SpanFields(members)) = span.extensions().get::<SpanFields>() {
-                    line.push_str(members);
+                if let Some(SpanFields(fields)) = span.extensions().get::<SpanFields>() {
+                    for (_, member) in fields {
+                        line.push_str(member);
+                    }
                 }
                 line.push('}');
             }
@@ -338,6 +384,8 @@ pub(crate) mod tests {
                 step = tracing::field::Empty
             );
             let _dial = dial.enter();
+            dial.record("step", 1);
+            // Recorded again: the later value replaces the first.
             dial.record("step", 2);
             let inner = tracing::debug_span!("listen", uri = ?Some("u"));
             inner.in_scope(|| {
