@@ -673,7 +673,7 @@ impl Client {
         on_notice: &mut impl FnMut(Notice),
         cancel: &mut Cancel<'_>,
     ) -> Result<TypedResponse<T>, Error> {
-        let id = self.dialer.next_id();
+        let id = self.dialer.call_id();
         // Kept for a cancel that comes before the answer's head (or its JSON body), and as
         // the progress token.
         let sent = id.clone();

@@ -1,7 +1,6 @@
 //! Dialing a server: the negotiation machine driven over the transport.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
+use crate::ids::Ids;
 use crate::{Connected, Failed, Negotiation, Progress, Reply, Start, Step};
 
 /// What a connection does when the server loses its legacy session (a 404 to a request that
@@ -70,7 +70,7 @@ pub struct Dialer {
     info: Implementation,
     features: ClientFeatures,
     capabilities: ClientCapabilities,
-    ids: Arc<AtomicI64>,
+    ids: Arc<Ids>,
     recovery: Recovery,
     list_tools: bool,
 }
@@ -91,7 +91,7 @@ impl Dialer {
             info,
             capabilities: features.capabilities(),
             features,
-            ids: Arc::new(AtomicI64::new(0)),
+            ids: Arc::default(),
             recovery,
             list_tools,
         })
@@ -115,7 +115,13 @@ impl Dialer {
 
     /// The next request id of this server's connections.
     pub fn next_id(&self) -> RequestId {
-        RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed))
+        RequestId::Number(self.ids.next())
+    }
+
+    /// An id for a call on one of this server's connections: unique as
+    /// [`Dialer::next_id`]'s, taken without writing a counter every thread shares.
+    pub(crate) fn call_id(&self) -> RequestId {
+        RequestId::Number(self.ids.for_call())
     }
 
     /// What the client serves when the server asks, and what it does with the rest.

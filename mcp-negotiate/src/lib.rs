@@ -24,6 +24,7 @@ mod builder;
 mod client;
 #[cfg(feature = "client")]
 mod dial;
+mod ids;
 pub mod listen;
 mod negotiation;
 #[cfg(feature = "client")]
