@@ -113,7 +113,9 @@ impl Dialer {
         self.client.config().answering_max
     }
 
-    /// The next request id of this server's connections.
+    /// The next request id of this server's connections, in order: a dial's steps take
+    /// theirs so (the probe 0, `initialize` 1); a call takes one from its thread's block of
+    /// the same ids.
     pub fn next_id(&self) -> RequestId {
         RequestId::Number(self.ids.next())
     }
