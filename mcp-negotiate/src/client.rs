@@ -826,13 +826,13 @@ fn never() -> std::future::Pending<()> {
     std::future::pending()
 }
 
-/// A signal that cancels a request when it completes.
 /// The reason a cancelled request gives its server.
 const CANCELLED: &str = "cancelled by the client";
 
 /// The reason a request given up at the connection's silence bound gives its server.
 const SILENT: &str = "no answer within the client's timeout";
 
+/// A signal that cancels a request when it completes.
 type Cancel<'a> = Pin<&'a mut (dyn Future<Output = ()> + Send)>;
 
 /// Where a request goes and what it carries besides its params.
