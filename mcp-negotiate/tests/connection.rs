@@ -1817,6 +1817,33 @@ async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
     assert_eq!(cancelled[0].body["params"]["requestId"], call.body["id"]);
 }
 
+/// A 2026-07-28 call cancelled before its answer's head arrives ends at the cancel, and
+/// nothing is sent for it: the server sees the call's stream close.
+#[tokio::test(start_paused = true)]
+async fn a_modern_call_cancelled_before_its_answer_sends_nothing() {
+    let server = server_in(Era::Modern).await;
+    let connection = connect(&server, Era::Modern, supervisor_kind()).await;
+    server.script(
+        "tools/call",
+        Fault::Silence(Duration::from_secs(600)),
+        Times::Once,
+    );
+    let start = tokio::time::Instant::now();
+    let cancel = tokio::time::sleep(Duration::from_secs(5));
+    let added =
+        connection.call_tool_until("add", Some(add_args(1, 2)), None, |_: Notice| {}, cancel);
+    let added = tokio::time::timeout(Duration::from_secs(300), added)
+        .await
+        .expect("the call ends");
+    assert!(matches!(added, Err(Error::Cancelled)), "{added:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    assert_eq!(calls_of(&server, "add").len(), 1, "the call was sent");
+    // The next call is answered: the cancelled one left the connection as it was.
+    let added = call(&connection, "add", Some(add_args(2, 3))).await;
+    assert!(added.is_ok(), "{added:?}");
+    assert!(requests(&server, "notifications/cancelled").is_empty());
+}
+
 /// A legacy call given up at the connection's silence bound before its answer began: the
 /// server is told, with the call's id, as of a cancel.
 #[tokio::test(start_paused = true)]
