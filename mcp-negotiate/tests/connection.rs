@@ -1795,22 +1795,7 @@ async fn a_cancel_withdraws_the_question_of_an_input_required_call() {
 /// call's id, and the call ends at the cancel.
 #[tokio::test(start_paused = true)]
 async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
-    let server = server_in(Era::Legacy).await;
-    let connection = connect(&server, Era::Legacy, supervisor_kind()).await;
-    server.script(
-        "tools/call",
-        Fault::Silence(Duration::from_secs(600)),
-        Times::Once,
-    );
-    let start = tokio::time::Instant::now();
-    let cancel = tokio::time::sleep(Duration::from_secs(5));
-    let added =
-        connection.call_tool_until("add", Some(add_args(1, 2)), None, |_: Notice| {}, cancel);
-    let added = tokio::time::timeout(Duration::from_secs(300), added)
-        .await
-        .expect("the call ends");
-    assert!(matches!(added, Err(Error::Cancelled)), "{added:?}");
-    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    let (server, _connection) = cancelled_before_its_answer(Era::Legacy).await;
     let call = calls_of(&server, "add").pop().expect("the call was sent");
     let cancelled = told(&server).await;
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
@@ -1821,8 +1806,18 @@ async fn a_legacy_call_cancelled_before_its_answer_notifies_the_server() {
 /// nothing is sent for it: the server sees the call's stream close.
 #[tokio::test(start_paused = true)]
 async fn a_modern_call_cancelled_before_its_answer_sends_nothing() {
-    let server = server_in(Era::Modern).await;
-    let connection = connect(&server, Era::Modern, supervisor_kind()).await;
+    let (server, connection) = cancelled_before_its_answer(Era::Modern).await;
+    assert_eq!(calls_of(&server, "add").len(), 1, "the call was sent");
+    // The next call is answered: the cancelled one left the connection as it was.
+    let added = call(&connection, "add", Some(add_args(2, 3))).await;
+    assert!(added.is_ok(), "{added:?}");
+    assert!(requests(&server, "notifications/cancelled").is_empty());
+}
+
+/// A call of `era` to a server that stays silent, cancelled at 5 s: it ends then, cancelled.
+async fn cancelled_before_its_answer(era: Era) -> (ReferenceServer, Client) {
+    let server = server_in(era).await;
+    let connection = connect(&server, era, supervisor_kind()).await;
     server.script(
         "tools/call",
         Fault::Silence(Duration::from_secs(600)),
@@ -1835,13 +1830,9 @@ async fn a_modern_call_cancelled_before_its_answer_sends_nothing() {
     let added = tokio::time::timeout(Duration::from_secs(300), added)
         .await
         .expect("the call ends");
-    assert!(matches!(added, Err(Error::Cancelled)), "{added:?}");
-    assert_eq!(start.elapsed(), Duration::from_secs(5));
-    assert_eq!(calls_of(&server, "add").len(), 1, "the call was sent");
-    // The next call is answered: the cancelled one left the connection as it was.
-    let added = call(&connection, "add", Some(add_args(2, 3))).await;
-    assert!(added.is_ok(), "{added:?}");
-    assert!(requests(&server, "notifications/cancelled").is_empty());
+    assert!(matches!(added, Err(Error::Cancelled)), "{era:?}: {added:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5), "{era:?}");
+    (server, connection)
 }
 
 /// A legacy call given up at the connection's silence bound before its answer began: the
