@@ -584,8 +584,9 @@ impl Client {
         {
             Outcome::Complete(result) => Ok(result),
             // Boxed: a rare path, kept out of every request's future.
-            asked => {
-                Box::pin(self.input_rounds(asked, params, target, on_notice, cancel, answer)).await
+            outcome => {
+                Box::pin(self.input_rounds(outcome, params, target, on_notice, cancel, answer))
+                    .await
             }
         }
     }
