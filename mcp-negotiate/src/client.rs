@@ -437,7 +437,8 @@ impl Client {
             // The general path, each request on the link current when it is sent; boxed, so
             // that a 2026-07-28 call's future holds only the round below.
             drop(current);
-            return Box::pin(self.with_input(params, target, on_notice, &mut cancel, answer)).await;
+            let general = self.with_input(None, params, target, on_notice, &mut cancel, answer);
+            return Box::pin(general).await;
         };
         // The common case inlined (as `send` and `request` do it for any request): one round
         // on a 2026-07-28 link, whose cancel and silence bound need nothing sent (the server
@@ -457,8 +458,15 @@ impl Client {
             Ok(Outcome::Complete(result)) => Ok(result),
             Ok(outcome) => {
                 // Boxed: a rare path, kept out of every call's future.
-                Box::pin(self.input_rounds(outcome, params, target, on_notice, &mut cancel, answer))
-                    .await
+                let rounds = self.with_input(
+                    Some(outcome),
+                    params,
+                    target,
+                    on_notice,
+                    &mut cancel,
+                    answer,
+                );
+                Box::pin(rounds).await
             }
             Err(e) => Err(Error::Rpc(e)),
         }
@@ -504,6 +512,7 @@ impl Client {
             ..Target::default()
         };
         self.with_input(
+            None,
             params,
             target,
             |_| {},
@@ -565,38 +574,11 @@ impl Client {
 
     /// Sends a request that may be answered `input_required`, answering every round through
     /// the client's features (an elicitation bounded by its timeout), echoing
-    /// `requestState`, with a new id each round.
+    /// `requestState`, with a new id each round, up to [`MAX_INPUT_ROUNDS`] rounds in all.
+    /// `first` is the first round's outcome when the caller sent it; `None` sends it here.
     async fn with_input<P, T>(
         &self,
-        params: P,
-        target: Target<'_>,
-        mut on_notice: impl FnMut(Notice),
-        cancel: &mut Cancel<'_>,
-        answer: impl Fn(&mut P, Option<InputResponses>, Option<String>),
-    ) -> Result<T, Error>
-    where
-        P: Serialize + HasMethod,
-        Outcome<T>: DeserializeOwned,
-    {
-        match self
-            .request(P::METHOD, &params, target, &mut on_notice, cancel)
-            .await?
-        {
-            Outcome::Complete(result) => Ok(result),
-            // Boxed: a rare path, kept out of every request's future.
-            outcome => {
-                Box::pin(self.input_rounds(outcome, params, target, on_notice, cancel, answer))
-                    .await
-            }
-        }
-    }
-
-    /// Carries a request on from its first round's `outcome`: each `input_required` round
-    /// answered and the request sent again with the answers, up to [`MAX_INPUT_ROUNDS`]
-    /// rounds in all.
-    async fn input_rounds<P, T>(
-        &self,
-        mut outcome: Outcome<T>,
+        first: Option<Outcome<T>>,
         mut params: P,
         target: Target<'_>,
         mut on_notice: impl FnMut(Notice),
@@ -607,6 +589,13 @@ impl Client {
         P: Serialize + HasMethod,
         Outcome<T>: DeserializeOwned,
     {
+        let mut outcome = match first {
+            Some(outcome) => outcome,
+            None => {
+                self.request(P::METHOD, &params, target, &mut on_notice, cancel)
+                    .await?
+            }
+        };
         for round in 1..=MAX_INPUT_ROUNDS {
             let asked = match outcome {
                 Outcome::Complete(result) => return Ok(result),

@@ -1331,6 +1331,30 @@ async fn an_input_request_for_sampling_is_unanswerable() {
     assert_eq!(requests(&server, "tools/call").len(), 1);
 }
 
+/// A server that asks in every round but the last that `MAX_INPUT_ROUNDS` allows is answered
+/// each time, and the call ends with its result: the bound is on rounds, and the last is
+/// still taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_takes_every_round_allowed_succeeds() {
+    let server = server_in(Era::Modern).await;
+    let connection = connect(&server, Era::Modern, worker_kind()).await;
+    let asked = u32::try_from(MAX_INPUT_ROUNDS - 1).expect("a small bound");
+    server.script(
+        "tools/call",
+        asking(
+            "name",
+            "elicitation/create",
+            json!({"message": "Again?", "requestedSchema": {"type": "object"}}),
+            "again",
+        ),
+        Times::N(asked),
+    );
+    let added = call(&connection, "add", Some(add_args(2, 3))).await;
+    let added = added.expect("the last round answers");
+    assert_eq!(added.is_error, Some(false), "{added:?}");
+    assert_eq!(requests(&server, "tools/call").len(), MAX_INPUT_ROUNDS);
+}
+
 /// A server that keeps asking is given up on after `MAX_INPUT_ROUNDS` rounds; the last
 /// round's question is put to nobody, as its answer would never be sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
