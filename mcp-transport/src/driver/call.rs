@@ -150,7 +150,7 @@ impl Legacy {
                 Some(Bytes::from(body)),
                 ACCEPT_POST,
                 typed(&self.headers())?,
-            )?;
+            );
             let response = self
                 .client
                 .send(request, &mut Silence::new(timer, bound))
@@ -175,7 +175,7 @@ impl Legacy {
         let timer = pin!(tokio::time::sleep(bound));
         let request = self
             .client
-            .request(Method::GET, None, ACCEPT_STREAM, typed(&headers)?)?;
+            .request(Method::GET, None, ACCEPT_STREAM, typed(&headers)?);
         let response = self
             .client
             .send(request, &mut Silence::new(timer, bound))
@@ -398,12 +398,34 @@ impl<T: DeserializeOwned> Call<T> {
         mut self,
         mut on_notice: impl FnMut(Notice),
     ) -> Result<TypedResponse<T>, Error> {
-        loop {
-            match self.next().await? {
-                Some(Delivery::Notification(n)) => on_notice(n),
-                Some(Delivery::Response(r)) => return Ok(r),
-                None => return Err(Error::Ended),
+        if let Source::Json(_) = self.source {
+            // A JSON answer is its one message, read at once.
+            let delivery = self.json_message()?;
+            return Self::respond(delivery, &mut on_notice).unwrap_or(Err(Error::Ended));
+        }
+        // Boxed: a stream's reading is kept out of the future of every JSON answer.
+        Box::pin(async move {
+            loop {
+                if let Some(response) = Self::respond(self.next().await?, &mut on_notice) {
+                    return response;
+                }
             }
+        })
+        .await
+    }
+
+    /// The response a delivery is, if it is one; a notification goes to `on_notice`.
+    fn respond(
+        delivery: Option<Delivery<T>>,
+        on_notice: &mut impl FnMut(Notice),
+    ) -> Option<Result<TypedResponse<T>, Error>> {
+        match delivery {
+            Some(Delivery::Notification(n)) => {
+                on_notice(n);
+                None
+            }
+            Some(Delivery::Response(r)) => Some(Ok(r)),
+            None => Some(Err(Error::Ended)),
         }
     }
 
@@ -425,19 +447,7 @@ impl<T: DeserializeOwned> Call<T> {
         loop {
             match &mut self.source {
                 Source::Done => return Ok(None),
-                Source::Json(body) => {
-                    let Some(body) = body.take() else {
-                        return Ok(None);
-                    };
-                    let legacy = self.legacy.as_deref();
-                    let answering = &mut self.answering;
-                    return match Self::handle(&self.id, self.endless, legacy, answering, &body)? {
-                        Some(delivery) => Ok(Some(delivery)),
-                        None => Err(Error::Malformed(mcp_wire::Error::Shape {
-                            detail: "a JSON answer that is not the response".into(),
-                        })),
-                    };
-                }
+                Source::Json(_) => return self.json_message(),
                 Source::Stream {
                     body,
                     decoder,
@@ -481,6 +491,23 @@ impl<T: DeserializeOwned> Call<T> {
                     }
                 }
             }
+        }
+    }
+
+    /// The message of a JSON answer, once; `None` after it.
+    fn json_message(&mut self) -> Result<Option<Delivery<T>>, Error> {
+        let Source::Json(body) = &mut self.source else {
+            return Ok(None);
+        };
+        let Some(body) = body.take() else {
+            return Ok(None);
+        };
+        let legacy = self.legacy.as_deref();
+        match Self::handle(&self.id, self.endless, legacy, &mut self.answering, &body)? {
+            Some(delivery) => Ok(Some(delivery)),
+            None => Err(Error::Malformed(mcp_wire::Error::Shape {
+                detail: "a JSON answer that is not the response".into(),
+            })),
         }
     }
 

@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
@@ -79,6 +79,8 @@ impl Default for Config {
 pub struct HttpClient {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     endpoint: Uri,
+    /// `Host` of an `http` endpoint, made once (`host_value`); `None` leaves it to the pool.
+    host: Option<HeaderValue>,
     headers: Arc<HeaderMap>,
     config: Arc<Config>,
 }
@@ -140,6 +142,7 @@ impl HttpClient {
         let client = Client::builder(TokioExecutor::new()).build(https);
         Ok(Self {
             client,
+            host: host_value(&uri, &headers),
             endpoint: uri,
             headers: Arc::new(headers),
             config: Arc::new(config),
@@ -157,21 +160,21 @@ impl HttpClient {
     }
 
     /// A request to the endpoint: the configured headers, `Accept`, `Content-Type` when there
-    /// is a body, then `headers`. Made before [`HttpClient::send`], so that no header is
-    /// held across its waits.
+    /// is a body, an `http` endpoint's `Host`, then `headers`. Made before
+    /// [`HttpClient::send`], so that no header is held across its waits.
     pub(crate) fn request(
         &self,
         method: Method,
         body: Option<Bytes>,
         accept: &'static str,
         headers: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
-    ) -> Result<Request<Full<Bytes>>, Error> {
+    ) -> Request<Full<Bytes>> {
         let headers = headers.into_iter();
         let (least, most) = headers.size_hint();
-        let mut request = Request::builder().method(method).uri(self.endpoint.clone());
-        let map = request.headers_mut().expect("a fresh builder has headers");
-        // Room for every header at once: the map does not grow while it is filled.
-        map.reserve(self.headers.len() + most.unwrap_or(least) + 2);
+        // Room for every header at once: the configured ones, `Accept`, `Content-Type`, `Host`
+        // (set here or by the pool), `headers`, and the `Content-Length` the pool adds as it
+        // sends. The map never grows, which would rehash it and move its entries each time.
+        let mut map = HeaderMap::with_capacity(self.headers.len() + most.unwrap_or(least) + 4);
         map.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         map.insert(ACCEPT, accept_value(accept));
         if body.is_some() {
@@ -180,14 +183,18 @@ impl HttpClient {
                 const { HeaderValue::from_static("application/json") },
             );
         }
+        if let Some(host) = &self.host {
+            map.insert(HOST, host.clone());
+        }
         for (name, value) in headers {
             map.insert(name, value);
         }
+        // Made whole rather than through `Request::builder`: nothing here can fail.
+        let mut request = Request::new(Full::new(body.unwrap_or_default()));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.endpoint.clone();
+        *request.headers_mut() = map;
         request
-            .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| Error::Broken {
-                detail: e.to_string(),
-            })
     }
 
     /// Sends a request made by [`HttpClient::request`] and waits for the head of the answer,
@@ -207,6 +214,23 @@ impl HttpClient {
             }),
         }
     }
+}
+
+/// The `Host` of every request to a plain `http` endpoint, as the pool would write it (the
+/// host, and the port unless it is 80), made once rather than formatted for each request.
+/// Such an endpoint's connections are always HTTP/1.1 (HTTP/2 is only offered by TLS), which
+/// carries the header; an `https` one may speak HTTP/2, so its `Host` is left to the pool.
+/// `None` too when the configuration sets `Host` itself.
+fn host_value(endpoint: &Uri, configured: &HeaderMap) -> Option<HeaderValue> {
+    if endpoint.scheme_str() != Some("http") || configured.contains_key(HOST) {
+        return None;
+    }
+    let host = endpoint.host()?;
+    let value = match endpoint.port_u16() {
+        Some(port) if port != 80 => format!("{host}:{port}"),
+        _ => host.to_owned(),
+    };
+    HeaderValue::try_from(value).ok()
 }
 
 /// One silence bound over the waits of an exchange (the head, then each piece of the body):
@@ -411,6 +435,42 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(shown.contains("Authorization"), "{shown}");
         assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    /// A request to an `http` endpoint carries its `Host`, made once, as the pool would
+    /// write it; an `https` one's, or one configured, is left to the pool.
+    #[test]
+    fn an_http_request_carries_its_host() {
+        let host = |url: &str, headers: Vec<(String, String)>| {
+            let client = HttpClient::new(
+                url,
+                Config {
+                    headers,
+                    ..Config::default()
+                },
+            )
+            .expect("a client");
+            let request = client.request(Method::POST, Some(Bytes::new()), ACCEPT_POST, []);
+            request
+                .headers()
+                .get(HOST)
+                .map(|v| v.to_str().expect("text").to_owned())
+        };
+        assert_eq!(
+            host("http://127.0.0.1:8080/mcp", vec![]).as_deref(),
+            Some("127.0.0.1:8080")
+        );
+        assert_eq!(
+            host("http://localhost:80/mcp", vec![]).as_deref(),
+            Some("localhost")
+        );
+        assert_eq!(host("http://[::1]:9/", vec![]).as_deref(), Some("[::1]:9"));
+        assert_eq!(host("https://127.0.0.1:8443/mcp", vec![]), None);
+        let configured = vec![("Host".to_owned(), "example.test".to_owned())];
+        assert_eq!(
+            host("http://127.0.0.1:8080/mcp", configured).as_deref(),
+            Some("example.test")
+        );
     }
 
     /// One timer serves every wait of an exchange: each wait has the whole bound, from its

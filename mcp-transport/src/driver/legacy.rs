@@ -112,7 +112,7 @@ impl LegacyTransport {
             Some(_) => ACCEPT_POST,
             None => ACCEPT_STREAM,
         };
-        let request = self.client.request(http, body, accept, typed(&headers)?)?;
+        let request = self.client.request(http, body, accept, typed(&headers)?);
         let response = self.client.send(request, silence).await?;
         let status = response.status().as_u16();
         // A 404 to a request that carried a session, current or already replaced, means the
@@ -227,7 +227,7 @@ impl LegacyTransport {
         let mut silence = Silence::new(timer, bound);
         let request =
             self.client
-                .request(Method::DELETE, None, ACCEPT_POST, typed(&legacy.headers())?)?;
+                .request(Method::DELETE, None, ACCEPT_POST, typed(&legacy.headers())?);
         self.client.send(request, &mut silence).await.map(drop)
     }
 }
@@ -249,11 +249,15 @@ pub(crate) async fn answer<T: DeserializeOwned>(
     let limits = client.config().limits;
     let status = response.status().as_u16();
     let head = Head::of(status, content_type(response.headers()), &limits).map_err(Error::Reply)?;
-    let www_authenticate = response
-        .headers()
-        .get(http::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    // Only a refusal's is read (a 401's challenge): a success's head is not searched for it.
+    let www_authenticate = match head {
+        Head::Error { .. } => response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        _ => None,
+    };
     let mut body = response.into_body();
     match head {
         Head::Stream => Ok(Call::stream(

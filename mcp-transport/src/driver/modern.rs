@@ -190,7 +190,7 @@ impl ModernTransport {
             .chain(routing.params.iter().cloned());
         let request = self
             .client
-            .request(Method::POST, Some(body), ACCEPT_POST, headers)?;
+            .request(Method::POST, Some(body), ACCEPT_POST, headers);
         let timer = pin!(tokio::time::sleep(silence));
         let mut silence = Silence::new(timer, silence);
         let response = self.client.send(request, &mut silence).await?;
