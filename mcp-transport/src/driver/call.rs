@@ -401,12 +401,12 @@ impl<T: DeserializeOwned> Call<T> {
         if let Source::Json(_) = self.source {
             // A JSON answer is its one message, read at once.
             let delivery = self.json_message()?;
-            return Self::respond(delivery, &mut on_notice).unwrap_or(Err(Error::Ended));
+            return Self::response_of(delivery, &mut on_notice).unwrap_or(Err(Error::Ended));
         }
         // Boxed: a stream's reading is kept out of the future of every JSON answer.
         Box::pin(async move {
             loop {
-                if let Some(response) = Self::respond(self.next().await?, &mut on_notice) {
+                if let Some(response) = Self::response_of(self.next().await?, &mut on_notice) {
                     return response;
                 }
             }
@@ -415,7 +415,7 @@ impl<T: DeserializeOwned> Call<T> {
     }
 
     /// The response a delivery is, if it is one; a notification goes to `on_notice`.
-    fn respond(
+    fn response_of(
         delivery: Option<Delivery<T>>,
         on_notice: &mut impl FnMut(Notice),
     ) -> Option<Result<TypedResponse<T>, Error>> {

@@ -139,6 +139,8 @@ impl HttpClient {
             .enable_http1()
             .enable_http2()
             .wrap_connector(http);
+        // Not `http2_only`: a plain `http` endpoint speaks HTTP/1.1 (HTTP/2 is offered only by
+        // TLS), which `host_value` relies on.
         let client = Client::builder(TokioExecutor::new()).build(https);
         Ok(Self {
             client,
@@ -172,8 +174,9 @@ impl HttpClient {
         let headers = headers.into_iter();
         let (least, most) = headers.size_hint();
         // Room for every header at once: the configured ones, `Accept`, `Content-Type`, `Host`
-        // (set here or by the pool), `headers`, and the `Content-Length` the pool adds as it
-        // sends. The map never grows, which would rehash it and move its entries each time.
+        // (set here, or by hyper-util as it sends), `headers`, and the `Content-Length` hyper
+        // adds as it writes the request. On a request's usual path the map does not grow,
+        // which would rehash it and move its entries every time.
         let mut map = HeaderMap::with_capacity(self.headers.len() + most.unwrap_or(least) + 4);
         map.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         map.insert(ACCEPT, accept_value(accept));
@@ -216,8 +219,8 @@ impl HttpClient {
     }
 }
 
-/// The `Host` of every request to a plain `http` endpoint, as the pool would write it (the
-/// host, and the port unless it is 80), made once rather than formatted for each request.
+/// The `Host` of every request to a plain `http` endpoint, as hyper-util would write it (the
+/// host, and the port unless it is 80), made once rather than for each request.
 /// Such an endpoint's connections are always HTTP/1.1 (HTTP/2 is only offered by TLS), which
 /// carries the header; an `https` one may speak HTTP/2, so its `Host` is left to the pool.
 /// `None` too when the configuration sets `Host` itself.
