@@ -1331,6 +1331,13 @@ async fn an_input_request_for_sampling_is_unanswerable() {
     assert_eq!(requests(&server, "tools/call").len(), 1);
 }
 
+/// Scripts `tools/call` to ask for a name again, `times` times, before it answers.
+fn ask_again(server: &ReferenceServer, times: Times) {
+    let again = json!({"message": "Again?", "requestedSchema": {"type": "object"}});
+    let asked = asking("name", "elicitation/create", again, "again");
+    server.script("tools/call", asked, times);
+}
+
 /// A server that asks in every round but the last that `MAX_INPUT_ROUNDS` allows is answered
 /// each time, and the call ends with its result: the bound is on rounds, and the last is
 /// still taken.
@@ -1339,16 +1346,7 @@ async fn a_call_that_takes_every_round_allowed_succeeds() {
     let server = server_in(Era::Modern).await;
     let connection = connect(&server, Era::Modern, worker_kind()).await;
     let asked = u32::try_from(MAX_INPUT_ROUNDS - 1).expect("a small bound");
-    server.script(
-        "tools/call",
-        asking(
-            "name",
-            "elicitation/create",
-            json!({"message": "Again?", "requestedSchema": {"type": "object"}}),
-            "again",
-        ),
-        Times::N(asked),
-    );
+    ask_again(&server, Times::N(asked));
     let added = call(&connection, "add", Some(add_args(2, 3))).await;
     let added = added.expect("the last round answers");
     assert_eq!(added.is_error, Some(false), "{added:?}");
@@ -1368,16 +1366,7 @@ async fn a_server_that_keeps_asking_is_given_up_on() {
         async { mcp_wire::ElicitResult::accept(object(json!({"name": "Ada"}))) }
     };
     let connection = connect(&server, Era::Modern, worker_with(counting)).await;
-    server.script(
-        "tools/call",
-        asking(
-            "name",
-            "elicitation/create",
-            json!({"message": "Again?", "requestedSchema": {"type": "object"}}),
-            "again",
-        ),
-        Times::Always,
-    );
+    ask_again(&server, Times::Always);
     let failed = call(&connection, "add", Some(add_args(1, 1))).await;
     assert!(
         matches!(failed, Err(Error::TooManyRounds)),
