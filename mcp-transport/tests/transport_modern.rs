@@ -1,5 +1,5 @@
 //! The 2026-07-28 transport against the reference server over loopback: the headers of every
-//! POST, `Mcp-Name` and `Mcp-Param-*`, JSON and event-stream answers, configured headers, the
+//! POST (`Host` among them), `Mcp-Name` and `Mcp-Param-*`, JSON and event-stream answers, configured headers, the
 //! silence bound, cancellation by closing a listen, errors, and `input_required`.
 
 mod common;
@@ -168,9 +168,19 @@ async fn every_post_carries_the_standard_headers_and_one_message() {
     let log = server.log();
     // discover, 3 pages of tools, add, read, prompt.
     assert_eq!(log.len(), 7, "{:?}", server.methods());
+    // `http://127.0.0.1:<port>/mcp`: its `Host`, made once by the client.
+    let authority = server.url()["http://".len()..]
+        .trim_end_matches("/mcp")
+        .to_owned();
     for entry in &log {
         let method = entry.method.as_deref().expect("a JSON-RPC method");
         assert_eq!(entry.http, http::Method::POST, "{method}");
+        let hosts: Vec<_> = entry.headers.get_all("host").iter().collect();
+        assert_eq!(
+            hosts,
+            [authority.as_str()],
+            "{method}: one Host, the endpoint's"
+        );
         assert_eq!(
             entry.header("accept"),
             Some("application/json, text/event-stream"),
@@ -348,6 +358,25 @@ async fn reserved_headers_are_refused_and_authorization_is_sent() {
             entry.method
         );
     }
+}
+
+/// A configured `Host` is the one sent, once, in place of the endpoint's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_host_is_sent_in_place_of_the_endpoints() {
+    let server = ReferenceServer::start(Options::default()).await;
+    let mut config = Config::default();
+    config.headers = vec![("Host".into(), "mcp.example.test".into())];
+    let transport = ModernTransport::new(HttpClient::new(&server.url(), config).unwrap(), MODERN);
+    discover(&transport, 1)
+        .await
+        .unwrap()
+        .response(|_| {})
+        .await
+        .unwrap();
+    let log = server.log();
+    assert_eq!(log.len(), 1);
+    let hosts: Vec<_> = log[0].headers.get_all("host").iter().collect();
+    assert_eq!(hosts, ["mcp.example.test"]);
 }
 
 /// Rule 5: the silence bound bounds silence, not duration: a call that talks every 150 ms
