@@ -1,15 +1,20 @@
 //! Durable appends from many bindings at once: 16 bindings (threads) each commit batches of
 //! one 1 KiB record (a webhook delivery) and wait for the outcome before their next, through
 //! one thread that owns the store (SQLite, WAL, `synchronous = FULL`) — the design of a
-//! daemon's store thread. Measured two ways in the same run, on the same file:
+//! daemon's store thread. Measured four ways in the same run, on the same file:
 //!
 //! - `one by one`: the store's thread commits each batch in a transaction of its own
 //!   ([`Store::commit`]), one sync per batch;
-//! - `group`: it takes a batch with those queued behind it (up to 64) and commits them in one
-//!   transaction ([`Sqlite::commit_group`]), one sync per group.
+//! - `queued`: it takes a batch with those queued behind it (up to 64, no waiting), writes
+//!   each as it is taken and commits them in one transaction ([`Sqlite::group`]), one sync
+//!   per group, the WAL checkpointed at SQLite's default of 1,000 pages;
+//! - `window`: it gathers them by [`GroupPolicy::default`] (a group smaller than the last
+//!   waits up to 200 µs for as many), still at 1,000 pages;
+//! - `group`: by that policy, the WAL checkpointed at 10,000 pages, as a daemon's store
+//!   would.
 //!
 //! Run with `cargo bench -p mcp-events --features sqlite --bench group`; it prints the
-//! occurrences per second of each, round by round, and the ratio.
+//! occurrences per second of each, round by round, and the ratios to one by one.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -17,15 +22,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_events::binding::{Batch, Record};
+use mcp_events::group::{Gathering, GroupPolicy};
 use mcp_events::sqlite::Sqlite;
 use mcp_events::store::{Store, StoreError};
 
 /// Bindings delivering at once.
 const BINDINGS: usize = 16;
-/// The most batches in one group.
-const GROUP: usize = 64;
 /// How long each measurement runs.
-const RUN: Duration = Duration::from_secs(3);
+const RUN: Duration = Duration::from_secs(2);
 /// Measurements of each way, alternated.
 const ROUNDS: usize = 3;
 
@@ -36,41 +40,62 @@ struct Commit {
     reply: mpsc::SyncSender<Result<usize, StoreError>>,
 }
 
+/// How the store's thread commits.
+#[derive(Clone, Copy)]
+enum Way {
+    OneByOne,
+    Queued,
+    Window,
+    Group,
+}
+
+impl Way {
+    /// How it gathers batches (none for one by one) and the WAL pages it checkpoints at.
+    fn setup(self) -> (Option<GroupPolicy>, u32) {
+        match self {
+            Self::OneByOne => (None, 1_000),
+            Self::Queued => (Some(GroupPolicy::new(64, Duration::ZERO)), 1_000),
+            Self::Window => (Some(GroupPolicy::default()), 1_000),
+            Self::Group => (Some(GroupPolicy::default()), 10_000),
+        }
+    }
+}
+
 /// The store's thread: commits what comes, in groups or one by one, until every binding is
 /// done. How many transactions it committed.
-fn serve(store: &mut Sqlite, requests: mpsc::Receiver<Commit>, group: bool) -> usize {
+fn serve(store: &mut Sqlite, requests: mpsc::Receiver<Commit>, way: Way) -> usize {
+    let (policy, pages) = way.setup();
+    store.set_checkpoint_pages(pages).unwrap();
+    let mut gathering = policy.map(Gathering::new);
     let mut transactions = 0;
     while let Ok(first) = requests.recv() {
-        let mut commits = vec![first];
-        while group && commits.len() < GROUP {
-            match requests.try_recv() {
-                Ok(commit) => commits.push(commit),
-                Err(_) => break,
-            }
-        }
-        let outcomes = if group {
-            let batches: Vec<_> = commits
-                .iter()
-                .map(|c| (c.binding.as_str(), c.binding.as_str(), &c.batch))
-                .collect();
-            transactions += 1;
-            store.commit_group(&batches)
-        } else {
-            transactions += commits.len();
-            commits
-                .iter()
-                .map(|c| store.commit(&c.binding, &c.binding, &c.batch))
-                .collect()
+        transactions += 1;
+        let Some(gathering) = &mut gathering else {
+            let outcome = store.commit(&first.binding, &first.binding, &first.batch);
+            let _ = first.reply.send(outcome);
+            continue;
         };
-        for (commit, outcome) in commits.into_iter().zip(outcomes) {
-            let _ = commit.reply.send(outcome);
+        // As a daemon's store thread: each batch written as it is taken.
+        let take = |wait: Option<Duration>| match wait {
+            None => requests.try_recv().ok(),
+            Some(wait) => requests.recv_timeout(wait).ok(),
+        };
+        let mut group = store.group();
+        let mut replies = Vec::new();
+        let add = |commit: Commit| {
+            group.append(&commit.binding, &commit.binding, &commit.batch);
+            replies.push(commit.reply);
+        };
+        gathering.gather(first, take, Instant::now, add);
+        for (reply, outcome) in replies.into_iter().zip(group.commit()) {
+            let _ = reply.send(outcome);
         }
     }
     transactions
 }
 
 /// One measurement: occurrences per second, and batches per transaction.
-fn measure(store: &mut Sqlite, group: bool, round: usize) -> (f64, f64) {
+fn measure(store: &mut Sqlite, way: Way, round: usize) -> (f64, f64) {
     let (requests, taken) = mpsc::channel::<Commit>();
     let stop = AtomicBool::new(false);
     let body = vec![b'x'; 1024];
@@ -86,7 +111,7 @@ fn measure(store: &mut Sqlite, group: bool, round: usize) -> (f64, f64) {
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         n += 1;
-                        let id = format!("{group}-{round}-{n}");
+                        let id = format!("{}-{round}-{n}", way as u8);
                         let batch = Batch {
                             records: vec![Record {
                                 id: format!("mcp/s/t/{id}"),
@@ -108,7 +133,7 @@ fn measure(store: &mut Sqlite, group: bool, round: usize) -> (f64, f64) {
             })
             .collect();
         drop(requests);
-        let server = scope.spawn(move || serve(store, taken, group));
+        let server = scope.spawn(move || serve(store, taken, way));
         thread::sleep(RUN);
         stop.store(true, Ordering::Relaxed);
         let appended = bindings.into_iter().map(|b| b.join().unwrap()).sum();
@@ -127,14 +152,19 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut store = Sqlite::open(&dir.join("store.sqlite3")).unwrap();
     println!("{BINDINGS} bindings, batches of 1 (1 KiB), each awaited; {RUN:?} per measurement");
+    println!("occurrences/s (batches a transaction), and ratios to one by one");
     for round in 0..ROUNDS {
-        let (one, _) = measure(&mut store, false, round);
-        let (group, size) = measure(&mut store, true, round);
-        println!(
-            "round {round}: one by one {one:>7.0}/s   group {group:>7.0}/s \
-             ({size:.1} batches a transaction)   ratio {:.2}",
-            group / one
-        );
+        let (one, _) = measure(&mut store, Way::OneByOne, round);
+        print!("round {round}: one by one {one:>5.0}");
+        for (name, way) in [
+            ("queued", Way::Queued),
+            ("window", Way::Window),
+            ("group", Way::Group),
+        ] {
+            let (rate, size) = measure(&mut store, way, round);
+            print!("   {name} {rate:>5.0} ({size:>4.1}) {:.2}x", rate / one);
+        }
+        println!();
     }
     drop(store);
     let _ = std::fs::remove_dir_all(dir);

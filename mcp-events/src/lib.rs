@@ -3,6 +3,7 @@
 pub mod binding;
 mod dedup;
 mod error;
+pub mod group;
 mod limits;
 pub mod listing;
 pub mod occurrence;

@@ -2,13 +2,15 @@
 //! for MCP Events' commits, which are answered in groups.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use mcp_events::binding::Batch;
+use mcp_events::group::{Gathering, GroupPolicy};
 use mcp_events::sqlite::Sqlite;
 use rusqlite::Connection;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, oneshot};
 
 use super::db::{Db, Delivered, Limits};
 use super::error::Error;
@@ -20,8 +22,11 @@ pub(crate) const FILE: &str = "agentd.sqlite3";
 /// A request, made on the store's thread; it sends its answer itself.
 type Job = Box<dyn FnOnce(&mut Db) + Send>;
 
-/// The most batches committed in one transaction.
-const GROUP: usize = 64;
+/// The WAL pages after which a commit, on either connection, checkpoints the WAL into the
+/// database: 10,000 (about 40 MiB) rather than SQLite's 1,000, for the pages that MCP
+/// Events' commits write again and again are copied once a checkpoint
+/// ([`Sqlite::set_checkpoint_pages`]).
+const CHECKPOINT_PAGES: u32 = 10_000;
 
 /// A request to the store's thread.
 enum Request {
@@ -43,7 +48,7 @@ struct Commit {
 /// answer; dropping the future drops only the answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
-    requests: mpsc::UnboundedSender<Request>,
+    requests: mpsc::Sender<Request>,
     /// Tells each message appended to an inbox.
     delivered: broadcast::Sender<Delivered>,
 }
@@ -65,7 +70,7 @@ impl Store {
         migrations: &'static [&'static str],
         limits: Limits,
     ) -> Result<Self, Error> {
-        let (requests, taken) = mpsc::unbounded_channel();
+        let (requests, taken) = mpsc::channel();
         let (opened, open) = oneshot::channel();
         let delivered = broadcast::Sender::new(DELIVERIES);
         let dir = dir.to_owned();
@@ -177,10 +182,16 @@ fn start(
         Error::Sqlite(source) => at(source),
         e => e,
     })?;
-    let events = Sqlite::open_existing(&path).map_err(Error::Store)?;
+    let mut events = Sqlite::open_existing(&path).map_err(Error::Store)?;
+    events
+        .set_checkpoint_pages(CHECKPOINT_PAGES)
+        .map_err(Error::Store)?;
     // As `mcp_events`' connection: WAL (which that one has set), synchronous commits.
-    sql.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-        .map_err(at)?;
+    sql.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+         PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};"
+    ))
+    .map_err(at)?;
     Ok(Db {
         events,
         sql,
@@ -192,53 +203,51 @@ fn start(
 /// On the store's thread: answers each request in turn until every handle is gone or the
 /// store is closed.
 ///
-/// A commit is taken with the commits queued right behind it (up to [`GROUP`], and no
-/// further than the first request of another kind, which keeps its place after them) and
-/// they are committed in one transaction; each is answered once that transaction's `COMMIT`
-/// has returned. There is no waiting window: what queues while a group's sync runs is the
-/// next group, so the more bindings deliver at once, the larger the groups.
-fn serve(mut db: Db, mut requests: mpsc::UnboundedReceiver<Request>) {
+/// A commit is taken with the commits queued behind it, gathered by
+/// [`GroupPolicy::default`] (up to 64; a group smaller than the last one waits up to 200 µs
+/// for as many), and no further than the first request of another kind, which keeps its
+/// place after them. Each batch is written as it is taken, all in one transaction
+/// ([`Sqlite::group`]), and each is answered once that transaction's `COMMIT` has returned.
+fn serve(mut db: Db, requests: mpsc::Receiver<Request>) {
+    let mut gathering = Gathering::new(GroupPolicy::default());
     let mut next = None;
-    while let Some(request) = next.take().or_else(|| requests.blocking_recv()) {
+    while let Some(request) = next.take().or_else(|| requests.recv().ok()) {
         match request {
             Request::Run(job) => job(&mut db),
             Request::Commit(first) => {
-                let mut group = vec![first];
-                while group.len() < GROUP {
-                    match requests.try_recv() {
-                        Ok(Request::Commit(commit)) => group.push(commit),
-                        Ok(other) => {
+                let take = |wait: Option<Duration>| {
+                    let request = match wait {
+                        None => requests.try_recv().ok(),
+                        Some(wait) => requests.recv_timeout(wait).ok(),
+                    };
+                    match request? {
+                        Request::Commit(commit) => Some(commit),
+                        other => {
                             next = Some(other);
-                            break;
+                            None
                         }
-                        Err(_) => break,
                     }
+                };
+                let mut group = db.events.group();
+                let mut replies = Vec::new();
+                let add = |commit: Commit| {
+                    group.append(&commit.binding, &commit.stream, &commit.batch);
+                    replies.push(commit.reply);
+                };
+                gathering.gather(first, take, Instant::now, add);
+                for (reply, outcome) in replies.into_iter().zip(group.commit()) {
+                    // An answer nobody waits for any more is dropped.
+                    let _ = reply.send(outcome.map_err(Error::Store));
                 }
-                commit_group(&mut db, group);
             }
             Request::Close { closed } => {
-                // Nothing more is taken; what was sent meanwhile is dropped unanswered
-                // (its callers hear `Closed`).
-                requests.close();
-                while requests.try_recv().is_ok() {}
+                // Nothing more is taken: what was sent meanwhile is dropped unanswered with
+                // the queue (its callers hear `Closed`), and what is sent after fails.
+                drop(requests);
                 drop(db);
                 let _ = closed.send(());
                 return;
             }
         }
-    }
-}
-
-/// On the store's thread: `group`'s batches committed in one transaction, then each answered.
-fn commit_group(db: &mut Db, group: Vec<Commit>) {
-    let batches: Vec<(&str, &str, &Batch)> = group
-        .iter()
-        .map(|c| (c.binding.as_str(), c.stream.as_str(), &*c.batch))
-        .collect();
-    let outcomes = db.events.commit_group(&batches);
-    drop(batches);
-    for (commit, outcome) in group.into_iter().zip(outcomes) {
-        // An answer nobody waits for any more is dropped.
-        let _ = commit.reply.send(outcome.map_err(Error::Store));
     }
 }

@@ -413,24 +413,54 @@ async fn concurrent_commits_are_each_answered_and_kept_once() {
     }
 }
 
+/// Runs a job that holds the store's thread until the returned sender is used (or dropped),
+/// so that what is sent meanwhile is queued together.
+fn hold(store: &Store) -> (std::sync::mpsc::Sender<()>, impl Future<Output = ()>) {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let job = store.run(move |_| {
+        let _ = held.recv();
+        Ok(())
+    });
+    (release, async move { job.await.unwrap() })
+}
+
+/// A group smaller than the last one waits for more commits, but not past a request of
+/// another kind: the read queued behind a lone commit ends its group and sees it.
+#[tokio::test]
+async fn a_request_ends_a_group_that_waits() {
+    let (_dir, store) = scratch().await;
+    let (release, held) = hold(&store);
+    let three: Vec<_> = (0..3)
+        .map(|n| store.commit("b", "in", one("b", n)))
+        .collect();
+    release.send(()).unwrap();
+    held.await;
+    for committed in three {
+        assert_eq!(committed.await.unwrap(), 1);
+    }
+    let (release, held) = hold(&store);
+    let lone = store.commit("b", "in", one("b", 3));
+    let read = store.read("in", 0, 100);
+    release.send(()).unwrap();
+    held.await;
+    assert_eq!(lone.await.unwrap(), 1);
+    assert_eq!(read.await.unwrap().len(), 4);
+}
+
 /// Commits queued together are committed together, but never past a request of another
 /// kind queued between them: a read sent between two commits sees the first, not the second.
 #[tokio::test]
 async fn a_request_between_commits_keeps_its_place() {
     let (_dir, store) = scratch().await;
     // The thread held until everything below is queued.
-    let (release, held) = std::sync::mpsc::channel::<()>();
-    let hold = store.run(move |_| {
-        let _ = held.recv();
-        Ok(())
-    });
+    let (release, held) = hold(&store);
     let before: Vec<_> = (0..3)
         .map(|n| store.commit("b", "in", one("b", n)))
         .collect();
     let read = store.read("in", 0, 100);
     let after = store.commit("b", "in", one("b", 3));
     release.send(()).unwrap();
-    hold.await.unwrap();
+    held.await;
     for committed in before {
         assert_eq!(committed.await.unwrap(), 1);
     }
