@@ -267,11 +267,11 @@ async fn after_sigkill_every_occurrence_is_in_the_stream_exactly_once() {
     crash(&["tickets"]).await;
 }
 
-/// The crash with eight bindings polling at once, their commits grouped in transactions
+/// The crash with 16 bindings polling at once, their commits grouped in transactions
 /// of the store while agentd is killed: each stream holds every occurrence exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigkill_many_bindings_keep_every_occurrence_exactly_once() {
-    let streams: Vec<String> = (0..8).map(|n| format!("tickets-{n}")).collect();
+    let streams: Vec<String> = (0..16).map(|n| format!("tickets-{n}")).collect();
     crash(&streams.iter().map(String::as_str).collect::<Vec<_>>()).await;
 }
 

@@ -14,10 +14,10 @@
 //! stream holds already is passed over (`INSERT OR IGNORE`), so a batch committed twice after
 //! a crash appends nothing twice.
 //!
-//! Group commit: [`Sqlite::commit_group`] writes the batches of several bindings in one
-//! transaction, each under a savepoint of its own, so that one sync of the file (the bound
-//! on durable commits per second) makes them all durable; each batch still succeeds or fails
-//! on its own.
+//! Group commit: a [`Group`] ([`Sqlite::group`]; [`Sqlite::commit_group`] for a slice) writes
+//! the batches of several bindings in one transaction, each as it is given, under a savepoint
+//! of its own, so that one sync of the file (the bound on durable commits per second) makes
+//! them all durable; each batch still succeeds or fails on its own.
 
 use std::path::Path;
 
@@ -85,16 +85,17 @@ impl Sqlite {
     }
 
     /// Checkpoints the WAL into the database file when a commit leaves it holding `pages`
-    /// pages or more (`PRAGMA wal_autocheckpoint`; SQLite's default, kept by
-    /// [`Sqlite::open`], is 1,000, about 4 MiB); 0 turns checkpointing at commits off.
+    /// pages or more (`PRAGMA wal_autocheckpoint`; SQLite's default, which [`Sqlite::open`]
+    /// and [`Sqlite::open_existing`] keep, is 1,000, about 4 MiB); 0 turns checkpointing at
+    /// commits off.
     ///
     /// A checkpoint copies each page the WAL holds once, however many of its commits wrote
     /// that page, and runs inside the commit that crossed the bound. Commits from many
     /// bindings rewrite the same pages of the stream index again and again, so a larger bound
     /// does less copying per commit, at the cost of a larger WAL file (it keeps its largest
-    /// size once reached): 16 bindings committing 1 KiB records in groups made about 5% more
-    /// commits a second at 10,000 pages than at 1,000 (`--bench group`, 22.8k against 21.6k
-    /// on average over 18 rounds on one machine), and the checkpoints copied fewer pages.
+    /// size once reached): 16 bindings committing 1 KiB records in groups made a few percent
+    /// more commits a second at 10,000 pages than at 1,000 (`--bench group`: medians of 23.4k
+    /// against 22.7k over 18 rounds on one machine), and the checkpoints copied fewer pages.
     pub fn set_checkpoint_pages(&mut self, pages: u32) -> Result<(), StoreError> {
         self.db
             .pragma_update(None, "wal_autocheckpoint", pages)
@@ -117,6 +118,7 @@ impl Sqlite {
 
     /// Begins a group commit: batches written into one transaction as they are given, and
     /// committed together ([`Group::commit`]).
+    #[must_use = "a group dropped without its commit is rolled back"]
     pub fn group(&mut self) -> Group<'_> {
         let transaction = self.db.transaction().map_err(failed);
         Group {
@@ -138,6 +140,7 @@ impl Sqlite {
 /// the `COMMIT` returned: a batch reported appended is durable. Dropped without its commit,
 /// a group is rolled back.
 #[derive(Debug)]
+#[must_use = "a group dropped without its commit is rolled back"]
 pub struct Group<'a> {
     /// How many batches were given.
     batches: usize,
@@ -543,6 +546,26 @@ mod tests {
         assert_eq!(group.commit(), [Ok(1), Ok(1)]);
         assert_eq!(ids(&mut store, "in"), [r#"{"id":"a"}"#, r#"{"id":"b"}"#]);
         assert_eq!(store.group().commit(), []);
+    }
+
+    /// A group whose transaction could not begin fails every batch given to it.
+    #[test]
+    fn a_group_that_cannot_begin_fails_every_batch() {
+        let dir = temp();
+        let mut store = Sqlite::open(&dir.path().join("store.sqlite3")).unwrap();
+        store.db.execute_batch("BEGIN").unwrap();
+        let (one, two) = (batch(&["a"], "c1"), batch(&["b"], "c2"));
+        let mut group = store.group();
+        group.append("b1", "in", &one);
+        group.append("b2", "in", &two);
+        let outcomes = group.commit();
+        assert_eq!(outcomes.len(), 2);
+        for outcome in outcomes {
+            let StoreError(why) = outcome.unwrap_err();
+            assert!(why.contains("within a transaction"), "{why}");
+        }
+        store.db.execute_batch("ROLLBACK").unwrap();
+        assert!(ids(&mut store, "in").is_empty());
     }
 
     /// A store whose insert of the record `bad` does `raise` (a trigger), in a directory of

@@ -23,9 +23,9 @@ pub(crate) const FILE: &str = "agentd.sqlite3";
 type Job = Box<dyn FnOnce(&mut Db) + Send>;
 
 /// The WAL pages after which a commit, on either connection, checkpoints the WAL into the
-/// database: 10,000 (about 40 MiB) rather than SQLite's 1,000, for the pages that MCP
-/// Events' commits write again and again are copied once a checkpoint
-/// ([`Sqlite::set_checkpoint_pages`]).
+/// database: 10,000 (about 40 MiB, which the `-wal` file keeps on disk once reached) rather
+/// than SQLite's 1,000, for the pages that MCP Events' commits write again and again are
+/// copied once per checkpoint ([`Sqlite::set_checkpoint_pages`]).
 const CHECKPOINT_PAGES: u32 = 10_000;
 
 /// A request to the store's thread.
@@ -113,8 +113,8 @@ impl Store {
     }
 
     /// Sends `batch`, to be committed for `binding` to `stream` with the commits queued
-    /// next to it; resolves to how many records it appended, once their transaction is
-    /// committed.
+    /// next to it or coming within the group's wait; resolves to how many records it
+    /// appended, once their transaction is committed.
     pub(super) fn commit_batch(
         &self,
         binding: String,

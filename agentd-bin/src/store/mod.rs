@@ -2,8 +2,8 @@
 //! `<store.path>/agentd.sqlite3` and answers typed requests, one at a time, in the order they
 //! were sent; the daemon holds a [`Store`], a cheap handle whose every method sends its request
 //! at once and resolves to the answer. No SQLite call runs on an async thread. MCP Events'
-//! commits queued one behind the other are committed in one transaction and each answered
-//! once it is committed ([`handle`]).
+//! commits queued one behind the other, or coming within a short wait, are committed in one
+//! transaction and each answered once it is committed ([`handle`]).
 //!
 //! At open, the thread makes the directory, brings the database's schema to the latest
 //! version ([`migrations`]) and opens `mcp_events`' store on it; what fails there is the

@@ -424,10 +424,11 @@ fn hold(store: &Store) -> (std::sync::mpsc::Sender<()>, impl Future<Output = ()>
     (release, async move { job.await.unwrap() })
 }
 
-/// A group smaller than the last one waits for more commits, but not past a request of
-/// another kind: the read queued behind a lone commit ends its group and sees it.
+/// A group smaller than the last one may wait for more commits, but it ends at a request of
+/// another kind, which keeps its place after it: the read queued behind a lone commit (after
+/// a group of three) sees it.
 #[tokio::test]
-async fn a_request_ends_a_group_that_waits() {
+async fn a_request_behind_a_smaller_group_keeps_its_place() {
     let (_dir, store) = scratch().await;
     let (release, held) = hold(&store);
     let three: Vec<_> = (0..3)
