@@ -43,6 +43,12 @@ async fn discover(transport: &ModernTransport, id: i64) -> Result<Call<DiscoverR
         .await
 }
 
+/// `server/discover` (id 1) sent and its answer read, both expected to succeed.
+async fn discovered(transport: &ModernTransport) -> TypedResponse<DiscoverResult> {
+    let call = discover(transport, 1).await.unwrap();
+    call.response(|_| {}).await.unwrap()
+}
+
 /// The params of a `tools/call` with the modern `_meta`.
 fn tool_params(name: &str, arguments: Map<String, Value>) -> CallToolParams {
     let mut params = CallToolParams::new(name);
@@ -136,8 +142,7 @@ async fn every_post_carries_the_standard_headers_and_one_message() {
     let server = ReferenceServer::start(Options::default()).await;
     let transport = modern(&server);
 
-    let discovered = discover(&transport, 1).await.unwrap();
-    discovered.response(|_| {}).await.unwrap().outcome.unwrap();
+    discovered(&transport).await.outcome.unwrap();
     list_tools(&transport, 2).await;
     assert_eq!(add(&transport, 10, 2, 3).await.unwrap(), "5");
     let mut read = ReadResourceParams::new("demo://greeting");
@@ -288,17 +293,9 @@ async fn json_and_event_stream_answers_both_work() {
         let server = ReferenceServer::start(options).await;
         let transport = modern(&server);
 
-        let discovered = discover(&transport, 1)
-            .await
-            .unwrap()
-            .response(|_| {})
-            .await
-            .unwrap();
-        assert_eq!(discovered.id, Some(RequestId::Number(1)), "sse: {sse}");
-        assert_eq!(
-            discovered.outcome.unwrap().supported_versions,
-            ["2026-07-28"]
-        );
+        let found = discovered(&transport).await;
+        assert_eq!(found.id, Some(RequestId::Number(1)), "sse: {sse}");
+        assert_eq!(found.outcome.unwrap().supported_versions, ["2026-07-28"]);
         let (tools, _) = list_tools(&transport, 2).await;
         assert_eq!(tools.len(), 5, "sse: {sse}");
         assert_eq!(
@@ -340,12 +337,7 @@ async fn reserved_headers_are_refused_and_authorization_is_sent() {
     let mut config = Config::default();
     config.headers = vec![("Authorization".into(), "Bearer t0k3n".into())];
     let transport = ModernTransport::new(HttpClient::new(&server.url(), config).unwrap(), MODERN);
-    discover(&transport, 1)
-        .await
-        .unwrap()
-        .response(|_| {})
-        .await
-        .unwrap();
+    discovered(&transport).await;
     list_tools(&transport, 2).await;
     assert_eq!(add(&transport, 10, 1, 1).await.unwrap(), "2");
     let log = server.log();
@@ -367,12 +359,7 @@ async fn a_configured_host_is_sent_in_place_of_the_endpoints() {
     let mut config = Config::default();
     config.headers = vec![("Host".into(), "mcp.example.test".into())];
     let transport = ModernTransport::new(HttpClient::new(&server.url(), config).unwrap(), MODERN);
-    discover(&transport, 1)
-        .await
-        .unwrap()
-        .response(|_| {})
-        .await
-        .unwrap();
+    discovered(&transport).await;
     let log = server.log();
     assert_eq!(log.len(), 1);
     let hosts: Vec<_> = log[0].headers.get_all("host").iter().collect();
@@ -753,12 +740,7 @@ async fn tls_negotiates_http2_and_trusts_configured_roots() {
     let mut config = Config::default();
     config.extra_roots = vec![server.ca_der().expect("a CA").to_vec()];
     let transport = ModernTransport::new(HttpClient::new(&server.url(), config).unwrap(), MODERN);
-    let found = discover(&transport, 1)
-        .await
-        .unwrap()
-        .response(|_| {})
-        .await
-        .unwrap();
+    let found = discovered(&transport).await;
     assert_eq!(found.outcome.unwrap().supported_versions, ["2026-07-28"]);
     // Concurrent calls share the one HTTP/2 connection.
     let (a, b) = tokio::join!(add(&transport, 2, 1, 2), add(&transport, 3, 3, 4));
