@@ -200,6 +200,16 @@ mod tests {
         GroupPolicy::new(max, Duration::from_micros(window_us))
     }
 
+    /// A gathering by `policy` whose last group held `size` commits, all queued at once
+    /// (the first group, which waits for nothing).
+    fn after_a_group_of(policy: GroupPolicy, size: u32) -> Gathering {
+        let mut gathering = Gathering::new(policy);
+        let queued: Vec<_> = (2..=size).map(|n| (0, n)).collect();
+        let group = Arrivals::new(&queued).gather(&mut gathering, 1);
+        assert_eq!(group, (1..=size).collect::<Vec<_>>());
+        gathering
+    }
+
     #[test]
     fn the_first_group_takes_what_is_queued_and_waits_for_nothing() {
         let mut gathering = Gathering::new(GroupPolicy::default());
@@ -210,9 +220,7 @@ mod tests {
 
     #[test]
     fn a_smaller_group_waits_for_as_many_as_the_last_held() {
-        let mut gathering = Gathering::new(policy(64, 200));
-        let arrivals = Arrivals::new(&[(0, 2), (0, 3)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1), [1, 2, 3]);
+        let mut gathering = after_a_group_of(policy(64, 200), 3);
         // Two come back within the window; then the group is as large as the last, and takes
         // only what is queued (the third is not yet).
         let arrivals = Arrivals::new(&[(30, 5), (60, 6), (70, 7)]);
@@ -229,9 +237,7 @@ mod tests {
 
     #[test]
     fn the_window_is_counted_from_the_groups_first_commit() {
-        let mut gathering = Gathering::new(policy(64, 200));
-        let arrivals = Arrivals::new(&[(0, 2), (0, 3), (0, 4)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1).len(), 4);
+        let mut gathering = after_a_group_of(policy(64, 200), 4);
         // One comes at 150 µs, the next would at 250 µs: past the window, not waited for.
         let arrivals = Arrivals::new(&[(150, 6), (250, 7)]);
         assert_eq!(arrivals.gather(&mut gathering, 5), [5, 6]);
@@ -243,9 +249,7 @@ mod tests {
 
     #[test]
     fn callers_that_do_not_come_back_cost_one_window() {
-        let mut gathering = Gathering::new(policy(64, 200));
-        let arrivals = Arrivals::new(&[(0, 2), (0, 3), (0, 4)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1).len(), 4);
+        let mut gathering = after_a_group_of(policy(64, 200), 4);
         let arrivals = Arrivals::new(&[]);
         assert_eq!(arrivals.gather(&mut gathering, 5), [5]);
         assert_eq!(arrivals.clock.get(), Duration::from_micros(200));
@@ -270,9 +274,7 @@ mod tests {
 
     #[test]
     fn a_zero_window_never_waits() {
-        let mut gathering = Gathering::new(policy(64, 0));
-        let arrivals = Arrivals::new(&[(0, 2), (0, 3)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1).len(), 3);
+        let mut gathering = after_a_group_of(policy(64, 0), 3);
         let arrivals = Arrivals::new(&[(10, 5)]);
         assert_eq!(arrivals.gather(&mut gathering, 4), [4]);
         assert_eq!(arrivals.waits(), [None]);
@@ -282,9 +284,7 @@ mod tests {
     /// first is added, not after.
     #[test]
     fn the_window_runs_while_commits_are_added() {
-        let mut gathering = Gathering::new(policy(64, 200));
-        let arrivals = Arrivals::new(&[(0, 2), (0, 3), (0, 4)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1).len(), 4);
+        let mut gathering = after_a_group_of(policy(64, 200), 4);
         // Each commit added moves the clock 50 µs; the last arrives at 240 µs, past the
         // window's end at 200 µs.
         let arrivals = Arrivals::new(&[(100, 6), (180, 7), (240, 8)]);
@@ -326,9 +326,7 @@ mod tests {
     /// A window past what an `Instant` holds waits without end rather than overflowing.
     #[test]
     fn an_endless_window_waits_without_end() {
-        let mut gathering = Gathering::new(GroupPolicy::new(64, Duration::MAX));
-        let arrivals = Arrivals::new(&[(0, 2)]);
-        assert_eq!(arrivals.gather(&mut gathering, 1).len(), 2);
+        let mut gathering = after_a_group_of(GroupPolicy::new(64, Duration::MAX), 2);
         let arrivals = Arrivals::new(&[(1_000_000, 4)]);
         assert_eq!(arrivals.gather(&mut gathering, 3), [3, 4]);
         assert_eq!(arrivals.waits(), [Some(Duration::MAX), None]);
